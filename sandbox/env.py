@@ -1,0 +1,104 @@
+"""The environment of one episode, and the wrapper base that perturbations build on.
+
+Four methods are the surface a wrapper may change (Gymnasium's ``Wrapper`` idea): ``query``
+(what the user asks), ``tool_specs`` (what the agent is told about the tools), ``call`` (how a
+call is dispatched) and ``observe`` (how a result is rendered for the agent).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sandbox.agent import Message, ToolSpec
+from sandbox.domain import Domain
+from sandbox.prompt import SYSTEM_PROMPT
+from sandbox.state import State
+from sandbox.task import Task
+from sandbox.tools import ToolResult
+
+
+class Env:
+    def __init__(self, domain: Domain, task: Task, system_prompt: str = SYSTEM_PROMPT) -> None:
+        self.domain = domain
+        self.task = task
+        self.world = domain.world(task.seed)
+        self.system_prompt = system_prompt
+        self.state = State()
+
+    @property
+    def unwrapped(self) -> Env:
+        return self
+
+    def reset(self) -> list[Message]:
+        """Start the episode afresh: a new state and the opening messages."""
+        self.unwrapped.state = State()
+        return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": self.query()}]
+
+    def query(self) -> str:
+        return self.task.query
+
+    def tool_specs(self) -> list[ToolSpec]:
+        return self.domain.toolbox.specs()
+
+    def call(self, name: str, arguments: Any) -> ToolResult:
+        return self.domain.toolbox.call(self.world, self.state, name, arguments)
+
+    def observe(self, result: ToolResult) -> str:
+        return result.render()
+
+    def describe(self) -> str:
+        """The case in one line: the task, then each wrapper of the stack."""
+        return self.task.id
+
+    def wrappers(self) -> list[Wrapper]:
+        return []
+
+
+class Wrapper(Env):
+    """Delegates everything to ``env``; subclasses override one of the four methods."""
+
+    label: str = "wrapper"
+
+    def __init__(self, env: Env) -> None:
+        self.env = env
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.env, name)
+
+    @property
+    def unwrapped(self) -> Env:
+        return self.env.unwrapped
+
+    @property
+    def task(self) -> Task:
+        return self.env.task
+
+    @property
+    def state(self) -> State:
+        return self.unwrapped.state
+
+    def query(self) -> str:
+        return self.env.query()
+
+    def tool_specs(self) -> list[ToolSpec]:
+        return self.env.tool_specs()
+
+    def call(self, name: str, arguments: Any) -> ToolResult:
+        return self.env.call(name, arguments)
+
+    def observe(self, result: ToolResult) -> str:
+        return self.env.observe(result)
+
+    def describe(self) -> str:
+        return f"{self.env.describe()} + {self.label}"
+
+    def wrappers(self) -> list[Wrapper]:
+        return [*self.env.wrappers(), self]
+
+
+def make_env(domain: Domain | str, task: Task) -> Env:
+    if isinstance(domain, str):
+        from sandbox.domains import get_domain
+
+        domain = get_domain(domain)
+    return Env(domain, task)

@@ -1,0 +1,195 @@
+"""Episodes: the runner that drives many in lockstep, and the trajectory it records."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from sandbox.agent import Message, Reply, ToolSpec, Turn, as_agent, close
+from sandbox.env import Env
+from sandbox.judge import GOOD_OUTCOMES, Ending, Outcome, judge
+from sandbox.parse import ToolCall, parse_reply
+from sandbox.task import Task
+from sandbox.tools import AGENT_ERRORS, ToolResult
+
+DEFAULT_MAX_STEPS = 8
+_episode_ids = itertools.count()
+
+
+class Step(BaseModel):
+    """One agent turn: what it said, the calls it made, and what came back."""
+
+    reply: str
+    calls: list[ToolCall] = Field(default_factory=list)
+    results: list[ToolResult] = Field(default_factory=list)
+    error: str | None = None
+
+
+class Episode(BaseModel):
+    """A finished episode: the full trajectory and the judge's outcome. Round-trips through JSON."""
+
+    task: Task
+    perturbation: str = ""
+    messages: list[dict[str, Any]]
+    steps: list[Step]
+    ending: Ending
+    answer: str | None = None
+    outcome: Outcome
+    writes: list[dict[str, Any]] = Field(default_factory=list)
+    meta: list[dict[str, Any]] = Field(default_factory=list, exclude=True)
+    """Per-turn data from the agent (token ids, log-probabilities), kept in memory only."""
+
+    @property
+    def success(self) -> bool:
+        return self.outcome in GOOD_OUTCOMES
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        return [c for s in self.steps for c in s.calls]
+
+    @property
+    def tool_errors(self) -> int:
+        """Calls to tools that do not exist or with invalid arguments (the agent's fault)."""
+        return sum(r.error in AGENT_ERRORS for s in self.steps for r in s.results)
+
+    def explain(self) -> str:
+        from sandbox.explain import explain
+
+        return explain(self)
+
+
+@dataclass
+class _Live:
+    env: Env
+    episode_id: str
+    messages: list[Message]
+    tools: list[ToolSpec]
+    steps: list[Step] = field(default_factory=list)
+    meta: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _assistant_message(text: str, calls: list[ToolCall]) -> Message:
+    message: Message = {"role": "assistant", "content": text}
+    if calls:
+        message["tool_calls"] = [
+            {
+                "type": "function",
+                **({"id": c.id} if c.id else {}),
+                "function": {"name": c.name, "arguments": c.arguments},
+            }
+            for c in calls
+        ]
+    return message
+
+
+def _tool_message(call: ToolCall, content: str) -> Message:
+    message: Message = {"role": "tool", "name": call.name, "content": content}
+    if call.id:
+        message["tool_call_id"] = call.id
+    return message
+
+
+def _turn(ep: _Live) -> Turn:
+    return Turn(ep.episode_id, list(ep.messages), ep.tools, {"task": ep.env.task, "env": ep.env})
+
+
+def _finish(live: _Live, ending: Ending, answer: str | None = None) -> Episode:
+    env = live.env
+    kinds = [r.error for s in live.steps for r in s.results if r.error]
+    writes = env.state.writes
+    return Episode(
+        task=env.task,
+        perturbation=env.describe(),
+        messages=live.messages,
+        steps=live.steps,
+        ending=ending,
+        answer=answer,
+        outcome=judge(env.task, ending, answer, writes, kinds),
+        writes=[{"tool": w.tool, "args": w.args, "code": w.code} for w in writes],
+        meta=live.meta,
+    )
+
+
+def run_episodes(agent: Any, envs: Sequence[Env], max_steps: int = DEFAULT_MAX_STEPS) -> list[Episode]:
+    """Run one episode per env, all in lockstep: each round asks the agent for one batch of replies.
+
+    Garbage from the agent is an outcome, never an exception: a reply that cannot be read ends
+    its episode as ``parse_error``; an agent that raises ends the episodes it was asked about as
+    ``agent_error``.
+    """
+    agent = as_agent(agent)
+    done: dict[int, Episode] = {}
+    live: dict[int, _Live] = {}
+    for i, env in enumerate(envs):
+        live[i] = _Live(env, f"ep{next(_episode_ids)}-{env.task.id}", env.reset(), env.tool_specs())
+    while live:
+        order = list(live)
+        turns = [
+            Turn(
+                live[i].episode_id,
+                list(live[i].messages),
+                live[i].tools,
+                {"task": live[i].env.task, "env": live[i].env},
+            )
+            for i in order
+        ]
+        try:
+            replies = list(agent.act(turns))
+            if len(replies) != len(turns):
+                raise ValueError(f"the agent returned {len(replies)} replies for {len(turns)} turns")
+        except Exception as exc:
+            for i in order:
+                live[i].steps.append(Step(reply="", error=f"{type(exc).__name__}: {exc}"))
+                done[i] = _finish(live.pop(i), "agent_error")
+            close(agent, [t.episode_id for t in turns])
+            continue
+        finished = []
+        for i, reply in zip(order, replies, strict=True):
+            ep = live[i]
+            ended = _advance(ep, reply, max_steps)
+            if ended is not None:
+                done[i] = ended
+                finished.append(ep.episode_id)
+                del live[i]
+        close(agent, finished)
+    return [done[i] for i in range(len(envs))]
+
+
+def _advance(ep: _Live, reply: Reply | str, max_steps: int) -> Episode | None:
+    """Apply one reply to one episode; the finished episode if it ended."""
+    if isinstance(reply, str):
+        reply = Reply(text=reply)
+    elif not isinstance(reply, Reply):
+        ep.steps.append(Step(reply=repr(reply)[:200], error=f"not a reply: {type(reply).__name__}"))
+        return _finish(ep, "agent_error")
+    ep.meta.append(reply.meta)
+    raw = reply.text if isinstance(reply.text, str) else repr(reply.text)
+    if reply.tool_calls:
+        raw = raw + "\n" + json.dumps(reply.tool_calls, default=str)[:2000]
+    parsed = parse_reply(reply.text, reply.tool_calls)
+    if parsed.error is not None:
+        ep.steps.append(Step(reply=raw, error=parsed.error))
+        return _finish(ep, "parse_error")
+    if not parsed.calls:
+        ep.steps.append(Step(reply=raw))
+        ep.messages.append({"role": "assistant", "content": parsed.text})
+        return _finish(ep, "answer", parsed.text)
+    results = [ep.env.call(c.name, c.arguments) for c in parsed.calls]
+    ep.steps.append(Step(reply=raw, calls=parsed.calls, results=results))
+    ep.messages.append(_assistant_message(parsed.text, parsed.calls))
+    ep.messages.extend(_tool_message(c, ep.env.observe(r)) for c, r in zip(parsed.calls, results, strict=True))
+    if len(ep.steps) >= max_steps:
+        return _finish(ep, "step_limit")
+    return None
+
+
+def run_episode(agent: Any, env: Env, max_steps: int = DEFAULT_MAX_STEPS) -> Episode:
+    return run_episodes(agent, [env], max_steps)[0]
+
+
+__all__ = ["Episode", "Step", "Task", "run_episode", "run_episodes"]

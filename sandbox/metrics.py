@@ -1,0 +1,106 @@
+"""Metrics over episodes: rates with Wilson intervals, Δ against clean twins, pass^k."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sandbox.episode import Episode
+
+Z95 = 1.959964
+
+
+@dataclass(frozen=True)
+class Rate:
+    """``k`` of ``n``, with its 95% Wilson score interval."""
+
+    k: int
+    n: int
+
+    @property
+    def value(self) -> float:
+        return self.k / self.n if self.n else float("nan")
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return wilson(self.k, self.n)
+
+    def __str__(self) -> str:
+        low, high = self.interval
+        return f"{self.value:.1%} [{low:.1%}, {high:.1%}] ({self.k}/{self.n})"
+
+
+def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a binomial proportion; (nan, nan) for n = 0."""
+    if n == 0:
+        return (float("nan"), float("nan"))
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+@dataclass(frozen=True)
+class Delta:
+    """Perturbed minus clean success, in percentage points, with Newcombe's hybrid interval."""
+
+    perturbed: Rate
+    clean: Rate
+
+    @property
+    def points(self) -> float:
+        return 100 * (self.perturbed.value - self.clean.value)
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        (l1, u1), (l2, u2) = self.perturbed.interval, self.clean.interval
+        p1, p2 = self.perturbed.value, self.clean.value
+        low = p1 - p2 - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
+        high = p1 - p2 + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
+        return (100 * low, 100 * high)
+
+    def __str__(self) -> str:
+        low, high = self.interval
+        return f"{self.points:+.1f} [{low:+.1f}, {high:+.1f}]"
+
+
+def success_rate(episodes: Iterable[Episode]) -> Rate:
+    eps = list(episodes)
+    return Rate(sum(e.success for e in eps), len(eps))
+
+
+def tool_error_rate(episodes: Iterable[Episode]) -> Rate:
+    """Share of tool calls that named no tool or had invalid arguments."""
+    eps = list(episodes)
+    return Rate(sum(e.tool_errors for e in eps), sum(len(e.calls) for e in eps))
+
+
+def refusal_rate(episodes: Iterable[Episode]) -> Rate:
+    """Share of unsolvable tasks the agent refused (higher is better)."""
+    unsolvable = [e for e in episodes if not e.task.solvable]
+    return Rate(sum(e.outcome == "refused" for e in unsolvable), len(unsolvable))
+
+
+def delta(perturbed: Iterable[Episode], clean: Iterable[Episode]) -> Delta:
+    return Delta(success_rate(perturbed), success_rate(clean))
+
+
+def pass_hat_k(episodes: Sequence[Episode], k: int) -> float:
+    """pass^k (tau-bench): the chance that k i.i.d. trials of a task all succeed, averaged over tasks.
+
+    ``episodes`` holds several trials per task (grouped by task id); each task needs at least k.
+    """
+    by_task: dict[str, list[bool]] = defaultdict(list)
+    for e in episodes:
+        by_task[e.task.id].append(e.success)
+    scores = []
+    for task_id, trials in by_task.items():
+        if len(trials) < k:
+            raise ValueError(f"pass^{k} needs {k} trials per task; task {task_id} has {len(trials)}")
+        scores.append(math.comb(sum(trials), k) / math.comb(len(trials), k))
+    return sum(scores) / len(scores) if scores else float("nan")

@@ -1,0 +1,41 @@
+"""The mutable part of an episode: what the agent wrote (bookings, appointments)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sandbox.seeds import child_seed
+
+_CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+
+
+def verification_code(prefix: str, seed: int, *parts: object) -> str:
+    """A short code that cannot be guessed without making the call, stable for the same call."""
+    n = child_seed(seed, *parts)
+    chars = []
+    for _ in range(5):
+        n, r = divmod(n, len(_CODE_ALPHABET))
+        chars.append(_CODE_ALPHABET[r])
+    return f"{prefix}-{''.join(chars)}"
+
+
+@dataclass(frozen=True)
+class Write:
+    """A write action that succeeded, in canonical tool and argument names."""
+
+    tool: str
+    args: dict[str, Any]
+    code: str
+
+
+@dataclass
+class State:
+    writes: list[Write] = field(default_factory=list)
+    records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    scratch: dict[str, Any] = field(default_factory=dict)
+    """Free room for wrappers that keep per-episode state (a call counter, a token)."""
+
+    def next_id(self, prefix: str) -> str:
+        n = sum(1 for key in self.records if key.startswith(prefix)) + 1
+        return f"{prefix}{n:03d}"

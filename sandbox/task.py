@@ -1,0 +1,73 @@
+"""Tasks: a query, a gold plan (a dependency graph of calls) and the answer it must give."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+Split = Literal["train", "dev", "test"]
+SPLITS: tuple[Split, ...] = ("train", "dev", "test")
+Unsolvable = Literal["missing_capability", "nonexistent_entity", "fatal_error"]
+
+
+class Call(BaseModel):
+    """One call of a gold plan; it may run once the calls named in ``after`` have."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    tool: str
+    args: dict[str, Any]
+    after: tuple[str, ...] = ()
+
+
+class Source(BaseModel):
+    """Where an answer value is read: field ``path`` of the observation of call ``call``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    call: str
+    path: str
+
+
+class Task(BaseModel):
+    """One task instance. ``answer`` holds the values the final answer must quote."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    domain: str
+    family: str
+    split: Split
+    seed: int
+    params: dict[str, str]
+    phrasing: int
+    query: str
+    plan: tuple[Call, ...]
+    answer: dict[str, str]
+    sources: dict[str, Source]
+    write: Call | None = None
+    unsolvable: Unsolvable | None = None
+
+    @property
+    def solvable(self) -> bool:
+        return self.unsolvable is None
+
+    @property
+    def n_calls(self) -> int:
+        return len(self.plan)
+
+    def waves(self) -> list[list[Call]]:
+        """The plan in dependency order: each wave's calls can be made in parallel."""
+        done: set[str] = set()
+        pending = list(self.plan)
+        waves = []
+        while pending:
+            wave = [c for c in pending if set(c.after) <= done]
+            if not wave:
+                raise ValueError(f"task {self.id}: the plan has a cycle or a dangling dependency")
+            waves.append(wave)
+            done |= {c.id for c in wave}
+            pending = [c for c in pending if c.id not in done]
+        return waves
