@@ -1,0 +1,64 @@
+"""A case: a task plus a stack of perturbations; the unit that tests generate and cache."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sandbox.env import Env, make_env
+from sandbox.episode import DEFAULT_MAX_STEPS, Episode, run_episodes
+from sandbox.perturbations.base import Perturbation
+from sandbox.perturbations.registry import from_dict
+from sandbox.task import Task
+
+SANDBOX_VERSION = "1"
+"""Bump when worlds, tools, judge or perturbations change behaviour: it invalidates cached episodes."""
+
+
+@dataclass(frozen=True)
+class Case:
+    task: Task
+    perturbations: tuple[Perturbation, ...] = ()
+
+    def env(self) -> Env:
+        env = make_env(self.task.domain, self.task)
+        for p in self.perturbations:
+            env = p.apply(env)
+        return env
+
+    def run(self, agent: Any, max_steps: int = DEFAULT_MAX_STEPS) -> Episode:
+        return run_cases(agent, [self], max_steps)[0]
+
+    def clean(self) -> Case:
+        """The unperturbed twin."""
+        return Case(self.task)
+
+    @property
+    def solvable(self) -> bool:
+        return self.task.solvable and not any(p.unsolvable for p in self.perturbations)
+
+    def describe(self) -> str:
+        stack = " + ".join(p.label() for p in self.perturbations) or "clean"
+        return f"{self.task.id} [{self.task.family}, {self.task.n_calls} calls] | {stack}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"task": self.task.model_dump(mode="json"), "perturbations": [p.to_dict() for p in self.perturbations]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Case:
+        return cls(Task.model_validate(data["task"]), tuple(from_dict(p) for p in data["perturbations"]))
+
+    def key(self) -> str:
+        """A content hash of the case and the sandbox version, for caching episodes."""
+        blob = json.dumps([SANDBOX_VERSION, self.to_dict()], sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+    def __repr__(self) -> str:
+        return f"Case({self.describe()})"
+
+
+def run_cases(agent: Any, cases: Sequence[Case], max_steps: int = DEFAULT_MAX_STEPS) -> list[Episode]:
+    return run_episodes(agent, [c.env() for c in cases], max_steps)

@@ -1,0 +1,80 @@
+"""A perturbation is data (a frozen spec) plus ``apply``, which wraps an environment.
+
+Specs are pydantic models: they print as a short readable label, round-trip through JSON, and
+are deterministic given their parameters and ``seed``. Concrete perturbations subclass
+:class:`Perturbation`, set the class variables, and register themselves with ``@register``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from sandbox.env import Env
+from sandbox.task import Task
+
+Tier = Literal["perception", "interaction", "reasoning", "internalization"]
+TIERS: tuple[Tier, ...] = ("perception", "interaction", "reasoning", "internalization")
+Shift = Literal["query", "action", "observation", "domain"]
+Pool = Literal["train", "eval"]
+POOLS: tuple[Pool, ...] = ("train", "eval")
+
+
+def tier_number(tier: Tier) -> int:
+    return TIERS.index(tier) + 1
+
+
+class Perturbation(BaseModel):
+    """Base of every perturbation spec.
+
+    Class variables describe the kind; fields are its parameters. ``severity`` runs from
+    ``min_severity`` to ``max_severity``; where 0 is allowed it is the identity. ``pool`` picks the
+    vocabulary (names, texts, templates) drawn from: ``train`` for PAFT data, ``eval`` for tests.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: ClassVar[str]
+    tier: ClassVar[Tier]
+    shift: ClassVar[Shift]
+    summary: ClassVar[str] = ""
+    """What it changes, one line, for the catalogue."""
+    expected: ClassVar[str] = ""
+    """The right behaviour of an agent under it, one line, for the catalogue."""
+    min_severity: ClassVar[int] = 1
+    max_severity: ClassVar[int] = 1
+    unsolvable: ClassVar[bool] = False
+    """True for perturbations that exist to make the task unsolvable (the gold act is to refuse)."""
+    mild: ClassVar[str] = ""
+    """Why the static baseline is not expected to lose 50 points under it, if that is by design."""
+
+    severity: int = 1
+    pool: Pool = "eval"
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _check_severity(self) -> Perturbation:
+        if not self.min_severity <= self.severity <= self.max_severity:
+            raise ValueError(
+                f"{self.name}: severity must be in [{self.min_severity}, {self.max_severity}], got {self.severity}"
+            )
+        return self
+
+    def applies_to(self, task: Task) -> bool:
+        """Whether this perturbation changes anything for ``task`` (a booking-code shift needs a booking)."""
+        return True
+
+    def apply(self, env: Env) -> Env:
+        raise NotImplementedError
+
+    def label(self) -> str:
+        params = self.model_dump(exclude={"severity", "pool", "seed"})
+        extra = "".join(f",{k}={v}" for k, v in params.items())
+        return f"{self.name}(s={self.severity},{self.pool}{extra})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, **self.model_dump()}
+
+    def __repr__(self) -> str:
+        return self.label()
