@@ -72,6 +72,7 @@ def prepare_default_base(force: bool = False, quiet: bool = False) -> Path:
               "(once; about 30 s)...", file=sys.stderr, flush=True)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    os.chmod(tmp, 0o755)  # mkdtemp makes it private; the cache is an ordinary folder
     try:
         _convert(source, tmp)
         if force and target.exists():
