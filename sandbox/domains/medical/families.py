@@ -12,8 +12,7 @@ from sandbox.task import Call, Source
 
 
 def _patient(world: MedicalWorld, r: random.Random, split: str) -> Patient:
-    city = r.choice(CITY_SPLIT[split])
-    return r.choice([p for p in world.patients.values() if p.city == city])
+    return r.choice(world.patients_in(r.choice(CITY_SPLIT[split])))
 
 
 def _find(p: Patient) -> Call:
@@ -99,7 +98,7 @@ def book_doctor(world, r, split):
     if (drawn := _best_doctor(world, r, split)) is None:
         return None
     city, specialty, best = drawn
-    p = r.choice([p for p in world.patients.values() if p.city == city])
+    p = r.choice(world.patients_in(city))
     day, time = r.choice(DAYS), r.choice(TIMES)
     book = Call(
         id="book", tool="book_appointment", after=("find", "search"),

@@ -56,9 +56,15 @@ class MedicalWorld:
     doctors: dict[str, Doctor]
     interactions: dict[tuple[str, str], str]
 
+    def __post_init__(self) -> None:
+        index = {(p.name.casefold(), p.city.casefold()): p for p in self.patients.values()}
+        object.__setattr__(self, "_patient_index", index)
+
     def patient_by_name(self, name: str, city: str) -> Patient | None:
-        key = (name.casefold(), city.casefold())
-        return next((p for p in self.patients.values() if (p.name.casefold(), p.city.casefold()) == key), None)
+        return self._patient_index.get((name.casefold(), city.casefold()))
+
+    def patients_in(self, city: str) -> list[Patient]:
+        return [p for p in self.patients.values() if p.city == city]
 
     def doctors_in(self, specialty: str, city: str) -> list[Doctor]:
         found = [
