@@ -1,0 +1,32 @@
+"""pytest-openagent: test how robust a tool-use LLM agent is to open-world shifts.
+
+import pytest_openagent as openagent
+
+@openagent.perturb(tier="reasoning")
+def test_agent_follows_inverted_dependencies(agent, case):
+    episode = case.run(agent)
+    assert episode.success, episode.explain()
+"""
+
+from pytest_openagent import strategies
+from pytest_openagent.agents import OpenAIAgent, load_agent
+from pytest_openagent.decorator import perturb
+from pytest_openagent.evaluate import evaluate
+from pytest_openagent.gate import GateError, GateResult
+from pytest_openagent.report import Record, Report
+from pytest_openagent.runner import Case
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Case",
+    "GateError",
+    "GateResult",
+    "OpenAIAgent",
+    "Record",
+    "Report",
+    "evaluate",
+    "load_agent",
+    "perturb",
+    "strategies",
+]

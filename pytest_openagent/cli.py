@@ -1,0 +1,136 @@
+"""The ``openagent`` command. Each subcommand is a :class:`Command` in ``COMMANDS``.
+
+To add one, append a ``Command`` whose ``configure`` adds its arguments and whose ``run`` returns
+an exit code; import anything heavy (torch, training) inside ``run`` so ``openagent eval`` stays fast.
+Exit codes: 0 ok, 1 a gate or baseline failed, 2 misuse (bad arguments or inputs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageFailure(Exception):
+    """Misuse that ``main`` reports as ``openagent <command>: error: ...`` with exit code 2."""
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    help: str
+    configure: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+def _configure_eval(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--agent", required=True, help="oracle, static, module:callable, openai:MODEL@URL or hf:PATH")
+    p.add_argument("--tiers", default="all", help="tiers to evaluate: all, or names/numbers joined by commas")
+    p.add_argument("--names", default=None, help="only these perturbations, joined by commas")
+    p.add_argument("--n", type=int, default=50, help="cases per tier (default 50)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the drawn cases (default 0)")
+    p.add_argument("--domain", default="poi", help="poi, medical or all (default poi)")
+    p.add_argument("--max-stack", type=int, default=1, help="most perturbations per case (default 1)")
+    p.add_argument("--batch-size", type=int, default=64, help="episodes per agent batch (default 64)")
+    p.add_argument("--cache-dir", default=".openagent_cache", help="episode cache folder (default .openagent_cache)")
+    p.add_argument("--no-cache", action="store_true", help="run every episode afresh")
+    p.add_argument("--json", default=None, metavar="FILE", help="also write the report as JSON")
+    p.add_argument("--gate", default=None, help="criteria to check, e.g. 'clean.success>=0.95 perception.delta>=-10'")
+
+
+def _tiers(text: str) -> str | list[str | int]:
+    if text.strip() == "all":
+        return "all"
+    return [int(t) if t.strip().isdigit() else t.strip() for t in text.split(",") if t.strip()]
+
+
+def _run_eval(args: argparse.Namespace) -> int:
+    from pytest_openagent.agents import AgentSpecError, load_agent
+    from pytest_openagent.evaluate import evaluate
+    from pytest_openagent.gate import GateError, check, parse_gate
+
+    try:
+        criteria = parse_gate(args.gate) if args.gate else []
+        agent = load_agent(args.agent)
+        report = evaluate(
+            agent, _tiers(args.tiers), n=args.n, seed=args.seed, domain=args.domain,
+            names=args.names.split(",") if args.names else None, max_stack=args.max_stack,
+            batch_size=args.batch_size, cache_dir=None if args.no_cache else args.cache_dir,
+        )  # fmt: skip
+    except (AgentSpecError, GateError, ValueError) as exc:
+        raise UsageFailure(str(exc)) from None
+    report.meta["agent"] = args.agent
+    print(f"openagent eval: agent={args.agent}, seed={args.seed}, {len(report.records)} cases")
+    print(report.table())
+    if args.json:
+        report.to_json(args.json)
+        print(f"report written to {args.json}")
+    if criteria:
+        result = check(report, criteria)
+        print(result.message())
+        return EXIT_OK if result.ok else EXIT_GATE_FAILED
+    return EXIT_OK
+
+
+def _configure_gate(p: argparse.ArgumentParser) -> None:
+    p.add_argument("report", help="a report JSON (from --openagent-report or openagent eval --json)")
+    p.add_argument("--gate", default=None, help="criteria, e.g. 'clean.success>=0.95 perception.delta>=-10'")
+    p.add_argument("--baseline", default=None, help="a baseline report JSON to compare against")
+    p.add_argument("--max-regression", type=float, default=5.0, help="most points a tier may lose (default 5)")
+
+
+def _run_gate(args: argparse.Namespace) -> int:
+    from pytest_openagent.gate import GateError, GateResult, check, compare, parse_gate
+    from pytest_openagent.report import Report
+
+    if not args.gate and not args.baseline:
+        raise UsageFailure("give --gate CRITERIA, --baseline REPORT, or both")
+    try:
+        report = Report.load(args.report)
+        result = GateResult()
+        if args.gate:
+            result = check(report, parse_gate(args.gate))
+        if args.baseline:
+            other = compare(report, Report.load(args.baseline), args.max_regression)
+            result = GateResult(result.checked + other.checked, result.failures + other.failures)
+    except (GateError, ValueError) as exc:
+        raise UsageFailure(str(exc)) from None
+    print(report.table())
+    print(result.message())
+    return EXIT_OK if result.ok else EXIT_GATE_FAILED
+
+
+COMMANDS: list[Command] = [
+    Command("eval", "evaluate an agent at fixed seeds and print the robustness table", _configure_eval, _run_eval),
+    Command("gate", "check a report against a gate or a baseline report", _configure_gate, _run_gate),
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="openagent", description="Tool-use agent robustness to open-world shifts.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in COMMANDS:
+        p = sub.add_parser(command.name, help=command.help, description=command.help)
+        command.configure(p)
+        p.set_defaults(_command=command, _parser=p)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args._command.run(args)
+    except UsageFailure as exc:
+        args._parser.error(str(exc))  # exits with EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    return EXIT_USAGE  # pragma: no cover - parser.error exits
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""``openagent.perturb``: the ``openagent`` marker, ``@given(case=cases(...))`` and ``@settings`` in one."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import pytest
+from hypothesis import HealthCheck, Phase, assume, event, given, settings
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
+
+from pytest_openagent.runner import Case
+from pytest_openagent.strategies import TierSpec, cases
+
+F = TypeVar("F", bound=Callable[..., Any])
+Relation = Literal["invariant"]
+RELATIONS: tuple[str, ...] = ("invariant",)
+DEFAULT_MAX_EXAMPLES = 25
+DEFAULT_DATABASE_DIR = Path(".openagent_cache") / "hypothesis"
+
+
+class SessionDatabase(ExampleDatabase):
+    """Hypothesis' example database, in the cache folder the pytest session chose.
+
+    The folder is only known once pytest is configured, after test modules have applied their
+    decorators, so each call resolves it. Being explicit in ``@settings``, it also survives the
+    ``CI`` variable, where Hypothesis' built-in ``ci`` profile would drop the database.
+    """
+
+    directory: Path | None = None
+    _databases: dict[Path, DirectoryBasedExampleDatabase] = {}  # noqa: RUF012
+
+    def _db(self) -> DirectoryBasedExampleDatabase:
+        path = (SessionDatabase.directory or DEFAULT_DATABASE_DIR).resolve()
+        if path not in self._databases:
+            self._databases[path] = DirectoryBasedExampleDatabase(path)
+        return self._databases[path]
+
+    def fetch(self, key: bytes) -> Iterator[bytes]:
+        yield from self._db().fetch(key)
+
+    def save(self, key: bytes, value: bytes) -> None:
+        self._db().save(key, value)
+
+    def delete(self, key: bytes, value: bytes) -> None:
+        self._db().delete(key, value)
+
+    def move(self, src: bytes, dest: bytes, value: bytes) -> None:
+        self._db().move(src, dest, value)
+
+    def __repr__(self) -> str:
+        return "SessionDatabase()"
+
+
+DATABASE = SessionDatabase()
+
+
+def _events(case: Case) -> None:
+    for p in case.perturbations:
+        event("perturbation", p.name)
+        event("tier", p.tier)
+
+
+def perturb(
+    tier: TierSpec = "all",
+    names: str | Iterable[str] | None = None,
+    *,
+    domain: str | Sequence[str] = "poi",
+    split: str = "test",
+    max_examples: int = DEFAULT_MAX_EXAMPLES,
+    max_stack: int = 1,
+    relation: Relation | None = None,
+) -> Callable[[F], F]:
+    """Make a test a property over perturbed cases: the test takes ``case`` (and usually ``agent``).
+
+    ``tier`` is a name, a number 1-4, a list or ``"all"``; ``names`` picks perturbations by name.
+    ``relation="invariant"`` keeps only tasks the agent solves clean and asserts that it also
+    solves the perturbed twin (a metamorphic test); the test body may add its own checks.
+    """
+    if relation is not None and relation not in RELATIONS:
+        raise ValueError(f"relation={relation!r} is not known; use None or one of {RELATIONS}")
+    if not isinstance(max_examples, int) or max_examples < 1:
+        raise ValueError(f"max_examples must be a positive int, got {max_examples!r}")
+    strategy = cases(tier, names, domain=domain, split=split, max_stack=max_stack)
+
+    def decorate(fn: F) -> F:
+        signature = inspect.signature(fn)
+        if "case" not in signature.parameters:
+            raise TypeError(
+                f"@openagent.perturb: {fn.__qualname__} must take a 'case' argument: def {fn.__name__}(agent, case)"
+            )
+        if relation == "invariant":
+            body = _invariant(fn, signature)
+        else:
+
+            @functools.wraps(fn)
+            def body(*args: Any, **kwargs: Any) -> Any:
+                _events(signature.bind(*args, **kwargs).arguments["case"])
+                return fn(*args, **kwargs)
+
+        test = given(case=strategy)(body)
+        test = settings(
+            max_examples=max_examples,
+            deadline=None,
+            database=DATABASE,
+            phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink),
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+        )(test)
+        mark = pytest.mark.openagent(
+            tier=tier, names=names, domain=domain, max_examples=max_examples, max_stack=max_stack, relation=relation
+        )
+        return mark(test)  # type: ignore[return-value]
+
+    return decorate
+
+
+def _invariant(fn: Callable[..., Any], signature: inspect.Signature) -> Callable[..., Any]:
+    wants_agent = "agent" in signature.parameters
+    if not wants_agent:
+        agent = inspect.Parameter("agent", inspect.Parameter.KEYWORD_ONLY)
+        outer = signature.replace(parameters=[*signature.parameters.values(), agent])
+    else:
+        outer = signature
+
+    @functools.wraps(fn)
+    def body(*args: Any, **kwargs: Any) -> Any:
+        bound = outer.bind(*args, **kwargs)
+        case: Case = bound.arguments["case"]
+        agent = bound.arguments["agent"] if wants_agent else bound.arguments.pop("agent")
+        _events(case)
+        episode, clean = case.run_with_clean(agent)
+        assume(clean.success)
+        result = fn(*bound.args, **bound.kwargs)
+        assert episode.success, (
+            f"invariant broken: the agent solves {case.task.id} clean but not under "
+            f"{' + '.join(p.label() for p in case.perturbations)}\n{episode.explain()}"
+        )
+        return result
+
+    body.__signature__ = outer  # type: ignore[attr-defined]
+    return body

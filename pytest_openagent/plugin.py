@@ -1,0 +1,97 @@
+"""The pytest plugin (entry point ``openagent``): options, the marker, fixtures and the session.
+
+Thin by design: the session object in :mod:`pytest_openagent.session` does the work. Disable
+everything with ``-p no:openagent``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_openagent.options import add_options
+
+if TYPE_CHECKING:
+    from pytest_openagent.runner import Case
+    from pytest_openagent.session import OpenAgentSession
+    from sandbox.perturbations.base import Perturbation
+
+SESSION = "openagent-session"
+MARKER = (
+    "openagent(tier, names, ...): a robustness test over perturbed cases, "
+    "added by @pytest_openagent.perturb; select them with -m openagent"
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER)
+    from pytest_openagent.options import resolve
+    from pytest_openagent.session import OpenAgentSession
+
+    config.pluginmanager.register(OpenAgentSession(config, resolve(config)), SESSION)
+
+
+def _session(config: pytest.Config) -> OpenAgentSession:
+    return config.pluginmanager.get_plugin(SESSION)  # type: ignore[return-value]
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return _session(config).header()
+
+
+@pytest.fixture(scope="session")
+def agent(pytestconfig: pytest.Config) -> Any:
+    """The agent under test, from ``--openagent-agent`` (default ``oracle``)."""
+    return _session(pytestconfig).agent
+
+
+@pytest.fixture
+def sandbox() -> Callable[..., Case]:
+    """A factory for hand-written cases: ``sandbox(task=None, perturbations=(), domain="poi", family=None, index=0)``.
+
+    ``task`` is a :class:`~sandbox.task.Task` or a task id of the test split; without it the
+    ``index``-th test task (of ``family`` if given) is taken. ``perturbations`` holds specs or names.
+    """
+    from pytest_openagent.runner import make_case
+
+    def build(
+        task: Any = None,
+        perturbations: Sequence[Perturbation | str] = (),
+        domain: str = "poi",
+        family: str | None = None,
+        index: int = 0,
+    ) -> Case:
+        import sandbox as sb
+        from sandbox.perturbations import create
+
+        pool = sb.tasks(domain, "test")
+        if task is None:
+            matching = [t for t in pool if family is None or t.family == family]
+            if not matching:
+                families = sorted({t.family for t in pool})
+                raise ValueError(f"no test task of family {family!r} in {domain}; families: {', '.join(families)}")
+            task = matching[index % len(matching)]
+        elif isinstance(task, str):
+            found = next((t for t in pool if t.id == task), None)
+            if found is None:
+                raise ValueError(f"no task {task!r} in the {domain} test split; pass a Task or one of its ids")
+            task = found
+        specs = [create(p) if isinstance(p, str) else p for p in perturbations]
+        return make_case(task, specs)
+
+    return build
+
+
+@pytest.fixture
+def case() -> None:
+    """Given by ``@openagent.perturb``; requesting it elsewhere is a mistake worth explaining."""
+    raise pytest.UsageError(
+        "the 'case' fixture is drawn by @pytest_openagent.perturb(...); decorate the test with it, "
+        "or build a case by hand with the 'sandbox' fixture"
+    )

@@ -1,0 +1,210 @@
+"""Hypothesis strategies for tasks, perturbations, stacks and cases.
+
+Draws are ordered so that Hypothesis' shrinker, which moves each choice toward its simplest
+value, moves a failure toward a shorter task (tasks are sampled from a pool sorted by number of
+calls), a lower tier (perturbations are sampled in tier order), a milder severity (integers
+from the minimum upward) and fewer perturbations (lists shrink by dropping elements).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+
+from hypothesis import assume
+from hypothesis import strategies as st
+
+from pytest_openagent.runner import Case
+from sandbox.domains import DOMAINS
+from sandbox.perturbations import registry
+from sandbox.perturbations.base import POOLS, Perturbation, Pool, Tier
+from sandbox.task import SPLITS, Task
+
+__all__ = ["cases", "perturbations", "stacks", "tasks"]
+
+SEEDS = 1000
+"""Perturbation seeds are drawn from ``range(SEEDS)``; they shrink toward 0."""
+TierSpec = Tier | int | str | Iterable[Tier | int | str]
+
+
+def _domains(domain: str | Sequence[str]) -> tuple[str, ...]:
+    names = tuple(DOMAINS) if domain == "all" else (domain,) if isinstance(domain, str) else tuple(domain)
+    for name in names:
+        if name not in DOMAINS:
+            from sandbox.domain import did_you_mean
+
+            raise ValueError(did_you_mean("domain", name, list(DOMAINS)))
+    return names
+
+
+@lru_cache(maxsize=16)
+def _pool(domains: tuple[str, ...], split: str) -> tuple[Task, ...]:
+    import sandbox
+
+    if split not in SPLITS:
+        raise ValueError(f"Unknown split {split!r}. Use one of {', '.join(SPLITS)}.")
+    pool = [t for d in domains for t in sandbox.tasks(d, split)]  # type: ignore[arg-type]
+    return tuple(sorted(pool, key=lambda t: (t.n_calls, t.domain, t.family, t.id)))
+
+
+def tasks(
+    domain: str | Sequence[str] = "poi",
+    split: str = "test",
+    *,
+    solvable: bool | None = None,
+    max_calls: int | None = None,
+) -> st.SearchStrategy[Task]:
+    """Tasks of a domain's split (``"all"`` for every domain), shrinking toward fewer tool calls."""
+    pool = [
+        t
+        for t in _pool(_domains(domain), split)
+        if (solvable is None or t.solvable == solvable) and (max_calls is None or t.n_calls <= max_calls)
+    ]
+    if not pool:
+        raise ValueError(f"no {split} task of {domain!r} has solvable={solvable} and at most {max_calls} calls")
+    return st.sampled_from(pool)
+
+
+_all_tasks = tasks
+
+
+def _classes(tier: TierSpec | None, names: str | Iterable[str] | None) -> tuple[type[Perturbation], ...]:
+    """Registered perturbation classes, in tier order, checked; the error says what exists."""
+    try:
+        tiers = registry.normalize_tiers("all" if tier is None else tier)
+    except ValueError as exc:
+        raise ValueError(str(exc)) from None
+    if names is not None:
+        wanted = [names] if isinstance(names, str) else list(names)
+        classes = []
+        for name in wanted:
+            try:
+                cls = registry.get(name)
+            except KeyError as exc:
+                raise ValueError(exc.args[0]) from None
+            if cls.tier not in tiers:
+                raise ValueError(f"perturbation {name!r} is in tier {cls.tier!r}, not {tiers}; drop tier= or the name")
+            classes.append(cls)
+        order = registry.names()
+        return tuple(sorted(classes, key=lambda c: order.index(c.name)))
+    classes = [registry.get(n) for n in registry.names(tiers)]
+    if not classes:
+        known = registry.names()
+        raise ValueError(
+            f"no perturbation is registered in tier {', '.join(tiers)}; registered: {', '.join(known) or 'none'}"
+        )
+    return tuple(classes)
+
+
+def _floor(cls: type[Perturbation]) -> int:
+    # Severity 0, where a perturbation allows it, is the identity: not worth an example.
+    return max(cls.min_severity, 1) if cls.max_severity >= 1 else cls.min_severity
+
+
+_APPLIES: dict[tuple[type[Perturbation], str], bool] = {}
+
+
+def _applies(cls: type[Perturbation], task: Task) -> bool:
+    key = (cls, task.id)
+    found = _APPLIES.get(key)
+    if found is None:
+        found = _APPLIES[key] = cls(severity=_floor(cls)).applies_to(task)
+    return found
+
+
+@st.composite
+def _one(draw: st.DrawFn, cls: type[Perturbation], pool: Pool) -> Perturbation:
+    severity = draw(st.integers(_floor(cls), cls.max_severity))
+    seed = draw(st.integers(0, SEEDS - 1))
+    return cls(severity=severity, pool=pool, seed=seed)
+
+
+def perturbations(
+    tier: TierSpec | None = None,
+    names: str | Iterable[str] | None = None,
+    *,
+    pool: Pool = "eval",
+    task: Task | None = None,
+) -> st.SearchStrategy[Perturbation]:
+    """One perturbation of the given tiers (a name, a number 1-4, a list or ``"all"``) or names.
+
+    ``task`` keeps those that apply to it. ``pool`` picks the vocabulary: ``eval`` for tests.
+    """
+    if pool not in POOLS:
+        raise ValueError(f"Unknown pool {pool!r}. Use one of {', '.join(POOLS)}.")
+    classes = _classes(tier, names)
+    if task is not None:
+        classes = tuple(c for c in classes if _applies(c, task))
+        if not classes:
+            raise ValueError(f"none of the chosen perturbations applies to task {task.id}")
+    return st.sampled_from(classes).flatmap(lambda cls: _one(cls, pool))
+
+
+def stacks(
+    max_size: int = 2,
+    tier: TierSpec | None = None,
+    names: str | Iterable[str] | None = None,
+    *,
+    min_size: int = 1,
+    pool: Pool = "eval",
+    task: Task | None = None,
+) -> st.SearchStrategy[tuple[Perturbation, ...]]:
+    """Stacks of distinct perturbations, applied in order; they shrink toward fewer and simpler ones."""
+    if not 0 <= min_size <= max_size:
+        raise ValueError(f"stack sizes must satisfy 0 <= min_size <= max_size, got {min_size} and {max_size}")
+    classes = _classes(tier, names)
+    if task is not None:
+        classes = tuple(c for c in classes if _applies(c, task))
+    return _stack(classes, pool, min_size, max_size, task)
+
+
+@st.composite
+def _stack(
+    draw: st.DrawFn,
+    classes: tuple[type[Perturbation], ...],
+    pool: Pool,
+    min_size: int,
+    max_size: int,
+    task: Task | None,
+) -> tuple[Perturbation, ...]:
+    if len(classes) < min_size:
+        assume(False)
+    kinds = draw(st.lists(st.sampled_from(classes), min_size=min_size, max_size=max_size, unique=True))
+    stack = tuple(draw(_one(cls, pool)) for cls in kinds)
+    if task is not None:
+        assume(all(p.applies_to(task) for p in stack))
+    return stack
+
+
+@st.composite
+def _cases(
+    draw: st.DrawFn,
+    task_strategy: st.SearchStrategy[Task],
+    classes: tuple[type[Perturbation], ...],
+    pool: Pool,
+    max_stack: int,
+) -> Case:
+    task = draw(task_strategy)
+    applicable = tuple(c for c in classes if _applies(c, task))
+    stack = draw(_stack(applicable, pool, 1, max_stack, task))
+    return Case(task, stack)
+
+
+def cases(
+    tier: TierSpec | None = None,
+    names: str | Iterable[str] | None = None,
+    *,
+    domain: str | Sequence[str] = "poi",
+    split: str = "test",
+    max_stack: int = 1,
+    pool: Pool = "eval",
+    tasks: st.SearchStrategy[Task] | None = None,
+) -> st.SearchStrategy[Case]:
+    """Cases: a task (from ``tasks`` if given) and a stack of 1 to ``max_stack`` perturbations that apply to it."""
+    if max_stack < 1:
+        raise ValueError(f"max_stack must be at least 1, got {max_stack}")
+    if pool not in POOLS:
+        raise ValueError(f"Unknown pool {pool!r}. Use one of {', '.join(POOLS)}.")
+    classes = _classes(tier, names)
+    task_strategy = tasks if tasks is not None else _all_tasks(domain, split)
+    return _cases(task_strategy, classes, pool, max_stack)
