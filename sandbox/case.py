@@ -10,7 +10,7 @@ from typing import Any
 
 from sandbox.env import Env, make_env
 from sandbox.episode import DEFAULT_MAX_STEPS, Episode, run_episodes
-from sandbox.perturbations.base import Perturbation
+from sandbox.perturbations.base import Perturbation, apply_stack, step_budget
 from sandbox.perturbations.registry import from_dict
 from sandbox.task import Task
 
@@ -24,12 +24,14 @@ class Case:
     perturbations: tuple[Perturbation, ...] = ()
 
     def env(self) -> Env:
-        env = make_env(self.task.domain, self.task)
-        for p in self.perturbations:
-            env = p.apply(env)
-        return env
+        return apply_stack(make_env(self.task.domain, self.task), self.perturbations)
 
-    def run(self, agent: Any, max_steps: int = DEFAULT_MAX_STEPS) -> Episode:
+    @property
+    def max_steps(self) -> int:
+        """The step limit: the clean one plus the turns the perturbations cost a perfect agent."""
+        return step_budget(self.perturbations, DEFAULT_MAX_STEPS)
+
+    def run(self, agent: Any, max_steps: int | None = None) -> Episode:
         return run_cases(agent, [self], max_steps)[0]
 
     def clean(self) -> Case:
@@ -60,5 +62,8 @@ class Case:
         return f"Case({self.describe()})"
 
 
-def run_cases(agent: Any, cases: Sequence[Case], max_steps: int = DEFAULT_MAX_STEPS) -> list[Episode]:
+def run_cases(agent: Any, cases: Sequence[Case], max_steps: int | None = None) -> list[Episode]:
+    """Run the cases in lockstep; ``max_steps=None`` gives each batch the largest budget of its cases."""
+    if max_steps is None:
+        max_steps = max((c.max_steps for c in cases), default=DEFAULT_MAX_STEPS)
     return run_episodes(agent, [c.env() for c in cases], max_steps)

@@ -34,6 +34,11 @@ class Env:
         self.unwrapped.state = State()
         return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": self.query()}]
 
+    @property
+    def solvable(self) -> bool:
+        """Whether the case can be completed; a wrapper that makes it impossible says False."""
+        return self.task.solvable
+
     def query(self) -> str:
         return self.task.query
 
@@ -76,6 +81,10 @@ class Wrapper(Env):
     @property
     def state(self) -> State:
         return self.unwrapped.state
+
+    @property
+    def solvable(self) -> bool:
+        return self.env.solvable
 
     def query(self) -> str:
         return self.env.query()

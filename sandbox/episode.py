@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from sandbox.agent import Message, Reply, ToolSpec, Turn, as_agent, close
 from sandbox.env import Env
@@ -41,8 +41,16 @@ class Episode(BaseModel):
     answer: str | None = None
     outcome: Outcome
     writes: list[dict[str, Any]] = Field(default_factory=list)
+    solvable: bool | None = None
+    """Whether the case could be completed: ``task.solvable`` unless a perturbation ruled it out."""
     meta: list[dict[str, Any]] = Field(default_factory=list, exclude=True)
     """Per-turn data from the agent (token ids, log-probabilities), kept in memory only."""
+
+    @model_validator(mode="after")
+    def _default_solvable(self) -> Episode:
+        if self.solvable is None:
+            self.solvable = self.task.solvable
+        return self
 
     @property
     def success(self) -> bool:
@@ -109,7 +117,8 @@ def _finish(live: _Live, ending: Ending, answer: str | None = None) -> Episode:
         steps=live.steps,
         ending=ending,
         answer=answer,
-        outcome=judge(env.task, ending, answer, writes, kinds),
+        outcome=judge(env.task, ending, answer, writes, kinds, solvable=env.solvable),
+        solvable=env.solvable,
         writes=[{"tool": w.tool, "args": w.args, "code": w.code} for w in writes],
         meta=live.meta,
     )

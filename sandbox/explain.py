@@ -17,7 +17,7 @@ def _short(text: str) -> str:
 
 def explain(episode: Episode) -> str:
     task = episode.task
-    expected = "refuse" if not task.solvable else ", ".join(f"{k}={v}" for k, v in task.answer.items())
+    expected = "refuse" if not episode.solvable else ", ".join(f"{k}={v}" for k, v in task.answer.items())
     if task.write is not None:
         expected = (expected + ", " if task.answer else "") + f"code of {task.write.tool}"
     lines = [

@@ -49,13 +49,21 @@ def matching_write(task: Task, writes: Sequence[Write]) -> Write | None:
 
 
 def judge(
-    task: Task, ending: Ending, answer: str | None, writes: Sequence[Write], error_kinds: Sequence[str]
+    task: Task,
+    ending: Ending,
+    answer: str | None,
+    writes: Sequence[Write],
+    error_kinds: Sequence[str],
+    solvable: bool | None = None,
 ) -> Outcome:
-    """Classify an episode. ``error_kinds`` are the error kinds of its tool results, in order."""
+    """Classify an episode. ``error_kinds`` are the error kinds of its tool results, in order.
+
+    ``solvable`` overrides ``task.solvable`` for a perturbation that makes the case impossible.
+    """
     if ending in ("agent_error", "parse_error"):
         return ending
     refused = ending == "answer" and is_refusal(answer or "")
-    if not task.solvable:
+    if not (task.solvable if solvable is None else solvable):
         if refused:
             return "refused"
         return "hallucinated_success" if ending == "answer" else "step_limit"

@@ -84,7 +84,7 @@ def tool_error_rate(episodes: Iterable[Episode]) -> Rate:
 
 def refusal_rate(episodes: Iterable[Episode]) -> Rate:
     """Share of unsolvable tasks the agent refused (higher is better)."""
-    unsolvable = [e for e in episodes if not e.task.solvable]
+    unsolvable = [e for e in episodes if not e.solvable]
     return Rate(sum(e.outcome == "refused" for e in unsolvable), len(unsolvable))
 
 

@@ -7,6 +7,7 @@ are deterministic given their parameters and ``seed``. Concrete perturbations su
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
@@ -48,6 +49,8 @@ class Perturbation(BaseModel):
     """True for perturbations that exist to make the task unsolvable (the gold act is to refuse)."""
     mild: ClassVar[str] = ""
     """Why the static baseline is not expected to lose 50 points under it, if that is by design."""
+    layer: ClassVar[float] = 5.0
+    """Where it sits in a stack: lower layers wrap first (see :func:`apply_stack`)."""
 
     severity: int = 1
     pool: Pool = "eval"
@@ -68,6 +71,13 @@ class Perturbation(BaseModel):
     def apply(self, env: Env) -> Env:
         raise NotImplementedError
 
+    def extra_turns(self) -> int:
+        """Turns a perfect agent needs beyond the clean plan (retries, waits, token steps)."""
+        return 0
+
+    def levels(self) -> range:
+        return range(self.min_severity, self.max_severity + 1)
+
     def label(self) -> str:
         params = self.model_dump(exclude={"severity", "pool", "seed"})
         extra = "".join(f",{k}={v}" for k, v in params.items())
@@ -78,3 +88,20 @@ class Perturbation(BaseModel):
 
     def __repr__(self) -> str:
         return self.label()
+
+
+def apply_stack(env: Env, perturbations: Sequence[Perturbation]) -> Env:
+    """Wrap ``env`` in each perturbation, lowest ``layer`` first (the order is stable within a layer).
+
+    Layers make any stack well defined: the domain is swapped first, tools are removed or
+    restructured next, then feedback changes, then surface names and descriptions, then the
+    query's wording, so a rename always sees (and renames) every tool the layers below added.
+    """
+    for p in sorted(perturbations, key=lambda p: p.layer):
+        env = p.apply(env)
+    return env
+
+
+def step_budget(perturbations: Sequence[Perturbation], base: int) -> int:
+    """The step limit for a stack: the clean limit plus the turns its perturbations cost."""
+    return base + sum(p.extra_turns() for p in perturbations)
