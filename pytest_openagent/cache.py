@@ -68,19 +68,31 @@ class EpisodeCache:
             Path(tmp).unlink(missing_ok=True)
             raise
 
-    def run(self, agent: Any, cases: Sequence[Case], max_steps: int = DEFAULT_MAX_STEPS) -> list[Episode]:
-        """One episode per case: cached ones read back, the others run in one batch and stored."""
+    def run(self, agent: Any, cases: Sequence[Case], max_steps: int | None = None) -> list[Episode]:
+        """One episode per case: cached ones read back, the others run and stored.
+
+        ``max_steps=None`` gives each case its own step budget (``case.max_steps``); the misses run
+        in one batch per budget, so an episode never depends on which cases shared its batch.
+        """
         fp = fingerprint(agent)
-        keys = [self.key(fp, c, max_steps) for c in cases]
+        budgets = [_budget(c, max_steps) for c in cases]
+        keys = [self.key(fp, c, b) for c, b in zip(cases, budgets, strict=True)]
         found = {k: e for k in dict.fromkeys(keys) if (e := self.get(k)) is not None}
-        todo = {k: c for k, c in zip(keys, cases, strict=True) if k not in found}
-        self.hits += len(keys) - sum(k in todo for k in keys)
-        self.misses += len(todo)
-        if todo:
-            for key, episode in zip(todo, run_cases(agent, list(todo.values()), max_steps), strict=True):
+        todo: dict[int, dict[str, Case]] = {}
+        for key, case, budget in zip(keys, cases, budgets, strict=True):
+            if key not in found:
+                todo.setdefault(budget, {})[key] = case
+        self.misses += sum(len(group) for group in todo.values())
+        self.hits += len(keys) - sum(len(group) for group in todo.values())
+        for budget, group in todo.items():
+            for key, episode in zip(group, run_cases(agent, list(group.values()), budget), strict=True):
                 self.put(key, episode)
                 found[key] = episode
         return [found[k] for k in keys]
+
+
+def _budget(case: Case, max_steps: int | None) -> int:
+    return max_steps if max_steps is not None else getattr(case, "max_steps", DEFAULT_MAX_STEPS)
 
 
 def prepare(directory: Path) -> Path:

@@ -98,6 +98,7 @@ def perturb(
 
             @functools.wraps(fn)
             def body(*args: Any, **kwargs: Any) -> Any:
+                __tracebackhide__ = True
                 _events(signature.bind(*args, **kwargs).arguments["case"])
                 return fn(*args, **kwargs)
 
@@ -127,6 +128,7 @@ def _invariant(fn: Callable[..., Any], signature: inspect.Signature) -> Callable
 
     @functools.wraps(fn)
     def body(*args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
         bound = outer.bind(*args, **kwargs)
         case: Case = bound.arguments["case"]
         agent = bound.arguments["agent"] if wants_agent else bound.arguments.pop("agent")

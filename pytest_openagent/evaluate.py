@@ -12,7 +12,6 @@ from pytest_openagent.report import Record, Report
 from pytest_openagent.strategies import TierSpec, _applies, _classes, _domains, _floor, _pool
 from sandbox.agent import fingerprint
 from sandbox.case import SANDBOX_VERSION, Case
-from sandbox.episode import DEFAULT_MAX_STEPS
 from sandbox.perturbations import registry
 from sandbox.perturbations.base import Perturbation, Pool
 from sandbox.seeds import child_seed
@@ -70,7 +69,7 @@ def evaluate(
     max_stack: int = 1,
     batch_size: int = 64,
     cache_dir: str | Path | None = DEFAULT_CACHE_DIR,
-    max_steps: int = DEFAULT_MAX_STEPS,
+    max_steps: int | None = None,
 ) -> Report:
     """Evaluate ``agent`` (an object or a spec such as ``"oracle"``) on ``n`` cases per tier and their clean twins.
 

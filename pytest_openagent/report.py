@@ -58,7 +58,7 @@ class Record:
             family=case.task.family, n_calls=case.task.n_calls,
             perturbations=tuple(p.name for p in case.perturbations),
             tier=max(tiers, key=TIERS.index) if tiers else None,
-            solvable=case.solvable, outcome=episode.outcome, success=episode.success,
+            solvable=_solvable(case, episode), outcome=episode.outcome, success=episode.success,
             tool_errors=episode.tool_errors, calls=len(episode.calls),
             clean_outcome=clean.outcome, clean_success=clean.success, clean_solvable=case.task.solvable,
             clean_tool_errors=clean.tool_errors, clean_calls=len(clean.calls),
@@ -116,6 +116,11 @@ class Row:
             "delta": {"points": _num(self.delta.points), "low": _num(low), "high": _num(high)},
             "tool_errors": rate(self.tool_errors), "refusal": rate(self.refusal),
         }  # fmt: skip
+
+
+def _solvable(case: Case, episode: Episode) -> bool:
+    solvable = getattr(episode, "solvable", None)
+    return case.solvable if solvable is None else bool(solvable)
 
 
 def _num(x: float) -> float | None:

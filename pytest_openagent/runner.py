@@ -14,7 +14,7 @@ from pytest_openagent.cache import EpisodeCache
 from pytest_openagent.report import Record
 from sandbox.agent import fingerprint
 from sandbox.case import Case as SandboxCase
-from sandbox.episode import DEFAULT_MAX_STEPS, Episode
+from sandbox.episode import Episode
 from sandbox.perturbations.base import Perturbation
 from sandbox.task import Task
 
@@ -23,10 +23,10 @@ from sandbox.task import Task
 class Case(SandboxCase):
     """A :class:`sandbox.case.Case` whose ``run`` is cached and recorded for the session report."""
 
-    def run(self, agent: Any, max_steps: int = DEFAULT_MAX_STEPS) -> Episode:
+    def run(self, agent: Any, max_steps: int | None = None) -> Episode:
         return current().run(agent, self, max_steps)[0]
 
-    def run_with_clean(self, agent: Any, max_steps: int = DEFAULT_MAX_STEPS) -> tuple[Episode, Episode]:
+    def run_with_clean(self, agent: Any, max_steps: int | None = None) -> tuple[Episode, Episode]:
         """The episode and its clean twin's, in one batch."""
         return current().run(agent, self, max_steps)
 
@@ -51,7 +51,7 @@ class Runner:
         self.test = ""
         self.episodes_this_test: list[Record] = []
 
-    def run(self, agent: Any, case: SandboxCase, max_steps: int = DEFAULT_MAX_STEPS) -> tuple[Episode, Episode]:
+    def run(self, agent: Any, case: SandboxCase, max_steps: int | None = None) -> tuple[Episode, Episode]:
         if case.perturbations:
             episode, clean = self.cache.run(agent, [case, case.clean()], max_steps)
         else:
@@ -77,6 +77,8 @@ def current() -> Runner:
     return _default
 
 
-def install(runner: Runner | None) -> None:
+def install(runner: Runner | None) -> Runner | None:
+    """Make ``runner`` the current one; returns the one it replaces, to put back afterwards."""
     global _installed
-    _installed = runner
+    previous, _installed = _installed, runner
+    return previous

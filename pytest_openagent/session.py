@@ -38,8 +38,10 @@ class OpenAgentSession:
         self.runner = Runner(self.cache, self.records.append)
         from pytest_openagent.decorator import SessionDatabase
 
+        # A session inside a session (pytester) puts the outer one's state back when it ends.
+        self._outer_database = SessionDatabase.directory
         SessionDatabase.directory = options.cache_dir / "hypothesis"
-        install(self.runner)
+        self._outer_runner = install(self.runner)
         self._prepared = False
 
     # -- what fixtures and hooks ask for ---------------------------------------------------------
@@ -68,12 +70,12 @@ class OpenAgentSession:
     # -- hooks -----------------------------------------------------------------------------------
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        from hypothesis import seed
-
         for item in items:
             obj = getattr(item, "obj", None)
             if item.get_closest_marker("openagent") is not None and getattr(obj, "is_hypothesis_test", False):
-                seed(self.test_seed(item))(obj)
+                # What hypothesis.seed() sets, without what it also does: drop the example database,
+                # which would stop a failure from being replayed on the next run.
+                obj._hypothesis_internal_use_seed = self.test_seed(item)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -161,7 +163,10 @@ class OpenAgentSession:
                 tr.write_line(f"openagent gate passed: {what}", green=True)
 
     def pytest_unconfigure(self) -> None:
-        install(None)
+        from pytest_openagent.decorator import SessionDatabase
+
+        install(self._outer_runner)
+        SessionDatabase.directory = self._outer_database
 
 
 def _with_seed(options: Options, seed: int) -> Options:

@@ -1,0 +1,120 @@
+"""The must-holds, as a user meets them: a failing perturb test shrinks to a minimal case and replays."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+USER_TEST = """
+import json, os
+import pytest_openagent as openagent
+
+FIRST = []
+
+@openagent.perturb(tier="perception", max_examples=40)
+def test_agent_reads_a_shouted_query(agent, case):
+    if not FIRST:
+        FIRST.append(case)
+        with open("first_case.json", "w") as f:
+            json.dump(case.to_dict(), f)
+    episode = case.run(agent)
+    if not episode.success:
+        with open("last_failure.json", "w") as f:
+            json.dump(case.to_dict(), f)
+    assert episode.success, episode.explain()
+"""
+
+
+def _case(path: Path):
+    """A case a pytester run wrote; the run's end unregistered the toys, so register them again
+    (the ``toy_perturbations`` fixture removes them after the test)."""
+    import toys
+
+    from pytest_openagent import Case
+
+    toys.register_toys()
+    return Case.from_dict(json.loads(path.read_text()))
+
+
+def test_a_failure_shrinks_to_one_perturbation_at_its_lowest_biting_severity_on_a_one_call_task(
+    project, toy_perturbations
+):
+    project.makepyfile(test_user=USER_TEST)
+    result = project.runpytest("--openagent-agent", "conftest:Fragile")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*case=Case(poi-test-* [[]*, 1 calls] | toy_shout(s=2,eval*)*"])
+    failing = _case(project.path / "last_failure.json")
+    assert len(failing.perturbations) == 1 and failing.task.n_calls == 1
+    assert failing.perturbations[0].severity == 2  # severity 1 does not bite the fragile agent
+
+
+def test_the_same_file_passes_against_the_oracle(project):
+    project.makepyfile(test_user=USER_TEST)
+    project.runpytest("--openagent-agent", "oracle").assert_outcomes(passed=1)
+
+
+def test_the_second_run_replays_the_failure_first_and_reruns_no_cached_episode(project, monkeypatch, toy_perturbations):
+    project.makepyfile(test_user=USER_TEST)
+    counter = project.path / "calls.txt"
+    monkeypatch.setenv("TOY_COUNT", str(counter))
+    project.runpytest("--openagent-agent", "conftest:Fragile").assert_outcomes(failed=1)
+    calls = counter.read_text()
+    shrunk = _case(project.path / "last_failure.json")
+    assert calls, "the agent was never called"
+
+    second = project.runpytest("--openagent-agent", "conftest:Fragile")
+    second.assert_outcomes(failed=1)
+    assert counter.read_text() == calls, "the second run called the agent again"
+    assert _case(project.path / "first_case.json") == shrunk, "the stored failure was not replayed first"
+
+
+def test_the_database_is_kept_when_ci_is_set(project, monkeypatch, toy_perturbations):
+    monkeypatch.setenv("CI", "true")
+    project.makepyfile(test_user=USER_TEST)
+    project.runpytest("--openagent-agent", "conftest:Fragile").assert_outcomes(failed=1)
+    shrunk = _case(project.path / "last_failure.json")
+    project.runpytest("--openagent-agent", "conftest:Fragile").assert_outcomes(failed=1)
+    assert _case(project.path / "first_case.json") == shrunk
+    assert any((project.path / ".openagent_cache" / "hypothesis").iterdir())
+
+
+def test_invariant_relation_skips_tasks_failed_clean_and_checks_the_twin(project):
+    project.makepyfile(
+        test_inv="""
+        import pytest_openagent as openagent
+
+        @openagent.perturb(tier=["perception", 2], relation="invariant", max_examples=30)
+        def test_twin(case):
+            assert case.perturbations
+        """
+    )
+    result = project.runpytest("--openagent-agent", "conftest:Fragile")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*invariant broken: the agent solves poi-test-* clean but not under toy_shout(s=2*"])
+    project.runpytest("--openagent-agent", "oracle").assert_outcomes(passed=1)
+
+
+def test_events_name_each_perturbation_for_hypothesis_statistics(project):
+    project.makepyfile(test_user=USER_TEST)
+    result = project.runpytest("--openagent-agent", "oracle", "--hypothesis-show-statistics")
+    result.stdout.fnmatch_lines(["*perturbation: toy_shout*"])
+
+
+def test_a_test_without_case_is_a_clear_error(toy_perturbations):
+    import pytest_openagent as openagent
+
+    with pytest.raises(TypeError, match="must take a 'case' argument"):
+        openagent.perturb(tier="perception")(lambda agent: None)
+
+
+def test_bad_arguments_say_what_is_allowed(toy_perturbations):
+    import pytest_openagent as openagent
+
+    with pytest.raises(ValueError, match="Unknown tier 'perceptoin'"):
+        openagent.perturb(tier="perceptoin")
+    with pytest.raises(ValueError, match="Did you mean 'toy_shout'"):
+        openagent.perturb(names=["toy_shuot"])
+    with pytest.raises(ValueError, match="relation='metamorphic' is not known"):
+        openagent.perturb(tier=1, relation="metamorphic")

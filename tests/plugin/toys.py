@@ -1,0 +1,93 @@
+"""Test-only perturbations and agents, so plugin tests do not depend on the real catalogue.
+
+``toy_shout`` (perception) shouts the query with 1-3 exclamation marks; ``toy_pad`` (interaction)
+pads observations and applies only to tasks with tool calls. Both leave every task solvable.
+``Fragile`` is the oracle, except that it gives up on a shouted query (2 marks or more) when the
+task needs a tool call: its minimal failure is ``toy_shout`` at severity 2 on a one-call task.
+Pytester runs get this file as their conftest (see ``CONFTEST``) and ``AGENTS`` as a module.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sandbox.agent import Reply
+from sandbox.agents import OracleAgent
+from sandbox.env import Wrapper
+from sandbox.perturbations import Perturbation, registry
+
+NAMES = ("toy_shout", "toy_pad")
+
+
+class _Shout(Wrapper):
+    def __init__(self, env, marks):
+        super().__init__(env)
+        self.marks = marks
+        self.label = f"shout{marks}"
+
+    def query(self):
+        return self.env.query().upper() + "!" * self.marks
+
+
+class ToyShout(Perturbation):
+    name = "toy_shout"
+    tier = "perception"
+    shift = "query"
+    min_severity = 0
+    max_severity = 3
+
+    def apply(self, env):
+        return env if self.severity == 0 else _Shout(env, self.severity)
+
+
+class _Pad(Wrapper):
+    label = "pad"
+
+    def observe(self, result):
+        return "  " + self.env.observe(result)
+
+
+class ToyPad(Perturbation):
+    name = "toy_pad"
+    tier = "interaction"
+    shift = "observation"
+
+    def applies_to(self, task):
+        return task.n_calls >= 1
+
+    def apply(self, env):
+        return _Pad(env)
+
+
+def register_toys() -> None:
+    for cls in (ToyShout, ToyPad):
+        registry.register(cls)
+
+
+def unregister_toys() -> None:
+    for name in NAMES:
+        registry._REGISTRY.pop(name, None)
+
+
+class Fragile(OracleAgent):
+    """Counts its batches in the file named by ``TOY_COUNT`` (one line per act call, if set)."""
+
+    def fingerprint(self):
+        return "fragile-v1"
+
+    def act(self, turns):
+        path = os.environ.get("TOY_COUNT")
+        if path:
+            with open(path, "a") as f:
+                f.write(f"{len(turns)}\n")
+        return super().act(turns)
+
+    def reply(self, turn):
+        if "!!" in turn.messages[1]["content"] and turn.info["task"].n_calls >= 1:
+            return Reply(text="no idea")
+        return super().reply(turn)
+
+
+_SOURCE = Path(__file__).read_text()
+CONFTEST = _SOURCE + "\n\nregister_toys()\n\n\ndef pytest_unconfigure(config):\n    unregister_toys()\n"
