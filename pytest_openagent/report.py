@@ -197,7 +197,10 @@ class Report:
             refusal = "-" if row.refusal.n == 0 else f"{row.refusal.value:.1%} ({row.refusal.k}/{row.refusal.n})"
             body.append([indent + row.scope, row.episodes, clean, success, delta, pct(row.tool_errors), refusal])
         headers = ["scope", "episodes", "clean", "perturbed", "Δ points [95% CI]", "tool errors", "refusal"]
-        return tabulate(body, headers=headers, disable_numparse=True)
+        try:
+            return tabulate(body, headers=headers, disable_numparse=True, preserve_whitespace=True)
+        except TypeError:  # tabulate < 0.10 strips the indent of perturbation rows
+            return tabulate(body, headers=headers, disable_numparse=True)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -62,7 +62,20 @@ def tasks(
     ]
     if not pool:
         raise ValueError(f"no {split} task of {domain!r} has solvable={solvable} and at most {max_calls} calls")
-    return st.sampled_from(pool)
+    # Sampling indices keeps the strategy's repr short (Hypothesis warns about a repr of 880 tasks).
+    return st.sampled_from(range(len(pool))).map(_Pick(tuple(pool), f"{domain}/{split}"))
+
+
+class _Pick:
+    def __init__(self, pool: tuple[Task, ...], name: str) -> None:
+        self.pool = pool
+        self.name = name
+
+    def __call__(self, index: int) -> Task:
+        return self.pool[index]
+
+    def __repr__(self) -> str:
+        return f"<{len(self.pool)} {self.name} tasks by number of calls>"
 
 
 _all_tasks = tasks

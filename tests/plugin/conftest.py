@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-import toys  # noqa: E402
+import toys
 
 
 @pytest.fixture
