@@ -13,7 +13,7 @@ import pytest_openagent as openagent
 
 FIRST = []
 
-@openagent.perturb(tier="perception", max_examples=40)
+@openagent.perturb(tier="perception", names="toy_shout", max_examples=40)
 def test_agent_reads_a_shouted_query(agent, case):
     if not FIRST:
         FIRST.append(case)
@@ -85,7 +85,7 @@ def test_invariant_relation_skips_tasks_failed_clean_and_checks_the_twin(project
         test_inv="""
         import pytest_openagent as openagent
 
-        @openagent.perturb(tier=["perception", 2], relation="invariant", max_examples=30)
+        @openagent.perturb(names=["toy_shout", "toy_pad"], relation="invariant", max_examples=30)
         def test_twin(case):
             assert case.perturbations
         """

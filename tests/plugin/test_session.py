@@ -9,15 +9,15 @@ pytest_plugins = ["pytester"]
 RECORDING_TEST = """
 import pytest_openagent as openagent
 
-@openagent.perturb(tier="all", max_examples=25)
+@openagent.perturb(names=["toy_shout", "toy_pad"], max_examples=25)
 def test_record_only(agent, case):
     case.run(agent)
 
-@openagent.perturb(tier="perception", max_examples=15)
+@openagent.perturb(names="toy_shout", max_examples=15)
 def test_record_perception(agent, case):
     case.run(agent)
 
-@openagent.perturb(tier="interaction", max_examples=10)
+@openagent.perturb(names="toy_pad", max_examples=10)
 def test_record_interaction(agent, case):
     case.run(agent)
 """

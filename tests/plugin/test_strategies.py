@@ -1,0 +1,80 @@
+"""Strategies: exports, validation, and shrinking toward the simplest case."""
+
+import pytest
+from hypothesis import HealthCheck, find, given, settings
+from hypothesis import strategies as st
+
+import pytest_openagent as openagent
+from pytest_openagent import strategies
+
+pytestmark = pytest.mark.usefixtures("toy_perturbations")
+TOYS = ["toy_shout", "toy_pad"]
+FIND = settings(database=None, max_examples=300, suppress_health_check=list(HealthCheck))
+
+
+def test_the_public_faces_are_explicit():
+    assert sorted(strategies.__all__) == ["cases", "perturbations", "stacks", "tasks"]
+    for name in strategies.__all__:
+        assert callable(getattr(strategies, name))
+    for name in openagent.__all__:
+        assert hasattr(openagent, name), name
+    assert {"perturb", "evaluate", "Report", "strategies", "load_agent"} <= set(openagent.__all__)
+
+
+def test_tasks_shrink_toward_fewer_calls():
+    task = find(strategies.tasks(solvable=True), lambda t: True, settings=FIND)
+    assert task.n_calls == 1
+    assert find(strategies.tasks(), lambda t: t.n_calls >= 2, settings=FIND).n_calls == 2
+
+
+def test_a_case_shrinks_to_one_mild_low_tier_perturbation_on_a_short_task():
+    found = find(
+        strategies.cases(names=TOYS, max_stack=2),
+        lambda c: c.task.n_calls >= 1 and any(p.severity >= 2 for p in c.perturbations if p.name == "toy_shout"),
+        settings=FIND,
+    )
+    assert [(p.name, p.severity, p.seed) for p in found.perturbations] == [("toy_shout", 2, 0)]
+    assert found.task.n_calls == 1
+
+
+def test_perturbations_shrink_toward_the_lowest_tier_and_severity():
+    assert find(strategies.perturbations(names=TOYS), lambda p: True, settings=FIND).name == "toy_shout"
+    assert find(strategies.perturbations(tier=2, names=TOYS[1:]), lambda p: True, settings=FIND).name == "toy_pad"
+    assert find(strategies.perturbations(names="toy_shout"), lambda p: True, settings=FIND).severity == 1
+
+
+def test_stacks_shrink_toward_fewer_perturbations():
+    stack = find(strategies.stacks(max_size=2, names=TOYS), lambda s: True, settings=FIND)
+    assert len(stack) == 1
+    assert len(find(strategies.stacks(max_size=2, names=TOYS), lambda s: len(s) == 2, settings=FIND)) == 2
+
+
+@settings(max_examples=30, deadline=None, database=None)
+@given(strategies.cases(tier=[1, 2], max_stack=2))
+def test_cases_hold_distinct_perturbations_that_apply_to_their_task(case):
+    names = [p.name for p in case.perturbations]
+    assert 1 <= len(names) <= 2 and len(set(names)) == len(names)
+    assert all(p.applies_to(case.task) for p in case.perturbations)
+    assert all(p.severity >= 1 for p in case.perturbations)  # severity 0 is the identity: never drawn
+    assert repr(case) == f"Case({case.describe()})"
+
+
+@settings(max_examples=10, deadline=None, database=None)
+@given(st.data())
+def test_strategies_compose_with_a_users_task_strategy(data):
+    one_call = strategies.tasks(max_calls=1, solvable=True)
+    case = data.draw(strategies.cases(names="toy_pad", tasks=one_call))
+    assert case.task.n_calls == 1 and case.perturbations[0].name == "toy_pad"
+
+
+def test_bad_arguments_are_explained():
+    with pytest.raises(ValueError, match="Unknown tier 5"):
+        strategies.perturbations(tier=5)
+    with pytest.raises(ValueError, match="is in tier 'interaction', not"):
+        strategies.cases(tier="perception", names=["toy_pad"])
+    with pytest.raises(ValueError, match=r"Unknown domain 'poj'\. Did you mean 'poi'"):
+        strategies.tasks("poj")
+    with pytest.raises(ValueError, match="Unknown pool 'test'"):
+        strategies.cases(pool="test")
+    with pytest.raises(ValueError, match="max_stack must be at least 1"):
+        strategies.cases(max_stack=0)
