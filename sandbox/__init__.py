@@ -1,7 +1,7 @@
 """A controlled, deterministic tool world for testing tool-use agents under open-world shifts."""
 
 from sandbox.agent import Agent, FunctionAgent, Reply, Turn, as_agent
-from sandbox.agents import OracleAgent, ScriptedAgent
+from sandbox.agents import OracleAgent, ScriptedAgent, StaticAgent
 from sandbox.domain import Domain
 from sandbox.domains import DOMAINS, get_domain
 from sandbox.env import Env, Wrapper, make_env
@@ -22,7 +22,7 @@ def tasks(domain: str = "poi", split: str = "test", n: int | None = None, seed: 
 
 __all__ = [
     "DOMAINS", "OUTCOMES", "Agent", "Call", "Delta", "Domain", "Env", "Episode", "FunctionAgent", "OracleAgent",
-    "Outcome", "Rate", "Reply", "ScriptedAgent", "Step", "Task", "ToolCall", "ToolResult", "Turn", "Wrapper",
+    "Outcome", "Rate", "Reply", "ScriptedAgent", "StaticAgent", "Step", "Task", "ToolCall", "ToolResult", "Turn", "Wrapper",
     "as_agent", "delta", "get_domain", "judge", "make_env", "parse_reply", "pass_hat_k", "refusal_rate",
     "run_episode", "run_episodes", "success_rate", "tasks", "tool_error_rate", "wilson",
 ]  # fmt: skip

@@ -1,4 +1,5 @@
 from sandbox.agents.oracle import OracleAgent
 from sandbox.agents.scripted import ScriptedAgent
+from sandbox.agents.static import StaticAgent
 
-__all__ = ["OracleAgent", "ScriptedAgent"]
+__all__ = ["OracleAgent", "ScriptedAgent", "StaticAgent"]

@@ -1,9 +1,25 @@
-"""Open-world shifts as composable environment wrappers, by tier (see ``catalogue``)."""
+"""Open-world shifts as composable environment wrappers, by tier (see ``catalogue``).
 
-from sandbox.perturbations.base import POOLS, TIERS, Perturbation, Pool, Shift, Tier, tier_number
+Importing this package registers the built-in catalogue: one module per tier.
+"""
+
+from sandbox.perturbations import interaction, internalization, perception, reasoning
+from sandbox.perturbations.base import (
+    POOLS,
+    TIERS,
+    Perturbation,
+    Pool,
+    Shift,
+    Tier,
+    apply_stack,
+    step_budget,
+    tier_number,
+)
 from sandbox.perturbations.registry import create, from_dict, get, names, normalize_tiers, register
 
+del interaction, internalization, perception, reasoning
+
 __all__ = [
-    "POOLS", "TIERS", "Perturbation", "Pool", "Shift", "Tier", "create", "from_dict", "get", "names",
-    "normalize_tiers", "register", "tier_number",
+    "POOLS", "TIERS", "Perturbation", "Pool", "Shift", "Tier", "apply_stack", "create", "from_dict", "get", "names",
+    "normalize_tiers", "register", "step_budget", "tier_number",
 ]  # fmt: skip

@@ -1,0 +1,142 @@
+"""The static baseline: an agent trained on the clean world only (the paper's blind open-loop agent).
+
+It knows the training phrasings, the clean tool names and schemas, and the clean trajectory of
+each task (read from ``Turn.info`` as a stand-in for what training burned in). It acts as if
+blind: it recognises only requests worded as in training, calls the clean names with the clean
+argument names in the clean order, one wave per turn, never retries, never reads a description,
+takes ids and answers from the keys where the clean world puts them, and writes codes in the
+format it learned. It solves the clean test split; every perturbation that bites shows up as
+its loss.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from sandbox.agent import Reply, Turn
+from sandbox.agents.oracle import lookup, refuse
+from sandbox.state import State
+from sandbox.task import Task
+
+_CODE = re.compile(r"[A-Z]{2}-[A-Z0-9]{5}")
+GUESS = "Done."
+"""What it says when it cannot place the request: a confident non-answer, as overfit models do."""
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+_MEMORY: dict[str, tuple[dict[str, Any], dict[tuple[str, str], tuple[str, str]]]] = {}
+
+
+def _memory(task: Task) -> tuple[dict[str, Any], dict[tuple[str, str], tuple[str, str]]]:
+    """The clean trajectory: each call's clean result, and where each argument taken from a result came from."""
+    key = f"{task.id}:{task.seed}"
+    if key not in _MEMORY:
+        if len(_MEMORY) > 4096:
+            _MEMORY.clear()
+        _MEMORY[key] = _remember(task)
+    return _MEMORY[key]
+
+
+def _remember(task: Task) -> tuple[dict[str, Any], dict[tuple[str, str], tuple[str, str]]]:
+    from sandbox.domains import get_domain
+
+    domain = get_domain(task.domain)
+    world, state = domain.world(task.seed), State()
+    results = {c.id: domain.toolbox.call(world, state, c.tool, dict(c.args)).content for c in task.plan}
+    origin = {}
+    for call in task.plan:
+        for param, value in call.args.items():
+            for dep in call.after:
+                path = _find(results[dep], value)
+                if path is not None:
+                    origin[(call.id, param)] = (dep, path)
+                    break
+    return results, origin
+
+
+def _find(content: Any, value: Any, prefix: str = "") -> str | None:
+    if isinstance(content, dict):
+        items = content.items()
+    elif isinstance(content, list):
+        items = ((str(i), v) for i, v in enumerate(content))
+    else:
+        return prefix if content == value and prefix else None
+    for key, inner in items:
+        path = _find(inner, value, f"{prefix}.{key}" if prefix else key)
+        if path is not None:
+            return path
+    return None
+
+
+def _decode(text: Any) -> Any:
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return None
+
+
+class StaticAgent:
+    """Follows the clean plan blind. ``domains`` are the worlds it was trained on (default: both clean worlds;
+    ``("poi",)`` is the paper's setting, under which a medical task is out of its reach)."""
+
+    name = "static"
+
+    def __init__(self, domains: Sequence[str] = ("poi", "medical")) -> None:
+        self.domains = tuple(domains)
+
+    def fingerprint(self) -> str:
+        return f"static-v1:{','.join(self.domains)}"
+
+    def act(self, turns: Sequence[Turn]) -> list[Reply]:
+        return [self.reply(turn) for turn in turns]
+
+    def recognises(self, task: Task, query: str) -> bool:
+        if task.domain not in self.domains:
+            return False
+        from sandbox.domains import get_domain
+
+        family = get_domain(task.domain).family(task.family)
+        return _norm(query) in {_norm(p.format(**task.params)) for p in family.phrasings}
+
+    def reply(self, turn: Turn) -> Reply:
+        task: Task = turn.info["task"]
+        query = next((m["content"] for m in turn.messages if m.get("role") == "user"), "")
+        if not self.recognises(task, query):
+            return Reply(text=GUESS)
+        if task.unsolvable == "missing_capability":
+            return refuse("none of the available tools can do this")
+        observed = {m["tool_call_id"]: _decode(m["content"]) for m in turn.messages if m.get("role") == "tool"}
+        turns_taken = sum(1 for m in turn.messages if m.get("role") == "assistant" and m.get("tool_calls"))
+        waves = task.waves()
+        if turns_taken < len(waves):
+            return Reply(tool_calls=[self.call(task, c, observed) for c in waves[turns_taken]])
+        if not task.solvable:
+            return refuse("the tools found nothing to act on")
+        return Reply(text=self.answer(task, observed))
+
+    def call(self, task: Task, call: Any, observed: dict[str, Any]) -> dict[str, Any]:
+        _, origin = _memory(task)
+        args = {}
+        for param, value in call.args.items():
+            if (call.id, param) in origin:
+                dep, path = origin[(call.id, param)]
+                value = lookup(observed.get(dep), path)
+            args[param] = value
+        return {"id": call.id, "function": {"name": call.tool, "arguments": args}}
+
+    def answer(self, task: Task, observed: dict[str, Any]) -> str:
+        parts = []
+        for key, src in task.sources.items():
+            value = lookup(observed.get(src.call), src.path)
+            if key == "code" and isinstance(value, str) and not _CODE.fullmatch(value):
+                found = _CODE.search(value)
+                alnum = re.sub(r"[^A-Z0-9]", "", value.upper())
+                value = found.group(0) if found else f"{alnum[:2]}-{alnum[2:7]}"
+            parts.append(f"{key}: {value}")
+        return "; ".join(parts)

@@ -1,0 +1,364 @@
+"""Tier 2, Interaction: what tools answer changes; an agent that reads feedback recovers."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from typing import Any, ClassVar
+
+from sandbox.env import Env
+from sandbox.perturbations import vocab
+from sandbox.perturbations.base import Perturbation
+from sandbox.perturbations.formats import render_lines
+from sandbox.perturbations.registry import register
+from sandbox.perturbations.wrappers import (
+    CallWrapper,
+    ObservationWrapper,
+    Route,
+    ToolSpec,
+    ToolsWrapper,
+    failure,
+    params_of,
+    unique_name,
+    with_description,
+)
+from sandbox.task import Task
+from sandbox.tools import ToolResult
+
+SEARCHES = ("search_places", "find_doctors")
+UNIT_TOOLS = ("get_distance", "get_weather")
+PAGE_SIZE = 2
+
+
+def _key(name: str, arguments: Any) -> str:
+    return name + json.dumps(arguments, sort_keys=True, default=str)
+
+
+class _Missing(ObservationWrapper):
+    def call(self, name: str, arguments: Any) -> ToolResult:
+        seen = self.scratch.setdefault("seen", set())
+        key = _key(name, arguments)
+        if key in seen:
+            return self.env.call(name, arguments)
+        result = super().call(name, arguments)
+        if result.ok:
+            seen.add(key)
+        return result
+
+    def observation(self, name: str, content: Any) -> Any:
+        level, r = self.spec.severity, self.rng(name)
+        share = {1: 1 / 3, 2: 2 / 3, 3: 1.0}[level]
+
+        def blank(value: Any) -> Any:
+            if isinstance(value, list):
+                return [blank(v) for v in value]
+            if not isinstance(value, dict):
+                return value
+            out = {}
+            for k, v in value.items():
+                if isinstance(v, dict | list) and v and not all(isinstance(x, str) for x in v):
+                    out[k] = blank(v)
+                elif r.random() >= share:
+                    out[k] = v
+                elif level == 1:
+                    out[k] = None
+            return out
+
+        note_key, note = self.words(vocab.MISSING_NOTES)[0]
+        blanked = blank(content)
+        return {**blanked, note_key: note} if isinstance(blanked, dict) else blanked
+
+
+@register
+class MissingValues(Perturbation):
+    name: ClassVar[str] = "missing_values"
+    tier = "interaction"
+    shift = "observation"
+    summary = "a first answer lacks fields (1: a third null; 2: two thirds gone; 3: all gone); asking again gives all"
+    expected = "notice what is missing and call again, never invent it"
+    mild = "severity 1 and 2 often spare the fields the static agent reads"
+    min_severity = 0
+    max_severity = 3
+    layer = 4.6
+
+    def apply(self, env: Env) -> Env:
+        return env if self.severity == 0 else _Missing(env, self)
+
+    def extra_turns(self) -> int:
+        return 2 if self.severity else 0
+
+
+def _rename_keys(value: Any, mapping: dict[str, str]) -> Any:
+    if isinstance(value, dict):
+        return {mapping.get(k, k): _rename_keys(v, mapping) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rename_keys(v, mapping) for v in value]
+    return value
+
+
+class _Format(ObservationWrapper):
+    def observation(self, name: str, content: Any) -> Any:
+        pool = self.spec.pool
+        content = _rename_keys(content, {k: v[pool][0] for k, v in vocab.FIELD_SYNONYMS.items()})
+        if self.spec.severity >= 2:
+            content = {self.words(vocab.ENVELOPES)[0]: content, "status": "ok"}
+        return content
+
+    def observe(self, result: ToolResult) -> str:
+        if self.spec.severity >= 3 and result.ok:
+            return render_lines(result.content)
+        return self.env.observe(result)
+
+
+@register
+class FormatShift(Perturbation):
+    name: ClassVar[str] = "format_shift"
+    tier = "interaction"
+    shift = "observation"
+    summary = "1: result keys renamed; 2: + wrapped in an envelope; 3: + plain 'path = value' lines, not JSON"
+    expected = "read values from an unfamiliar format"
+    max_severity = 3
+    layer = 4.9
+
+    def apply(self, env: Env) -> Env:
+        return _Format(env, self)
+
+
+class _Transient(CallWrapper):
+    def call(self, name: str, arguments: Any) -> ToolResult:
+        failed = self.scratch.get("failed", 0)
+        if failed < self.spec.severity and name in self._known():
+            self.scratch["failed"] = failed + 1
+            return failure(name, "runtime_error", self.rng(failed).choice(self.words(vocab.RUNTIME_ERRORS)))
+        return self.env.call(name, arguments)
+
+    def _known(self) -> set[str]:
+        if not hasattr(self, "_names"):
+            self._names = {s["function"]["name"] for s in self.env.tool_specs()}
+        return self._names
+
+
+@register
+class RuntimeFailure(Perturbation):
+    name: ClassVar[str] = "runtime_error"
+    tier = "interaction"
+    shift = "observation"
+    summary = "the first calls fail with a transient error (severity = failures before success)"
+    expected = "retry the same call"
+    max_severity = 3
+    layer = 4.4
+
+    def apply(self, env: Env) -> Env:
+        return _Transient(env, self)
+
+    def extra_turns(self) -> int:
+        return self.severity
+
+
+class _RateLimit(ToolsWrapper):
+    def build(self, specs: list[ToolSpec]) -> list[Route]:
+        taken = {s["function"]["name"] for s in specs}
+        name, description = self.words(vocab.WAIT_TOOLS)[0]
+        self.wait_name = unique_name(name, taken)
+        wait = {"type": "function", "function": {"name": self.wait_name, "description": description, "parameters": {
+            "type": "object", "properties": {"seconds": {"type": "number", "description": "seconds to wait"}},
+            "required": ["seconds"]}}}  # fmt: skip
+        routes = [Route(s, handler=self._limited(s["function"]["name"])) for s in specs]
+        return [*routes, Route(wait, handler=self._wait)]
+
+    @property
+    def retry_after(self) -> int:
+        return 2 * self.spec.severity
+
+    def _limited(self, name: str):
+        def call(arguments: Any) -> ToolResult:
+            s = self.scratch
+            if not s.get("limited") and s.get("triggers", 0) < self.spec.severity and s.get("since", 2) >= 2:
+                s.update(limited=True, triggers=s.get("triggers", 0) + 1, since=0)
+            if s.get("limited"):
+                text = self.words(vocab.RATE_LIMIT_ERRORS)[0].format(n=self.retry_after, wait=self.wait_name)
+                return failure(name, "rate_limited", text)
+            s["since"] = s.get("since", 0) + 1
+            return self.env.call(name, arguments)
+
+        return call
+
+    def _wait(self, arguments: Any) -> ToolResult:
+        seconds = arguments.get("seconds") if isinstance(arguments, dict) else None
+        if not isinstance(seconds, int | float) or isinstance(seconds, bool):
+            return failure(self.wait_name, "invalid_arguments", "missing argument 'seconds' (a number)")
+        if seconds >= self.retry_after:
+            self.scratch["limited"] = False
+        return ToolResult(name=self.wait_name, content={"waited": seconds})
+
+
+@register
+class RateLimit(Perturbation):
+    name: ClassVar[str] = "rate_limit"
+    tier = "interaction"
+    shift = "observation"
+    summary = "calls are refused until the agent waits the time given (1: once; 2: twice, and longer)"
+    expected = "call the wait tool for the time the error gives, then retry"
+    max_severity = 2
+    layer = 4.5
+
+    def applies_to(self, task: Task) -> bool:
+        return bool(task.plan)
+
+    def apply(self, env: Env) -> Env:
+        return _RateLimit(env, self)
+
+    def extra_turns(self) -> int:
+        return self.severity
+
+
+class _Redirect(ToolsWrapper):
+    def build(self, specs: list[ToolSpec]) -> list[Route]:
+        names = [s["function"]["name"] for s in specs]
+        r = self.rng()
+        moved = set(names) if self.spec.severity >= 2 else set(r.sample(names, (len(names) + 1) // 2))
+        taken, routes = set(names), []
+        for spec in specs:
+            name = spec["function"]["name"]
+            if name not in moved:
+                routes.append(Route(spec, target=name))
+                continue
+            rr = self.rng(name)
+            target = unique_name(rr.choice(self.words(vocab.REDIRECT_NAMES)).format(name=name), taken)
+            text = rr.choice(self.words(vocab.REDIRECT_ERRORS)).format(target=target)
+            routes.append(Route(spec, handler=lambda _a, name=name, text=text: failure(name, "moved", text)))
+            description = rr.choice(self.words(vocab.REDIRECT_DESCRIPTIONS)).format(name=name)
+            routes.append(Route(with_description(spec, description, name=target), target=name))
+        return routes
+
+
+@register
+class ToolRedirection(Perturbation):
+    name: ClassVar[str] = "tool_redirection"
+    tier = "interaction"
+    shift = "observation"
+    summary = "tools answer that they moved to another tool, which exists (1: half of them; 2: all)"
+    expected = "follow the redirect to the named tool with the same arguments"
+    max_severity = 2
+    layer = 4.3
+
+    def applies_to(self, task: Task) -> bool:
+        return bool(task.plan)
+
+    def apply(self, env: Env) -> Env:
+        return _Redirect(env, self)
+
+    def extra_turns(self) -> int:
+        return 3
+
+
+class _CodeShift(CallWrapper):
+    def call(self, name: str, arguments: Any) -> ToolResult:
+        state = self.state
+        before = len(state.writes)
+        result = self.env.call(name, arguments)
+        if len(state.writes) == before or not result.ok or not isinstance(result.content, dict):
+            return result
+        old = result.content.get("code")
+        if not isinstance(old, str) or "-" not in old:
+            return result
+        prefix, body = old.split("-", 1)
+        new = self.rng(old).choice(self.words(vocab.CODE_FORMATS)).format(prefix=prefix, body=body)
+        for i in range(before, len(state.writes)):
+            if state.writes[i].code == old:
+                state.writes[i] = dataclasses.replace(state.writes[i], code=new)
+        for record in state.records.values():
+            if record.get("code") == old:
+                record["code"] = new
+        return result.model_copy(update={"content": {**result.content, "code": new}})
+
+
+@register
+class VerificationCodeShift(Perturbation):
+    name: ClassVar[str] = "verification_code_shift"
+    tier = "interaction"
+    shift = "action"
+    summary = "write actions return their verification code in a new format"
+    expected = "quote the code exactly as returned, not in the remembered format"
+    layer = 4.2
+
+    def applies_to(self, task: Task) -> bool:
+        return task.write is not None
+
+    def apply(self, env: Env) -> Env:
+        return _CodeShift(env, self)
+
+
+class _Behaviour(ToolsWrapper):
+    def build(self, specs: list[ToolSpec]) -> list[Route]:
+        routes = []
+        for spec in specs:
+            name = spec["function"]["name"]
+            if name in UNIT_TOOLS:
+                note = "Now reports miles (mi), not km." if name == "get_distance" else "Now reports °F (temp_f)."
+                spec = with_description(spec, f"{spec['function']['description']} {note}")
+                routes.append(Route(spec, handler=self._units(name)))
+            elif name in SEARCHES and self.spec.severity >= 2:
+                spec = copy.deepcopy(spec)
+                spec["function"]["description"] += (
+                    f" Results now come {PAGE_SIZE} per page in alphabetical order; pass page for more."
+                )
+                params_of(spec)["properties"]["page"] = {"type": "integer", "description": "page number (default 1)"}
+                routes.append(Route(spec, handler=self._pages(name)))
+            else:
+                routes.append(Route(spec, target=name))
+        return routes
+
+    def _units(self, name: str):
+        def call(arguments: Any) -> ToolResult:
+            result = self.env.call(name, arguments)
+            if not result.ok or not isinstance(result.content, dict):
+                return result
+            content = dict(result.content)
+            if "km" in content:
+                content = {"mi": round(content.pop("km") / 1.609344, 3), **content}
+            if "temp_c" in content:
+                content["temp_f"] = round(content.pop("temp_c") * 1.8 + 32, 1)
+            return result.model_copy(update={"content": content})
+
+        return call
+
+    def _pages(self, name: str):
+        def call(arguments: Any) -> ToolResult:
+            page = 1
+            if isinstance(arguments, dict) and "page" in arguments:
+                arguments = dict(arguments)
+                page = arguments.pop("page")
+                if not isinstance(page, int) or isinstance(page, bool) or page < 1:
+                    return failure(name, "invalid_arguments", "'page': must be a whole number from 1")
+            result = self.env.call(name, arguments)
+            if not result.ok or not isinstance(result.content, dict) or "results" not in result.content:
+                return result
+            rows = sorted(result.content["results"], key=lambda row: str(row.get("name")))
+            pages = max(1, -(-len(rows) // PAGE_SIZE))
+            chunk = rows[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
+            return result.model_copy(update={"content": {"results": chunk, "page": page, "pages": pages}})
+
+        return call
+
+
+@register
+class BehaviourChange(Perturbation):
+    name: ClassVar[str] = "behaviour_change"
+    tier = "interaction"
+    shift = "observation"
+    summary = "1: distance in miles and temperature in °F, as documented; 2: + searches paginated, A to Z"
+    expected = "read the documented change: convert units, fetch every page and rank by rating"
+    max_severity = 2
+    layer = 4.0
+
+    def applies_to(self, task: Task) -> bool:
+        tools = {c.tool for c in task.plan}
+        return bool(tools & set(UNIT_TOOLS)) or (self.severity >= 2 and bool(tools & set(SEARCHES)))
+
+    def apply(self, env: Env) -> Env:
+        return _Behaviour(env, self)
+
+    def extra_turns(self) -> int:
+        return self.severity - 1

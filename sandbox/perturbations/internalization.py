@@ -1,0 +1,176 @@
+"""Tier 4, Internalization: a new domain, and cases where the right act is to refuse."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from sandbox.domains import get_domain
+from sandbox.env import Env
+from sandbox.perturbations import vocab
+from sandbox.perturbations.base import Perturbation
+from sandbox.perturbations.registry import register
+from sandbox.perturbations.wrappers import (
+    CallWrapper,
+    PerturbationWrapper,
+    Route,
+    ToolSpec,
+    ToolsWrapper,
+    failure,
+)
+from sandbox.seeds import rng
+from sandbox.task import Task
+from sandbox.tools import ToolResult
+
+FINDERS = {"find_place": "place", "find_patient": "patient"}
+
+
+class _Transferred(PerturbationWrapper):
+    """Marks the stack: the env below it is the medical twin of the task."""
+
+
+def medical_twin(task: Task, seed: int) -> Task:
+    """A medical task of the same split and the same kind (solvable, or unsolvable for the same reason)."""
+    medical = get_domain("medical")
+    kinds = [i for i, f in enumerate(medical.families) if f.unsolvable == task.unsolvable]
+    r = rng(seed, "domain_transfer", task.id)
+    while True:
+        index = r.randrange(200) * len(medical.families) + r.choice(kinds)
+        twin = medical.draw(task.split, index, task.seed)
+        if twin is not None:
+            return twin
+
+
+@register
+class DomainTransfer(Perturbation):
+    name: ClassVar[str] = "domain_transfer"
+    tier = "internalization"
+    shift = "domain"
+    summary = (
+        "the POI task is replaced by a medical task of the same split and kind (the clean twin stays the POI task)"
+    )
+    expected = "carry the learned patterns (look up, chain, act) into an unseen domain"
+    layer = 0.0
+
+    def applies_to(self, task: Task) -> bool:
+        return task.domain == "poi"
+
+    def apply(self, env: Env) -> Env:
+        if not self.applies_to(env.task):
+            return env
+        twin: Env = Env(get_domain("medical"), medical_twin(env.task, self.seed))
+        for wrapper in env.wrappers():
+            spec = getattr(wrapper, "spec", None)
+            if spec is not None:
+                twin = spec.apply(twin)
+        return _Transferred(twin, self)
+
+
+class _Without(ToolsWrapper):
+    @property
+    def solvable(self) -> bool:
+        return False
+
+    def build(self, specs: list[ToolSpec]) -> list[Route]:
+        names = [s["function"]["name"] for s in specs]
+        needed = sorted({c.tool for c in self.task.plan if c.tool in names})
+        gone = self.rng().choice(needed) if needed else None
+        return [Route(s, target=s["function"]["name"]) for s in specs if s["function"]["name"] != gone]
+
+
+@register
+class MissingCapability(Perturbation):
+    name: ClassVar[str] = "missing_capability"
+    tier = "internalization"
+    shift = "action"
+    summary = "a tool the task needs is gone"
+    expected = "refuse: say that no available tool can do it"
+    unsolvable = True
+    layer = 2.0
+
+    def applies_to(self, task: Task) -> bool:
+        return bool(task.plan)
+
+    def apply(self, env: Env) -> Env:
+        return _Without(env, self)
+
+
+class _Ghost(CallWrapper):
+    @property
+    def solvable(self) -> bool:
+        return False
+
+    def _target(self) -> tuple[str, str, str, str] | None:
+        name = self.task.params.get("name")
+        for call in self.task.plan:
+            if call.tool in FINDERS and call.args.get("name") == name:
+                world = self.unwrapped.world
+                found = world.by_name(name, call.args["city"]) if hasattr(world, "by_name") else (
+                    world.patient_by_name(name, call.args["city"]))  # fmt: skip
+                if found is not None:
+                    return call.tool, name, call.args["city"], found.id
+        return None
+
+    def call(self, name: str, arguments: Any) -> ToolResult:
+        target = self._target()
+        if target is None or not isinstance(arguments, dict):
+            return self.env.call(name, arguments)
+        finder, ghost, city, ghost_id = target
+        kind = FINDERS[finder]
+        if name == finder and str(arguments.get("name", "")).casefold() == ghost.casefold():
+            return failure(name, "not_found", f"no {kind} named {arguments['name']!r} in {arguments.get('city')!r}")
+        if ghost_id in arguments.values():
+            return failure(name, "not_found", f"no {kind} with id {ghost_id!r}")
+        result = self.env.call(name, arguments)
+        if result.ok and isinstance(result.content, dict) and isinstance(result.content.get("results"), list):
+            rows = [row for row in result.content["results"] if row.get("id") != ghost_id]
+            result = result.model_copy(update={"content": {**result.content, "results": rows}})
+        return result
+
+
+@register
+class NonexistentEntity(Perturbation):
+    name: ClassVar[str] = "nonexistent_entity"
+    tier = "internalization"
+    shift = "domain"
+    summary = "the place or patient the request names does not exist in this world"
+    expected = "refuse once the lookup finds nothing, instead of inventing an answer"
+    unsolvable = True
+    layer = 2.0
+
+    def applies_to(self, task: Task) -> bool:
+        name = task.params.get("name")
+        return task.solvable and any(c.tool in FINDERS and c.args.get("name") == name for c in task.plan)
+
+    def apply(self, env: Env) -> Env:
+        return _Ghost(env, self)
+
+
+class _Fatal(CallWrapper):
+    @property
+    def solvable(self) -> bool:
+        return False
+
+    def call(self, name: str, arguments: Any) -> ToolResult:
+        if "broken" not in self.scratch:
+            tools = sorted({c.tool for c in self.task.plan})
+            self.scratch["broken"] = self.rng().choice(tools) if tools else None
+        if name == self.scratch["broken"]:
+            return failure(name, "fatal", self.rng("text").choice(self.words(vocab.FATAL_ERRORS)))
+        return self.env.call(name, arguments)
+
+
+@register
+class FatalError(Perturbation):
+    name: ClassVar[str] = "fatal_error"
+    tier = "internalization"
+    shift = "observation"
+    summary = "a tool the task needs fails for good"
+    expected = "refuse after the permanent failure instead of retrying forever or inventing a result"
+    unsolvable = True
+    layer = 2.0
+
+    def applies_to(self, task: Task) -> bool:
+        return bool(task.plan)
+
+    def apply(self, env: Env) -> Env:
+        return _Fatal(env, self)

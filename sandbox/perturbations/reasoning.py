@@ -1,0 +1,289 @@
+"""Tier 3, Reasoning: the dependency structure of the tool chain changes, as the specs document."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any, ClassVar
+
+from sandbox.env import Env
+from sandbox.perturbations import vocab
+from sandbox.perturbations.base import Perturbation
+from sandbox.perturbations.registry import register
+from sandbox.perturbations.wrappers import (
+    Route,
+    ToolSpec,
+    ToolsWrapper,
+    failure,
+    params_of,
+    unique_name,
+    with_description,
+)
+from sandbox.seeds import child_seed
+from sandbox.task import Task
+from sandbox.tools import ToolResult
+
+CONSUMERS: dict[str, tuple[str, str]] = {
+    "get_place_details": ("find_place", "place_id"),
+    "get_opening_hours": ("find_place", "place_id"),
+    "book_place": ("find_place", "place_id"),
+    "get_patient_record": ("find_patient", "patient_id"),
+    "get_lab_results": ("find_patient", "patient_id"),
+    "book_appointment": ("find_patient", "patient_id"),
+}
+"""Tools that take an id which a lookup by name returns: tool → (lookup, id parameter)."""
+
+
+def _uses_consumer(task: Task) -> bool:
+    return any(c.tool in CONSUMERS for c in task.plan)
+
+
+def _split(arguments: Any, keys: set[str]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    if not isinstance(arguments, dict):
+        return None
+    return {k: v for k, v in arguments.items() if k in keys}, {k: v for k, v in arguments.items() if k not in keys}
+
+
+class _Merge(ToolsWrapper):
+    def build(self, specs: list[ToolSpec]) -> list[Route]:
+        by_name = {s["function"]["name"]: s for s in specs}
+        taken, routes = set(by_name), []
+        for spec in specs:
+            name = spec["function"]["name"]
+            finder, id_param = CONSUMERS.get(name, (None, None))
+            if finder not in by_name:
+                routes.append(Route(spec, target=name))
+                continue
+            merged = unique_name(self.words(vocab.MERGED_NAMES)[0].format(name=name), taken)
+            note = self.words(vocab.MERGED_NOTES)[0]
+            new = with_description(spec, f"{spec['function']['description']} {note}", name=merged)
+            look, own = params_of(by_name[finder]), params_of(spec)
+            rest = {k: v for k, v in own["properties"].items() if k != id_param}
+            params_of(new)["properties"] = {**copy.deepcopy(look["properties"]), **rest}
+            params_of(new)["required"] = [*look["required"], *(p for p in own["required"] if p != id_param)]
+            routes.append(Route(new, handler=self._merged(merged, finder, name, id_param, set(look["properties"]))))
+        return routes
+
+    def _merged(self, merged: str, finder: str, name: str, id_param: str, find_keys: set[str]):
+        def call(arguments: Any) -> ToolResult:
+            parts = _split(arguments, find_keys)
+            if parts is None:
+                return failure(merged, "invalid_arguments", "arguments must be a JSON object")
+            found = self.env.call(finder, parts[0])
+            if not found.ok:
+                return found
+            return self.env.call(name, {**parts[1], id_param: found.content.get("id")})
+
+        return call
+
+
+@register
+class DependencyMerge(Perturbation):
+    name: ClassVar[str] = "dependency_merge"
+    tier = "reasoning"
+    shift = "action"
+    summary = "a lookup and the call that needed its id become one tool that takes the name and city"
+    expected = "use the merged tool in one step instead of the remembered two"
+    layer = 3.0
+
+    def applies_to(self, task: Task) -> bool:
+        return _uses_consumer(task)
+
+    def apply(self, env: Env) -> Env:
+        return _Merge(env, self)
+
+
+class _Invert(ToolsWrapper):
+    def build(self, specs: list[ToolSpec]) -> list[Route]:
+        by_name = {s["function"]["name"]: s for s in specs}
+        param = self.words(vocab.INVERSION_PARAMS)[0]
+        inverted: dict[str, list[str]] = {}
+        routes: dict[str, Route] = {}
+        for spec in specs:
+            name = spec["function"]["name"]
+            finder, id_param = CONSUMERS.get(name, (None, None))
+            if finder not in by_name:
+                routes[name] = Route(spec, target=name)
+                continue
+            inverted.setdefault(finder, []).append(name)
+            note = self.words(vocab.INVERSION_NOTES)[0].format(param=param, finder=finder)
+            new = with_description(spec, f"{spec['function']['description']} {note}")
+            own = params_of(new)
+            own["properties"] = {k: v for k, v in own["properties"].items() if k != id_param}
+            own["required"] = [p for p in own["required"] if p != id_param]
+            routes[name] = Route(new, handler=self._request(name, set(own["properties"]), param))
+        for finder, tools in inverted.items():
+            spec = by_name[finder]
+            note = self.words(vocab.INVERSION_FINDER_NOTES)[0].format(param=param, tools=", ".join(tools))
+            new = with_description(spec, f"{spec['function']['description']} {note}")
+            params_of(new)["properties"][param] = {
+                "type": "string", "description": f"{param} from {', '.join(tools)} (optional)",
+            }  # fmt: skip
+            routes[finder] = Route(new, handler=self._run(finder, param))
+        return [routes[s["function"]["name"]] for s in specs]
+
+    def _request(self, name: str, keys: set[str], param: str):
+        def call(arguments: Any) -> ToolResult:
+            if not isinstance(arguments, dict):
+                return failure(name, "invalid_arguments", "arguments must be a JSON object")
+            unknown = sorted(set(arguments) - keys)
+            if unknown:
+                return failure(name, "invalid_arguments", f"unexpected argument '{unknown[0]}'")
+            blob = json.dumps([name, arguments], sort_keys=True, default=str)
+            handle = f"RQ-{child_seed(self.spec.seed, blob) % 10**6:06d}"
+            self.scratch[handle] = (name, dict(arguments))
+            return ToolResult(name=name, content={param: handle})
+
+        return call
+
+    def _run(self, finder: str, param: str):
+        def call(arguments: Any) -> ToolResult:
+            if not isinstance(arguments, dict) or param not in arguments:
+                return self.env.call(finder, arguments)
+            arguments = dict(arguments)
+            pending = self.scratch.get(arguments.pop(param))
+            if pending is None:
+                return failure(finder, "invalid_arguments", f"unknown {param}; get one first")
+            found = self.env.call(finder, arguments)
+            if not found.ok:
+                return found
+            name, rest = pending
+            return self.env.call(name, {**rest, CONSUMERS[name][1]: found.content.get("id")})
+
+        return call
+
+
+@register
+class LogicInversion(Perturbation):
+    name: ClassVar[str] = "logic_inversion"
+    tier = "reasoning"
+    shift = "action"
+    summary = "the order reverses: the call that needed an id comes first, and the lookup by name then runs it"
+    expected = "follow the documented new order instead of the remembered one"
+    layer = 3.1
+
+    def applies_to(self, task: Task) -> bool:
+        return _uses_consumer(task)
+
+    def apply(self, env: Env) -> Env:
+        return _Invert(env, self)
+
+    def extra_turns(self) -> int:
+        return 1
+
+
+class _Token(ToolsWrapper):
+    def build(self, specs: list[ToolSpec]) -> list[Route]:
+        names = [s["function"]["name"] for s in specs]
+        if self.spec.severity >= 2:
+            guarded = set(names)
+        else:
+            plan = [c.tool for c in self.task.plan]
+            guarded = {n for n in names if any(n == t or n.startswith(t + "_") for t in plan)}
+            last = [n for n in names if n in guarded]
+            writes = [n for n in last if n.startswith(("book_", "cancel_"))]
+            guarded = set(writes[:1] or last[-1:])
+        tool_name, description = self.words(vocab.TOKEN_TOOLS)[0]
+        self.tool = unique_name(tool_name, set(names))
+        param, param_text = self.words(vocab.TOKEN_PARAMS)[0]
+        self.token = f"tk-{self.rng().randrange(10**6):06d}"
+        routes = []
+        for spec in specs:
+            name = spec["function"]["name"]
+            if name not in guarded:
+                routes.append(Route(spec, target=name))
+                continue
+            spec = copy.deepcopy(spec)
+            params_of(spec)["properties"][param] = {"type": "string", "description": param_text.format(tool=self.tool)}
+            params_of(spec)["required"].append(param)
+            routes.append(Route(spec, handler=self._guard(name, param)))
+        issue = {"type": "function", "function": {"name": self.tool, "description": description,
+                 "parameters": {"type": "object", "properties": {}, "required": []}}}  # fmt: skip
+        return [Route(issue, handler=lambda _a: ToolResult(name=self.tool, content={"token": self.token})), *routes]
+
+    def _guard(self, name: str, param: str):
+        def call(arguments: Any) -> ToolResult:
+            if not isinstance(arguments, dict):
+                return failure(name, "invalid_arguments", "arguments must be a JSON object")
+            if param not in arguments:
+                return failure(name, "invalid_arguments", f"missing argument '{param}' (get it from {self.tool})")
+            arguments = dict(arguments)
+            if arguments.pop(param) != self.token:
+                return failure(name, "invalid_arguments", f"invalid {param}; get one from {self.tool}")
+            return self.env.call(name, arguments)
+
+        return call
+
+
+@register
+class DependencySplit(Perturbation):
+    name: ClassVar[str] = "dependency_split"
+    tier = "reasoning"
+    shift = "action"
+    summary = "a call now needs a token from a new tool first (1: the write or last call; 2: every tool)"
+    expected = "get the token as documented, then make the call with it"
+    max_severity = 2
+    layer = 3.2
+
+    def applies_to(self, task: Task) -> bool:
+        return bool(task.plan)
+
+    def apply(self, env: Env) -> Env:
+        return _Token(env, self)
+
+    def extra_turns(self) -> int:
+        return 1
+
+
+class _Restructure(ToolsWrapper):
+    def build(self, specs: list[ToolSpec]) -> list[Route]:
+        nested, nested_text = self.words(vocab.NESTED_PARAMS)[0]
+        slot, slot_text = self.words(vocab.SLOT_PARAMS)[0]
+        separator = slot_text.split("'DAY")[1][0]
+        routes = []
+        for spec in specs:
+            name = spec["function"]["name"]
+            inner = copy.deepcopy(params_of(spec))
+            props = inner["properties"]
+            if not props:
+                routes.append(Route(spec, target=name))
+                continue
+            compound = self.spec.severity >= 2 and {"day", "time"} <= set(props)
+            if compound:
+                props.pop("day"), props.pop("time")
+                props[slot] = {"type": "string", "description": slot_text}
+                inner["required"] = [p for p in inner["required"] if p not in ("day", "time")] + [slot]
+            new = copy.deepcopy(spec)
+            params_of(new)["properties"] = {nested: {"type": "object", "description": nested_text, **inner}}
+            params_of(new)["required"] = [nested]
+            routes.append(Route(new, handler=self._unpack(name, nested, slot if compound else None, separator)))
+        return routes
+
+    def _unpack(self, name: str, nested: str, slot: str | None, separator: str):
+        def call(arguments: Any) -> ToolResult:
+            if not isinstance(arguments, dict) or set(arguments) != {nested} or not isinstance(arguments[nested], dict):
+                return failure(name, "invalid_arguments", f"give exactly one argument '{nested}', an object")
+            args = dict(arguments[nested])
+            if slot is not None and slot in args:
+                day, _, time = str(args.pop(slot)).partition(separator)
+                args.update(day=day, time=time)
+            return self.env.call(name, args)
+
+        return call
+
+
+@register
+class ArgumentRestructuring(Perturbation):
+    name: ClassVar[str] = "argument_restructuring"
+    tier = "reasoning"
+    shift = "action"
+    summary = "1: every tool takes its arguments nested in one object; 2: + day and time as one compound value"
+    expected = "build the arguments in the documented shape"
+    max_severity = 2
+    layer = 3.3
+
+    def applies_to(self, task: Task) -> bool:
+        return bool(task.plan)
+
+    def apply(self, env: Env) -> Env:
+        return _Restructure(env, self)

@@ -1,0 +1,217 @@
+"""Wrapper bases that perturbations build on, one per surface (Gymnasium's wrapper idea).
+
+``QueryWrapper`` rewrites the request, ``ToolsWrapper`` rewrites the tool set and translates
+each call back to the names of the env it wraps, ``CallWrapper`` changes how calls are
+dispatched, ``ObservationWrapper`` changes what successful calls return. Every call reaches the
+base env in canonical names, so ``env.state.writes`` stays canonical for the judge.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sandbox.env import Env, Wrapper
+from sandbox.seeds import rng
+from sandbox.tools import ErrorKind, ToolResult
+
+if TYPE_CHECKING:
+    import random
+
+    from sandbox.perturbations.base import Perturbation
+
+ToolSpec = dict[str, Any]
+
+
+def failure(name: str, kind: ErrorKind, message: str) -> ToolResult:
+    return ToolResult(name=name, error=kind, message=message)
+
+
+def params_of(spec: ToolSpec) -> dict[str, Any]:
+    return spec["function"]["parameters"]
+
+
+class PerturbationWrapper(Wrapper):
+    """A wrapper made by a perturbation spec: it labels itself with the spec and draws from its seed."""
+
+    def __init__(self, env: Env, spec: Perturbation) -> None:
+        super().__init__(env)
+        self.spec = spec
+        self.label = spec.label()
+        self._key = f"{len(env.wrappers())}:{self.label}"
+
+    @property
+    def scratch(self) -> dict[str, Any]:
+        """Per-episode room for this wrapper (a call counter); ``reset`` clears it."""
+        return self.state.scratch.setdefault(self._key, {})
+
+    def rng(self, *parts: object) -> random.Random:
+        return rng(self.spec.seed, self.spec.name, self.spec.pool, self.task.id, *parts)
+
+    def words(self, vocabulary: dict[str, tuple[Any, ...]]) -> tuple[Any, ...]:
+        return vocabulary[self.spec.pool]
+
+
+class QueryWrapper(PerturbationWrapper):
+    def query(self) -> str:
+        return self.rewrite(self.env.query())
+
+    def rewrite(self, query: str) -> str:
+        raise NotImplementedError
+
+
+class CallWrapper(PerturbationWrapper):
+    """Changes how a call is dispatched; subclasses override ``call``."""
+
+
+class ObservationWrapper(PerturbationWrapper):
+    """Changes the content of successful results that wrote nothing (a write is never blanked or replayed)."""
+
+    def call(self, name: str, arguments: Any) -> ToolResult:
+        before = len(self.state.writes)
+        result = self.env.call(name, arguments)
+        if not result.ok or len(self.state.writes) != before:
+            return result
+        return result.model_copy(update={"content": self.observation(name, result.content)})
+
+    def observation(self, name: str, content: Any) -> Any:
+        raise NotImplementedError
+
+
+@dataclass
+class Route:
+    """One visible tool: its spec and how a call to it reaches the inner env.
+
+    ``params`` maps visible argument names to inner ones (``None``: the same names); ``drop``
+    names optional arguments that are accepted and ignored; ``handler`` replaces dispatch.
+    """
+
+    spec: ToolSpec
+    target: str | None = None
+    params: dict[str, str] | None = None
+    drop: frozenset[str] = frozenset()
+    handler: Callable[[Any], ToolResult] | None = None
+    inner_params: dict[str, str] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        self.inner_params = {v: k for k, v in (self.params or {}).items()}
+
+
+class ToolsWrapper(PerturbationWrapper):
+    """Rewrites the tool set. Names the agent sees are translated back before the inner env runs a call;
+    a name the wrapper does not show is unknown, even if an inner env knows it."""
+
+    renames_text = False
+    """Whether inner tool names mentioned in descriptions and messages must be rewritten to visible ones."""
+
+    def __init__(self, env: Env, spec: Perturbation) -> None:
+        super().__init__(env, spec)
+        self._routes: dict[str, Route] | None = None
+        self._text_map: dict[str, str] = {}
+        self._text_re: re.Pattern[str] | None = None
+
+    def build(self, specs: list[ToolSpec]) -> list[Route]:
+        raise NotImplementedError
+
+    @property
+    def routes(self) -> dict[str, Route]:
+        if self._routes is None:
+            routes = self.build(self.env.tool_specs())
+            if self.renames_text:
+                self._text_map = {r.target: name for name, r in ((r.spec["function"]["name"], r) for r in routes)
+                                  if r.target and r.target != name}  # fmt: skip
+                if self._text_map:
+                    names = sorted(self._text_map, key=len, reverse=True)
+                    self._text_re = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+                    for r in routes:
+                        r.spec = self._rename_spec_text(r.spec)
+            self._routes = {r.spec["function"]["name"]: r for r in routes}
+        return self._routes
+
+    def tool_specs(self) -> list[ToolSpec]:
+        return [r.spec for r in self.routes.values()]
+
+    def rename_text(self, text: str) -> str:
+        if self._text_re is None or not text:
+            return text
+        return self._text_re.sub(lambda m: self._text_map[m.group(1)], text)
+
+    def _rename_spec_text(self, spec: ToolSpec) -> ToolSpec:
+        spec = copy.deepcopy(spec)
+        fn = spec["function"]
+        fn["description"] = self.rename_text(fn["description"])
+        _rename_param_text(fn["parameters"], self.rename_text)
+        return spec
+
+    def call(self, name: str, arguments: Any) -> ToolResult:
+        route = self.routes.get(name) if isinstance(name, str) else None
+        if route is None:
+            known = ", ".join(self.routes)
+            return failure(str(name), "unknown_tool", f"no tool named {name!r}; tools: {known}")
+        if route.handler is not None:
+            result = route.handler(arguments)
+        else:
+            args = arguments
+            if isinstance(arguments, dict) and (route.params is not None or route.drop):
+                args, problem = self.translate(route, arguments)
+                if problem:
+                    return failure(name, "invalid_arguments", problem)
+            result = self.env.call(route.target or name, args)
+        return self.visible_result(name, route, result)
+
+    def translate(self, route: Route, arguments: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        out = {}
+        for key, value in arguments.items():
+            if key in route.drop:
+                continue
+            if route.params is not None and key not in route.params:
+                return {}, f"unexpected argument '{key}'"
+            out[route.params[key] if route.params is not None else key] = value
+        return out, ""
+
+    def visible_result(self, name: str, route: Route, result: ToolResult) -> ToolResult:
+        update: dict[str, Any] = {"name": name}
+        if result.message:
+            message = self.rename_text(result.message)
+            for inner, visible in route.inner_params.items():
+                message = message.replace(f"'{inner}'", f"'{visible}'")
+            update["message"] = message
+        return result.model_copy(update=update)
+
+
+def _rename_param_text(schema: dict[str, Any], rename: Callable[[str], str]) -> None:
+    for prop in schema.get("properties", {}).values():
+        if "description" in prop:
+            prop["description"] = rename(prop["description"])
+        if prop.get("type") == "object":
+            _rename_param_text(prop, rename)
+
+
+def rename_params(spec: ToolSpec, mapping: dict[str, str], order: list[str] | None = None) -> ToolSpec:
+    """A copy of ``spec`` with parameters renamed by ``mapping`` (inner → visible) and reordered."""
+    spec = copy.deepcopy(spec)
+    parameters = params_of(spec)
+    props = parameters["properties"]
+    names = order or list(props)
+    parameters["properties"] = {mapping.get(k, k): props[k] for k in names}
+    parameters["required"] = [mapping.get(k, k) for k in parameters.get("required", [])]
+    return spec
+
+
+def with_description(spec: ToolSpec, description: str, name: str | None = None) -> ToolSpec:
+    spec = copy.deepcopy(spec)
+    spec["function"]["description"] = description
+    if name is not None:
+        spec["function"]["name"] = name
+    return spec
+
+
+def unique_name(candidate: str, taken: set[str]) -> str:
+    name, n = candidate, 2
+    while name in taken:
+        name, n = f"{candidate}{n}", n + 1
+    taken.add(name)
+    return name
