@@ -100,16 +100,22 @@ def _clean_params(domain: str) -> dict[str, dict[str, str]]:
     }
 
 
-def capability(description: str, names: Sequence[str]) -> str | None:
+_CAPABILITIES = [
+    (tool, re.compile("|".join(rf"\b{re.escape(w)}" for w in words))) for tool, words in vocab.CAPABILITIES
+]
+
+
+@lru_cache(maxsize=256)
+def _names_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
+    alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    return re.compile(rf"(?<![\w-])(?:{alternatives})(?![\w-])")
+
+
+@lru_cache(maxsize=4096)
+def capability(description: str, names: tuple[str, ...]) -> str | None:
     """The canonical tool a description documents (tool names mentioned in it are ignored)."""
-    text = description
-    for name in sorted(names, key=len, reverse=True):
-        text = re.sub(rf"\b{re.escape(name)}\b", " ", text)
-    text = text.casefold()
-    for tool, words in vocab.CAPABILITIES:
-        if any(re.search(rf"\b{re.escape(w)}", text) for w in words):
-            return tool
-    return None
+    text = _names_pattern(names).sub(" ", description).casefold() if names else description.casefold()
+    return next((tool for tool, pattern in _CAPABILITIES if pattern.search(text)), None)
 
 
 class Refusal(Exception):
@@ -179,7 +185,7 @@ class Planner:
     def __init__(self, view: View) -> None:
         self.view = view
         self.task = view.task
-        self.names = list(view.tools)
+        self.names = tuple(view.tools)
         self.live = {n: s for n, s in view.tools.items() if not _is_decoy(s)}
         self.by_capability: dict[str, str] = {}
         for name, spec in self.live.items():
@@ -249,10 +255,8 @@ class Planner:
                 if kind == "rate_limited":
                     wait = max(wait, *(float(s) for s in _SECONDS.findall(message) or ["1"]))
                     self.wait_tool = self.mentioned(message, exclude=last.tool) or getattr(self, "wait_tool", None)
-                if kind == "moved":
-                    tool = self.mentioned(message, exclude=last.tool) or tool
-                else:
-                    tool = last.tool
+                moved_to = self.mentioned(message, exclude=last.tool) if kind == "moved" else None
+                tool = moved_to or last.tool
             elif last is not None and n >= MAX_ATTEMPTS:
                 raise Refusal(f"{tool} never gave a complete answer")
             calls.append({"id": f"{step.id}.{n}", "function": {"name": tool, "arguments": step.args}})
@@ -264,10 +268,10 @@ class Planner:
         return calls
 
     def mentioned(self, text: str, exclude: str) -> str | None:
-        for name in sorted(self.names, key=len, reverse=True):
-            if name != exclude and re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text):
-                return name
-        return None
+        """The first tool named in ``text`` other than ``exclude``."""
+        if not self.names:
+            return None
+        return next((m for m in _names_pattern(self.names).findall(text) if m != exclude), None)
 
     # Building calls.
 

@@ -34,7 +34,7 @@ class Perturbation(BaseModel):
     vocabulary (names, texts, templates) drawn from: ``train`` for PAFT data, ``eval`` for tests.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     name: ClassVar[str]
     tier: ClassVar[Tier]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 from typing import Any, ClassVar
@@ -18,6 +17,7 @@ from sandbox.perturbations.wrappers import (
     Route,
     ToolSpec,
     ToolsWrapper,
+    clone,
     failure,
     params_of,
     unique_name,
@@ -300,7 +300,7 @@ class _Behaviour(ToolsWrapper):
                 spec = with_description(spec, f"{spec['function']['description']} {note}")
                 routes.append(Route(spec, handler=self._units(name)))
             elif name in SEARCHES and self.spec.severity >= 2:
-                spec = copy.deepcopy(spec)
+                spec = clone(spec)
                 spec["function"]["description"] += (
                     f" Results now come {PAGE_SIZE} per page in alphabetical order; pass page for more."
                 )

@@ -68,13 +68,14 @@ class DomainTransfer(Perturbation):
 class _Without(ToolsWrapper):
     @property
     def solvable(self) -> bool:
-        return False
+        self.routes  # noqa: B018 - choosing the tool to remove decides the answer
+        return self.env.solvable and self.gone is None
 
     def build(self, specs: list[ToolSpec]) -> list[Route]:
         names = [s["function"]["name"] for s in specs]
         needed = sorted({c.tool for c in self.task.plan if c.tool in names})
-        gone = self.rng().choice(needed) if needed else None
-        return [Route(s, target=s["function"]["name"]) for s in specs if s["function"]["name"] != gone]
+        self.gone = self.rng().choice(needed) if needed else None
+        return [Route(s, target=s["function"]["name"]) for s in specs if s["function"]["name"] != self.gone]
 
 
 @register
@@ -97,7 +98,7 @@ class MissingCapability(Perturbation):
 class _Ghost(CallWrapper):
     @property
     def solvable(self) -> bool:
-        return False
+        return self.env.solvable and self._target() is None
 
     def _target(self) -> tuple[str, str, str, str] | None:
         name = self.task.params.get("name")
@@ -114,7 +115,7 @@ class _Ghost(CallWrapper):
         target = self._target()
         if target is None or not isinstance(arguments, dict):
             return self.env.call(name, arguments)
-        finder, ghost, city, ghost_id = target
+        finder, ghost, _, ghost_id = target
         kind = FINDERS[finder]
         if name == finder and str(arguments.get("name", "")).casefold() == ghost.casefold():
             return failure(name, "not_found", f"no {kind} named {arguments['name']!r} in {arguments.get('city')!r}")
@@ -148,7 +149,7 @@ class NonexistentEntity(Perturbation):
 class _Fatal(CallWrapper):
     @property
     def solvable(self) -> bool:
-        return False
+        return self.env.solvable and not self.task.plan
 
     def call(self, name: str, arguments: Any) -> ToolResult:
         if "broken" not in self.scratch:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import re
 from typing import Any, ClassVar
 
@@ -16,6 +15,7 @@ from sandbox.perturbations.wrappers import (
     Route,
     ToolSpec,
     ToolsWrapper,
+    clone,
     failure,
     params_of,
     rename_params,
@@ -162,7 +162,7 @@ class _Underspecified(ToolsWrapper):
         for spec in specs:
             props = params_of(spec)["properties"]
             if "name" in props and "city" in props:
-                spec = copy.deepcopy(spec)
+                spec = clone(spec)
                 parameters = params_of(spec)
                 parameters["required"] = [p for p in parameters["required"] if p != "city"]
                 city = parameters["properties"]["city"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any, ClassVar
 
@@ -14,6 +13,7 @@ from sandbox.perturbations.wrappers import (
     Route,
     ToolSpec,
     ToolsWrapper,
+    clone,
     failure,
     params_of,
     unique_name,
@@ -59,7 +59,7 @@ class _Merge(ToolsWrapper):
             new = with_description(spec, f"{spec['function']['description']} {note}", name=merged)
             look, own = params_of(by_name[finder]), params_of(spec)
             rest = {k: v for k, v in own["properties"].items() if k != id_param}
-            params_of(new)["properties"] = {**copy.deepcopy(look["properties"]), **rest}
+            params_of(new)["properties"] = {**clone(look["properties"]), **rest}
             params_of(new)["required"] = [*look["required"], *(p for p in own["required"] if p != id_param)]
             routes.append(Route(new, handler=self._merged(merged, finder, name, id_param, set(look["properties"]))))
         return routes
@@ -193,7 +193,7 @@ class _Token(ToolsWrapper):
             if name not in guarded:
                 routes.append(Route(spec, target=name))
                 continue
-            spec = copy.deepcopy(spec)
+            spec = clone(spec)
             params_of(spec)["properties"][param] = {"type": "string", "description": param_text.format(tool=self.tool)}
             params_of(spec)["required"].append(param)
             routes.append(Route(spec, handler=self._guard(name, param)))
@@ -243,7 +243,7 @@ class _Restructure(ToolsWrapper):
         routes = []
         for spec in specs:
             name = spec["function"]["name"]
-            inner = copy.deepcopy(params_of(spec))
+            inner = clone(params_of(spec))
             props = inner["properties"]
             if not props:
                 routes.append(Route(spec, target=name))
@@ -253,7 +253,7 @@ class _Restructure(ToolsWrapper):
                 props.pop("day"), props.pop("time")
                 props[slot] = {"type": "string", "description": slot_text}
                 inner["required"] = [p for p in inner["required"] if p not in ("day", "time")] + [slot]
-            new = copy.deepcopy(spec)
+            new = clone(spec)
             params_of(new)["properties"] = {nested: {"type": "object", "description": nested_text, **inner}}
             params_of(new)["required"] = [nested]
             routes.append(Route(new, handler=self._unpack(name, nested, slot if compound else None, separator)))

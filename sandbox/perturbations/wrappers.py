@@ -8,7 +8,6 @@ base env in canonical names, so ``env.state.writes`` stays canonical for the jud
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +23,15 @@ if TYPE_CHECKING:
     from sandbox.perturbations.base import Perturbation
 
 ToolSpec = dict[str, Any]
+
+
+def clone(value: Any) -> Any:
+    """A deep copy of JSON-like data (much faster than ``copy.deepcopy``)."""
+    if isinstance(value, dict):
+        return {k: clone(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clone(v) for v in value]
+    return value
 
 
 def failure(name: str, kind: ErrorKind, message: str) -> ToolResult:
@@ -140,7 +148,7 @@ class ToolsWrapper(PerturbationWrapper):
         return self._text_re.sub(lambda m: self._text_map[m.group(1)], text)
 
     def _rename_spec_text(self, spec: ToolSpec) -> ToolSpec:
-        spec = copy.deepcopy(spec)
+        spec = clone(spec)
         fn = spec["function"]
         fn["description"] = self.rename_text(fn["description"])
         _rename_param_text(fn["parameters"], self.rename_text)
@@ -192,7 +200,7 @@ def _rename_param_text(schema: dict[str, Any], rename: Callable[[str], str]) -> 
 
 def rename_params(spec: ToolSpec, mapping: dict[str, str], order: list[str] | None = None) -> ToolSpec:
     """A copy of ``spec`` with parameters renamed by ``mapping`` (inner → visible) and reordered."""
-    spec = copy.deepcopy(spec)
+    spec = clone(spec)
     parameters = params_of(spec)
     props = parameters["properties"]
     names = order or list(props)
@@ -202,7 +210,7 @@ def rename_params(spec: ToolSpec, mapping: dict[str, str], order: list[str] | No
 
 
 def with_description(spec: ToolSpec, description: str, name: str | None = None) -> ToolSpec:
-    spec = copy.deepcopy(spec)
+    spec = clone(spec)
     spec["function"]["description"] = description
     if name is not None:
         spec["function"]["name"] = name
