@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -34,6 +34,12 @@ _FIELDS = {synonym: key for key, pools in vocab.FIELD_SYNONYMS.items() for words
 _ENVELOPES = {word for words in vocab.ENVELOPES.values() for word in words}
 _RETRYABLE = {"runtime_error", "rate_limited", "moved"}
 _NOTES = {key for notes in vocab.MISSING_NOTES.values() for key, _ in notes} | {"status"}
+_PARTIAL = {note for notes in vocab.MISSING_NOTES.values() for note in notes}
+
+
+def partial(result: Any) -> bool:
+    """Whether an answer says that some of its fields are missing."""
+    return isinstance(result, dict) and any(result.get(key) == text for key, text in _PARTIAL)
 
 
 def lookup(content: Any, path: str) -> Any:
@@ -134,6 +140,8 @@ class Step:
     id: str
     tool: str
     args: dict[str, Any]
+    remap: Callable[[str], dict[str, Any]] | None = None
+    """The same arguments for another tool (a redirect target has its own schema)."""
 
 
 @dataclass
@@ -229,7 +237,7 @@ class Planner:
         """The steps of ``call`` still to make: empty when its result is in and complete."""
         final = self.final_step(call)
         result = self.view.done(final.id)
-        if result is None:
+        if result is None or partial(result):
             return [final]
         pages = self.more_pages(final, result)
         if pages:
@@ -259,7 +267,8 @@ class Planner:
                 tool = moved_to or last.tool
             elif last is not None and n >= MAX_ATTEMPTS:
                 raise Refusal(f"{tool} never gave a complete answer")
-            calls.append({"id": f"{step.id}.{n}", "function": {"name": tool, "arguments": step.args}})
+            args = step.args if tool == step.tool or step.remap is None else step.remap(tool)
+            calls.append({"id": f"{step.id}.{n}", "function": {"name": tool, "arguments": args}})
         if wait and getattr(self, "wait_tool", None):
             turn = sum(1 for s in self.view.attempts if s.startswith("wait~"))
             calls.insert(
@@ -282,7 +291,7 @@ class Planner:
         args, used = self.fill(spec, own, call)
         missing = set(own) - used - self.omitted(call)
         if not missing:
-            return Step(call.id, name, args)
+            return Step(call.id, name, args, lambda tool: self.fill(self.view.tools[tool], own, call)[0])
         ids = [p for p in missing if isinstance(call.args[p], str) and _ID.match(call.args[p])]
         if len(ids) != len(missing) or len(ids) != 1:
             raise Refusal(f"cannot fill {', '.join(sorted(missing))} of {name}")
@@ -290,13 +299,14 @@ class Planner:
         finder = self.mentioned(spec["function"]["description"], exclude=name)
         if finder is None or finder not in self.live:
             raise Refusal(f"{name} no longer takes {ids[0]} and names no tool that does")
-        request_step = Step(f"{call.id}~req", name, args)
+        request_step = Step(f"{call.id}~req", name, args, lambda tool: self.fill(self.view.tools[tool], own, call)[0])
         handle = self.view.done(request_step.id)
         if _first_string(handle) is None:
             raise Blocked(request_step)
         find_args = self.finder_values(call, call.args[ids[0]])
-        args, _ = self.fill(self.live[finder], find_args, call, request=(name, _first_string(handle)))
-        return Step(call.id, finder, args)
+        request = (name, _first_string(handle))
+        args, _ = self.fill(self.live[finder], find_args, call, request=request)
+        return Step(call.id, finder, args, lambda tool: self.fill(self.view.tools[tool], find_args, call, request)[0])
 
     def unasked(self, value: Any) -> bool:
         """A detail of the request that the query no longer gives (an underspecified query)."""
@@ -384,7 +394,9 @@ class Planner:
         raise Blocked(*(self.final_step(plan[d]) for d in call.after))
 
     def token(self, tool: str) -> str:
-        step = Step(f"token~{tool}", tool, _empty_args(self.view.tools[tool]))
+        step = Step(
+            f"token~{tool}", tool, _empty_args(self.view.tools[tool]), lambda t: _empty_args(self.view.tools[t])
+        )
         value = _first_string(self.view.done(step.id))
         if value is None:
             raise Blocked(step)
@@ -397,7 +409,8 @@ class Planner:
         spec = self.view.tools[tool]
         page_param = next((p for p, prop in spec["function"]["parameters"]["properties"].items()
                            if "page number" in str(prop.get("description", "")).casefold()), "page")  # fmt: skip
-        steps = [Step(f"{final.id}~p{n}", tool, {**final.args, page_param: n}) for n in range(2, result["pages"] + 1)]
+        base = final.remap(tool) if final.remap and tool != final.tool else final.args
+        steps = [Step(f"{final.id}~p{n}", tool, {**base, page_param: n}) for n in range(2, result["pages"] + 1)]
         return [s for s in steps if self.view.done(s.id) is None or not _rows_complete(self.view.done(s.id))]
 
     def result(self, call: Call) -> Any:
@@ -461,6 +474,8 @@ def _empty_args(spec: ToolSpec) -> dict[str, Any]:
 
 
 def _rows_complete(result: Any) -> bool:
+    if partial(result):
+        return False
     rows = result.get("results") if isinstance(result, dict) else None
     return isinstance(rows, list) and all(isinstance(r, dict) and r.get("rating") is not None for r in rows)
 
