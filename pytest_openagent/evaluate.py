@@ -34,12 +34,15 @@ def draw_cases(
     if n < 1:
         raise ValueError(f"n must be at least 1 case per tier, got {n}")
     tasks = _pool(_domains(domain), split)
+    if names is not None:
+        _classes(tiers, names)  # unknown names and names outside ``tiers`` fail here, with a hint
     out: list[Case] = []
     wanted = registry.normalize_tiers(tiers)
     for tier in wanted:
-        if tiers == "all" and names is None and not registry.names(tier):
+        named = [c for c in names if registry.get(c).tier == tier] if names is not None else None
+        if (tiers == "all" and not registry.names(tier)) or named == []:
             continue
-        classes = _classes(tier, [c for c in names if registry.get(c).tier == tier] if names is not None else None)
+        classes = _classes(tier, named)
         rng = random.Random(child_seed(seed, "evaluate", tier))
         for _ in range(n):
             for _attempt in range(100):

@@ -2,7 +2,7 @@
 
 Draws are ordered so that Hypothesis' shrinker, which moves each choice toward its simplest
 value, moves a failure toward a shorter task (tasks are sampled from a pool sorted by number of
-calls), a lower tier (perturbations are sampled in tier order), a milder severity (integers
+calls, solvable ones first), a lower tier (perturbations are sampled in tier order), a milder severity (integers
 from the minimum upward) and fewer perturbations (lists shrink by dropping elements).
 """
 
@@ -44,7 +44,8 @@ def _pool(domains: tuple[str, ...], split: str) -> tuple[Task, ...]:
     if split not in SPLITS:
         raise ValueError(f"Unknown split {split!r}. Use one of {', '.join(SPLITS)}.")
     pool = [t for d in domains for t in sandbox.tasks(d, split)]  # type: ignore[arg-type]
-    return tuple(sorted(pool, key=lambda t: (t.n_calls, t.domain, t.family, t.id)))
+    # Solvable tasks first: a failure shrinks to a plain lookup before a task whose right act is to refuse.
+    return tuple(sorted(pool, key=lambda t: (not t.solvable, t.n_calls, t.domain, t.family, t.id)))
 
 
 def tasks(
@@ -54,7 +55,7 @@ def tasks(
     solvable: bool | None = None,
     max_calls: int | None = None,
 ) -> st.SearchStrategy[Task]:
-    """Tasks of a domain's split (``"all"`` for every domain), shrinking toward fewer tool calls."""
+    """Tasks of a domain's split (``"all"`` for every domain), shrinking toward solvable tasks with fewer calls."""
     pool = [
         t
         for t in _pool(_domains(domain), split)

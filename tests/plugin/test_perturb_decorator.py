@@ -118,3 +118,39 @@ def test_bad_arguments_say_what_is_allowed(toy_perturbations):
         openagent.perturb(names=["toy_shuot"])
     with pytest.raises(ValueError, match="relation='metamorphic' is not known"):
         openagent.perturb(tier=1, relation="metamorphic")
+
+
+REAL_TEST = """
+import json
+import pytest_openagent as openagent
+
+@openagent.perturb(tier="perception", max_examples=60)
+def test_agent_reads_perturbed_perception(agent, case):
+    episode = case.run(agent)
+    if not episode.success:
+        with open("last_failure.json", "w") as f:
+            json.dump(case.to_dict(), f)
+    assert episode.success, episode.explain()
+"""
+
+
+def test_with_the_real_catalogue_the_static_baseline_fails_minimally_and_the_oracle_passes(pytester):
+    static = pytest.importorskip("sandbox.agents.static", reason="the static baseline has not landed")
+    from sandbox.perturbations import names
+
+    if not names("perception"):
+        pytest.skip("no perception perturbation registered")
+    from pytest_openagent import Case
+
+    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\n")
+    pytester.makepyfile(test_user=REAL_TEST)
+    result = pytester.runpytest("--openagent-agent", "static")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*case=Case(poi-test-* [[]*, 1 calls] | *(s=*)*"])
+    failing = Case.from_dict(json.loads((pytester.path / "last_failure.json").read_text()))
+    assert len(failing.perturbations) == 1 and failing.task.n_calls == 1
+    p = failing.perturbations[0]
+    if p.severity > max(p.min_severity, 1):
+        milder = Case(failing.task, (p.model_copy(update={"severity": p.severity - 1}),))
+        assert milder.run(static.StaticAgent()).success, "a milder severity also bites: not the lowest"
+    pytester.runpytest("--openagent-agent", "oracle").assert_outcomes(passed=1)

@@ -143,11 +143,11 @@ def test_junit_gets_properties(project):
 
 
 def test_the_report_holds_the_same_figures_serially_and_with_two_workers(project):
+    # Both runs in fresh processes: Hypothesis mixes constants from the loaded local modules into its
+    # draws, so a run inside this test process (which loaded other tests) would draw other examples.
     project.makepyfile(test_rec=RECORDING_TEST)
     agent = ["--openagent-agent", "conftest:Fragile"]
-    serial = project.runpytest(
-        *agent, "--openagent-report", "serial.json", "--openagent-cache-dir", "c1", "-p", "no:xdist"
-    )
+    serial = project.runpytest_subprocess(*agent, "--openagent-report", "serial.json", "--openagent-cache-dir", "c1")
     serial.assert_outcomes(passed=3)
     parallel = project.runpytest_subprocess(
         *agent, "-n", "2", "--openagent-report", "parallel.json", "--openagent-cache-dir", "c2"

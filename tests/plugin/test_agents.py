@@ -1,0 +1,136 @@
+"""Agents by spec, and the OpenAI-compatible agent against a local fake server."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+import sandbox
+from pytest_openagent.agents import AgentSpecError, OpenAIAgent, check_spec, load_agent, to_openai_messages
+from sandbox.agents import OracleAgent
+from sandbox.case import Case
+
+
+def echo(messages, tools):
+    return "I cannot help with that."
+
+
+class Counting:
+    def act(self, turns):
+        return ["I cannot help." for _ in turns]
+
+
+def test_specs_name_builtin_callable_and_object_agents():
+    assert isinstance(load_agent("oracle"), OracleAgent)
+    assert load_agent(f"{__name__}:echo").fingerprint() == f"function:{__name__}.echo"
+    assert isinstance(load_agent(f"{__name__}:Counting"), Counting)
+    assert isinstance(load_agent("openai:qwen@http://localhost:9/v1"), OpenAIAgent)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("oracel", r"Unknown agent 'oracel'\. Did you mean 'oracle'\?"),
+        ("openai:@http://x", "names no model"),
+        ("hf:", "names no checkpoint"),
+        ("no_such_module_xyz:agent", "cannot import module 'no_such_module_xyz'"),
+        (f"{__name__}:missing", "has no attribute 'missing'"),
+    ],
+)
+def test_bad_specs_say_what_was_given(spec, message):
+    with pytest.raises(AgentSpecError, match=message):
+        load_agent(spec)
+
+
+def test_checking_a_spec_imports_nothing():
+    assert check_spec(" some.module:factory ") == "some.module:factory"
+
+
+def test_hf_specs_import_training_only_when_asked(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "training.model_agent", None)  # as if it were not installed
+    with pytest.raises(AgentSpecError, match=r"pip install 'pytest-openagent\[train\]'"):
+        load_agent("hf:some/checkpoint")
+
+
+def test_messages_go_over_the_wire_in_openai_format():
+    messages = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "f", "arguments": {"a": 1}}}]},
+        {"role": "tool", "name": "f", "content": '{"ok": 1}'},
+    ]
+    wire = to_openai_messages(messages)
+    call = wire[2]["tool_calls"][0]
+    assert call["type"] == "function" and call["function"]["arguments"] == '{"a": 1}'
+    assert wire[3] == {"role": "tool", "tool_call_id": call["id"], "content": '{"ok": 1}'}
+
+
+class _Server(BaseHTTPRequestHandler):
+    """Answers like an OpenAI server driven by the oracle; the first request gets a 429."""
+
+    requests: list = []  # noqa: RUF012
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).requests.append((dict(self.headers), body))
+        if len(type(self).requests) == 1:
+            self.send_response(429)
+            self.send_header("Retry-After", "0")
+            self.end_headers()
+            return
+        tool_messages = [m for m in body["messages"] if m["role"] == "tool"]
+        if not tool_messages:
+            message = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+                ],
+            }
+        else:
+            message = {"role": "assistant", "content": "I cannot do that."}
+        data = json.dumps({"choices": [{"message": message}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def server():
+    _Server.requests = []
+    httpd = HTTPServer(("127.0.0.1", 0), _Server)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_port}/v1"
+    httpd.shutdown()
+
+
+def test_openai_agent_retries_sends_tools_and_reads_structured_calls(server, monkeypatch):
+    monkeypatch.setenv("OPENAGENT_API_KEY", "sk-secret-123")
+    agent = load_agent(f"openai:tiny@{server}")
+    agent.backoff = 0.01
+    task = sandbox.tasks("poi", "test")[0]
+    episode = Case(task).run(agent)
+    assert episode.steps[0].calls[0].name == "get_weather"
+    assert episode.answer == "I cannot do that."
+    headers, body = _Server.requests[-1]
+    assert headers["Authorization"] == "Bearer sk-secret-123"
+    assert body["model"] == "tiny" and body["tools"] and body["messages"][-1]["tool_call_id"] == "c1"
+    assert len(_Server.requests) == 3  # one 429, then two turns
+    for text in (repr(agent), agent.fingerprint(), json.dumps(vars(agent))):
+        assert "sk-secret" not in text
+
+
+def test_openai_agent_fails_one_episode_not_the_batch_when_unreachable():
+    agent = OpenAIAgent("m", "http://127.0.0.1:9/v1", retries=0, timeout=1)
+    tasks = sandbox.tasks("poi", "test", n=2)
+    episodes = sandbox.run_episodes(agent, [Case(t).env() for t in tasks])
+    assert [e.outcome for e in episodes] == ["agent_error", "agent_error"]
+    assert "unreachable" in episodes[0].steps[0].reply
