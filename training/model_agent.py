@@ -1,0 +1,159 @@
+"""``HFAgent``: a Hugging Face causal LM as a sandbox agent, batched, with a KV cache kept per episode.
+
+Each turn it renders the episode's whole conversation with the checkpoint's chat template (tools
+included), so what the model sees is exactly what the template says; only the tokens that the
+episode's cache does not already hold are run through the model (the new tool results and the
+generation prompt), and the reply is the generated text, tool-call blocks and all, for the
+sandbox's parser.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sandbox.agent import Reply, Turn
+from training.generation import BatchGenerator, KVState, Sampling
+
+
+class HFAgent:
+    """A local causal-LM checkpoint (``hf:PATH``; ``hf:default`` is the default base) as an agent.
+
+    Greedy by default; ``temperature > 0`` samples, each episode's turn from its own generator
+    seeded by ``(seed, episode id, turn number)``, so results do not depend on batch composition.
+    ``Reply.meta`` holds ``prompt_ids``, ``completion_ids`` (with the end-of-turn token when there
+    is one), ``logprobs`` (one per completion id), ``finish_reason``, ``prefilled`` and ``reused``.
+    """
+
+    def __init__(
+        self,
+        path: str | Path = "default",
+        *,
+        max_new_tokens: int = 256,
+        temperature: float = 0.0,
+        top_k: int = 0,
+        top_p: float = 1.0,
+        seed: int = 0,
+        dtype: str = "auto",
+        device: str | None = None,
+        trust_remote_code: bool = False,
+        cache_across_turns: bool = True,
+        share_prefixes: bool = True,
+        model: Any = None,
+        tokenizer: Any = None,
+        name: str | None = None,
+    ):
+        from training import checkpoint
+
+        if model is None:
+            model, tokenizer, directory = checkpoint.load(path, dtype, device, trust_remote_code)
+            self.directory: Path | None = directory
+            self.name = name or f"hf:{directory}"
+        else:
+            if tokenizer is None:
+                raise ValueError("HFAgent(model=...) needs its tokenizer too")
+            self.directory = None
+            self.name = name or f"model:{type(model).__name__}"
+        self.model, self.tokenizer = model, tokenizer
+        self.sampling = Sampling(max_new_tokens, temperature, top_k, top_p, seed)
+        self.cache_across_turns = cache_across_turns
+        self.share_prefixes = share_prefixes
+        self.generator = BatchGenerator(model, _eos_ids(model, tokenizer), _pad_id(model, tokenizer))
+        self._states: dict[str, KVState] = {}
+        self._turns: dict[str, int] = {}
+        self.stats = {"turns": 0, "prefilled": 0, "reused": 0, "generated": 0}
+
+    @classmethod
+    def from_spec(cls, spec: str, **kwargs: Any) -> HFAgent:
+        """``hf:PATH`` or ``hf:default``."""
+        if not spec.startswith("hf:"):
+            raise ValueError(f"expected an agent spec hf:PATH or hf:default, got {spec!r}")
+        return cls(spec[3:], **kwargs)
+
+    def render(self, turn: Turn) -> list[int]:
+        """The token ids the model sees for this turn: the whole conversation and the generation prompt."""
+        text = self.tokenizer.apply_chat_template(
+            turn.messages, tools=turn.tools or None, add_generation_prompt=True, tokenize=False
+        )
+        # The template writes the special tokens itself.
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def act(self, turns: Sequence[Turn]) -> list[Reply]:
+        prompts = [self.render(turn) for turn in turns]
+        ids = [turn.episode_id for turn in turns]
+        states = [self._states.get(e) if self.cache_across_turns else None for e in ids]
+        keys = [f"{e}:{self._turns.get(e, 0)}" for e in ids]
+        completions, new_states = self.generator.generate(prompts, states, self.sampling, keys, self.share_prefixes)
+        replies = []
+        for episode_id, prompt, done, state in zip(ids, prompts, completions, new_states, strict=True):
+            self._turns[episode_id] = self._turns.get(episode_id, 0) + 1
+            if self.cache_across_turns:
+                self._states[episode_id] = state
+            text_ids = done.token_ids[:-1] if done.finish_reason == "stop" else done.token_ids
+            text = self.tokenizer.decode(text_ids, skip_special_tokens=False)
+            meta = {"prompt_ids": prompt, "completion_ids": done.token_ids, "logprobs": done.logprobs,
+                    "finish_reason": done.finish_reason, "prefilled": done.prefilled, "reused": done.reused}
+            replies.append(Reply(text=text, meta=meta))
+            self.stats["turns"] += 1
+            self.stats["prefilled"] += done.prefilled
+            self.stats["reused"] += done.reused
+            self.stats["generated"] += len(done.token_ids)
+        return replies
+
+    def close(self, episode_ids: Sequence[str]) -> None:
+        """Forget finished episodes and free their caches."""
+        for episode_id in episode_ids:
+            self._states.pop(episode_id, None)
+            self._turns.pop(episode_id, None)
+
+    def reset(self) -> None:
+        """Drop every episode's cache (after the weights change, say)."""
+        self._states.clear()
+        self._turns.clear()
+
+    def cache_bytes(self) -> int:
+        return sum(state.nbytes() for state in self._states.values())
+
+    def fingerprint(self) -> str:
+        s = self.sampling
+        parts = [self.name, _weights_signature(self.directory) if self.directory else "in-memory",
+                 str(self.generator.dtype).removeprefix("torch."), f"max_new={s.max_new_tokens}"]
+        if s.temperature > 0:
+            parts.append(f"T={s.temperature},top_k={s.top_k},top_p={s.top_p},seed={s.seed}")
+        else:
+            parts.append("greedy")
+        return "|".join(parts)
+
+
+def _weights_signature(directory: Path) -> str:
+    """Changes when the checkpoint's config or weights change (by size and time, not content: fast)."""
+    digest = hashlib.sha1((directory / "config.json").read_bytes())
+    for weights in sorted(directory.glob("*.safetensors")):
+        stat = weights.stat()
+        digest.update(json.dumps([weights.name, stat.st_size, stat.st_mtime_ns]).encode())
+    return digest.hexdigest()[:12]
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
+    """End-of-turn tokens: the generation config's and the tokenizer's end-of-sequence."""
+    ids: set[int] = set()
+    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if isinstance(configured, int):
+        ids.add(configured)
+    elif configured:
+        ids.update(int(t) for t in configured)
+    if tokenizer.eos_token_id is not None:
+        ids.add(int(tokenizer.eos_token_id))
+    if not ids:
+        raise ValueError("the model has no end-of-sequence token (generation_config.eos_token_id, tokenizer.eos_token)")
+    return sorted(ids)
+
+
+def _pad_id(model: Any, tokenizer: Any) -> int:
+    for candidate in (tokenizer.pad_token_id, tokenizer.eos_token_id, getattr(model.config, "pad_token_id", None)):
+        if candidate is not None:
+            return int(candidate)
+    return 0
