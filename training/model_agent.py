@@ -128,6 +128,12 @@ class HFAgent:
         return "|".join(parts)
 
 
+def load_agent(path: str | Path = "default", **kwargs: Any) -> HFAgent:
+    """The agent for ``hf:PATH`` (``path`` without the ``hf:``; ``default`` is the default base).
+    Raises a ``ValueError`` (``CheckpointError``, ``BaseModelUnavailable``) that says what to fix."""
+    return HFAgent(path, **kwargs)
+
+
 def _weights_signature(directory: Path) -> str:
     """Changes when the checkpoint's config or weights change (by size and time, not content: fast)."""
     digest = hashlib.sha1((directory / "config.json").read_bytes())
