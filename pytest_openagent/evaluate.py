@@ -95,6 +95,7 @@ def evaluate(
         episodes = cache.run(agent, [*batch, *twins], max_steps)
         for case, episode, clean in zip(batch, episodes[: len(batch)], episodes[len(batch) :], strict=True):
             records.append(Record.of("evaluate", fp, case, episode, clean))
+        cache.flush()
     meta = {
         "agent": spec or fp, "seed": seed, "n": n, "tiers": registry.normalize_tiers(tiers),
         "domain": domain, "split": split, "sandbox_version": SANDBOX_VERSION,

@@ -91,6 +91,7 @@ class OpenAgentSession:
         try:
             return (yield)
         finally:
+            self.cache.flush()
             ran = self.runner.episodes_this_test
             if ran:
                 item.user_properties.append(("openagent_episodes", len(ran)))
@@ -104,6 +105,7 @@ class OpenAgentSession:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.cache.flush()
         if self.is_worker:
             self.config.workeroutput[WORKER_KEY] = [r.to_dict() for r in self.records]  # type: ignore[attr-defined]
             return

@@ -127,10 +127,21 @@ def _applies(cls: type[Perturbation], task: Task) -> bool:
 
 
 @st.composite
-def _one(draw: st.DrawFn, cls: type[Perturbation], pool: Pool) -> Perturbation:
+def _build(draw: st.DrawFn, cls: type[Perturbation], pool: Pool) -> Perturbation:
     severity = draw(st.integers(_floor(cls), cls.max_severity))
     seed = draw(st.integers(0, SEEDS - 1))
     return cls(severity=severity, pool=pool, seed=seed)
+
+
+# Strategies are memoised: Hypothesis checks each new strategy object, which costs more than a draw.
+@lru_cache(maxsize=4096)
+def _one(cls: type[Perturbation], pool: Pool) -> st.SearchStrategy[Perturbation]:
+    return _build(cls, pool)
+
+
+@lru_cache(maxsize=4096)
+def _kinds(classes: tuple[type[Perturbation], ...], min_size: int, max_size: int) -> st.SearchStrategy:
+    return st.lists(st.sampled_from(classes), min_size=min_size, max_size=max_size, unique=True)
 
 
 def perturbations(
@@ -183,7 +194,7 @@ def _stack(
 ) -> tuple[Perturbation, ...]:
     if len(classes) < min_size:
         assume(False)
-    kinds = draw(st.lists(st.sampled_from(classes), min_size=min_size, max_size=max_size, unique=True))
+    kinds = draw(_kinds(classes, min_size, max_size))
     stack = tuple(draw(_one(cls, pool)) for cls in kinds)
     if task is not None:
         assume(all(p.applies_to(task) for p in stack))
@@ -200,7 +211,11 @@ def _cases(
 ) -> Case:
     task = draw(task_strategy)
     applicable = tuple(c for c in classes if _applies(c, task))
-    stack = draw(_stack(applicable, pool, 1, max_stack, task))
+    if not applicable:
+        assume(False)
+    kinds = draw(_kinds(applicable, 1, max_stack))
+    stack = tuple(draw(_one(cls, pool)) for cls in kinds)
+    assume(all(p.applies_to(task) for p in stack))
     return Case(task, stack)
 
 

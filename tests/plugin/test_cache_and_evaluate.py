@@ -29,7 +29,9 @@ class Counter(OracleAgent):
 def test_the_cache_reads_back_what_it_stored_and_leaves_no_temporary_file(tmp_path):
     cases = [Case(t) for t in sandbox.tasks("poi", "test", n=4)]
     agent = Counter()
-    first = EpisodeCache(tmp_path).run(agent, cases)
+    cache = EpisodeCache(tmp_path)
+    first = cache.run(agent, cases)
+    cache.flush()
     turns = agent.turns
     second = EpisodeCache(tmp_path).run(agent, cases)
     assert agent.turns == turns and [e.outcome for e in first] == [e.outcome for e in second]
@@ -44,7 +46,8 @@ def test_agent_errors_are_not_cached(tmp_path):
 
     cache = EpisodeCache(tmp_path)
     [episode] = cache.run(Broken(), [Case(sandbox.tasks("poi", "test", n=1)[0])])
-    assert episode.outcome == "agent_error" and not list(tmp_path.rglob("*.json"))
+    cache.flush()
+    assert episode.outcome == "agent_error" and not list(tmp_path.rglob("pack-*"))
 
 
 def test_the_key_depends_on_agent_case_and_step_limit():
