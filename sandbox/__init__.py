@@ -22,7 +22,8 @@ def tasks(domain: str = "poi", split: str = "test", n: int | None = None, seed: 
 
 __all__ = [
     "DOMAINS", "OUTCOMES", "Agent", "Call", "Delta", "Domain", "Env", "Episode", "FunctionAgent", "OracleAgent",
-    "Outcome", "Rate", "Reply", "ScriptedAgent", "StaticAgent", "Step", "Task", "ToolCall", "ToolResult", "Turn", "Wrapper",
+    "Outcome", "Rate", "Reply", "ScriptedAgent", "StaticAgent", "Step", "Task", "ToolCall", "ToolResult", "Turn",
+    "Wrapper",
     "as_agent", "delta", "get_domain", "judge", "make_env", "parse_reply", "pass_hat_k", "refusal_rate",
     "run_episode", "run_episodes", "success_rate", "tasks", "tool_error_rate", "wilson",
 ]  # fmt: skip

@@ -201,6 +201,7 @@ class Planner:
             if tool is not None:
                 self.by_capability.setdefault(tool, name)
         self.clean = _clean_params(self.task.domain)
+        self._finished: dict[str, bool] = {}
 
     def next(self) -> Reply:
         task = self.task
@@ -211,7 +212,7 @@ class Planner:
                 raise Refusal(f"no available tool can {call.tool.replace('_', ' ')}")
         ready: dict[str, Step] = {}
         for call in task.plan:
-            if all(self.finished(d) for d in call.after) and not self.finished(call.id):
+            if all(self.finished(d) for d in call.after) and not self.complete(call):
                 try:
                     for step in self.steps(call):
                         ready.setdefault(step.id, step)
@@ -227,11 +228,25 @@ class Planner:
     # Progress.
 
     def finished(self, call_id: str) -> bool:
-        call = next(c for c in self.task.plan if c.id == call_id)
-        try:
-            return not self._pending(call)
-        except Blocked:
+        if call_id not in self._finished:
+            call = next(c for c in self.task.plan if c.id == call_id)
+            try:
+                self._finished[call_id] = self.complete(call) or not self._pending(call)
+            except Blocked:
+                self._finished[call_id] = False
+        return self._finished[call_id]
+
+    def complete(self, call: Call) -> bool:
+        """Whether the call's result is in, whole, and holds what the answer needs (checked without rebuilding)."""
+        result = self.view.done(call.id)
+        if result is None or partial(result):
             return False
+        if isinstance(result, dict) and isinstance(result.get("pages"), int) and result["pages"] > 1:
+            pages = [self.view.done(f"{call.id}~p{n}") for n in range(2, result["pages"] + 1)]
+            if not all(p is not None and _rows_complete(p) for p in pages):
+                return False
+        merged = self.result(call)
+        return all(lookup(merged, src.path) is not None for src in self.task.sources.values() if src.call == call.id)
 
     def _pending(self, call: Call) -> list[Step]:
         """The steps of ``call`` still to make: empty when its result is in and complete."""
@@ -327,7 +342,7 @@ class Planner:
         used: set[str] = set()
         finder_used: set[str] = set()
         finder_values: dict[str, tuple[str, Any]] | None = None
-        schema_text = _schema_text(spec["function"]["parameters"])
+        schema_text = _LazyText(spec["function"]["parameters"])
 
         def build(schema: dict[str, Any]) -> dict[str, Any]:
             nonlocal finder_values
@@ -369,7 +384,7 @@ class Planner:
 
         return build(spec["function"]["parameters"]), used
 
-    def _wants_finder(self, text: str, own: dict[str, tuple[str, Any]], used: set[str], schema_text: str) -> bool:
+    def _wants_finder(self, text: str, own: dict[str, tuple[str, Any]], used: set[str], schema_text: _LazyText) -> bool:
         if _id_param(own, used, schema_text) is None:
             return False
         finder = self.clean[FINDER[self.task.domain]]
@@ -446,15 +461,23 @@ def _match(vname: str, text: str, own: dict[str, tuple[str, Any]], used: set[str
     return vname if vname in hits else min(hits, key=lambda p: list(own).index(p))
 
 
-def _id_param(own: dict[str, tuple[str, Any]], used: set[str], schema_text: str) -> str | None:
+def _id_param(own: dict[str, tuple[str, Any]], used: set[str], schema_text: _LazyText) -> str | None:
     """The id argument the tool no longer documents (the one a lookup by name now stands for)."""
     ids = [p for p, (d, v) in own.items() if p not in used and isinstance(v, str) and _ID.match(v)
            and d.casefold() not in schema_text]  # fmt: skip
     return ids[0] if len(ids) == 1 else None
 
 
-def _schema_text(schema: dict[str, Any]) -> str:
-    return json.dumps(schema).casefold()
+class _LazyText:
+    """The casefolded text of a schema, made only if a test needs it."""
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self.schema, self.text = schema, None
+
+    def __contains__(self, part: str) -> bool:
+        if self.text is None:
+            self.text = json.dumps(self.schema).casefold()
+        return part in self.text
 
 
 def _first_string(value: Any) -> str | None:

@@ -116,9 +116,8 @@ class _Invert(ToolsWrapper):
             spec = by_name[finder]
             note = self.words(vocab.INVERSION_FINDER_NOTES)[0].format(param=param, tools=", ".join(tools))
             new = with_description(spec, f"{spec['function']['description']} {note}")
-            params_of(new)["properties"][param] = {
-                "type": "string", "description": f"{param} from {', '.join(tools)} (optional)",
-            }  # fmt: skip
+            request = {"type": "string", "description": f"{param} from {', '.join(tools)} (optional)"}
+            params_of(new)["properties"] = {**params_of(new)["properties"], param: request}
             routes[finder] = Route(new, handler=self._run(finder, param))
         return [routes[s["function"]["name"]] for s in specs]
 
@@ -253,7 +252,7 @@ class _Restructure(ToolsWrapper):
                 props.pop("day"), props.pop("time")
                 props[slot] = {"type": "string", "description": slot_text}
                 inner["required"] = [p for p in inner["required"] if p not in ("day", "time")] + [slot]
-            new = clone(spec)
+            new = with_description(spec, spec["function"]["description"])
             params_of(new)["properties"] = {nested: {"type": "object", "description": nested_text, **inner}}
             params_of(new)["required"] = [nested]
             routes.append(Route(new, handler=self._unpack(name, nested, slot if compound else None, separator)))

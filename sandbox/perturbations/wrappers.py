@@ -148,10 +148,12 @@ class ToolsWrapper(PerturbationWrapper):
         return self._text_re.sub(lambda m: self._text_map[m.group(1)], text)
 
     def _rename_spec_text(self, spec: ToolSpec) -> ToolSpec:
-        spec = clone(spec)
         fn = spec["function"]
-        fn["description"] = self.rename_text(fn["description"])
-        _rename_param_text(fn["parameters"], self.rename_text)
+        spec = with_description(spec, self.rename_text(fn["description"]))
+        parameters = params_of(spec)
+        if self._text_re is not None and self._text_re.search(str(parameters)):
+            parameters["properties"] = clone(parameters["properties"])
+            _rename_param_text(parameters, self.rename_text)
         return spec
 
     def call(self, name: str, arguments: Any) -> ToolResult:
@@ -210,11 +212,14 @@ def rename_params(spec: ToolSpec, mapping: dict[str, str], order: list[str] | No
 
 
 def with_description(spec: ToolSpec, description: str, name: str | None = None) -> ToolSpec:
-    spec = clone(spec)
-    spec["function"]["description"] = description
+    """A copy of ``spec`` with a new description (and name). The parameter dict is a fresh shallow copy:
+    reassign its ``properties`` or ``required`` freely, but copy a property before changing it."""
+    fn = spec["function"]
+    parameters = dict(fn["parameters"])
+    fn = {**fn, "description": description, "parameters": parameters}
     if name is not None:
-        spec["function"]["name"] = name
-    return spec
+        fn["name"] = name
+    return {**spec, "function": fn}
 
 
 def unique_name(candidate: str, taken: set[str]) -> str:
