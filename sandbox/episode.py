@@ -70,6 +70,10 @@ class Episode(BaseModel):
 
         return explain(self)
 
+    def __repr__(self) -> str:
+        # pytest prints the repr in assertion failures: keep it one line; explain() has the story.
+        return f"Episode({self.outcome}, {self.perturbation or self.task.id}, {len(self.steps)} turns)"
+
 
 @dataclass
 class _Live:
