@@ -1,5 +1,6 @@
 """A controlled, deterministic tool world for testing tool-use agents under open-world shifts."""
 
+import sandbox.perturbations  # noqa: F401  (registers the built-in catalogue)
 from sandbox.agent import Agent, FunctionAgent, Reply, Turn, as_agent
 from sandbox.agents import OracleAgent, ScriptedAgent, StaticAgent
 from sandbox.domain import Domain

@@ -25,7 +25,7 @@ from sandbox.perturbations import vocab
 from sandbox.perturbations.formats import parse_lines
 from sandbox.task import Call, Task
 
-MAX_ATTEMPTS = 6
+MAX_ATTEMPTS = 8
 FINDER = {"poi": "find_place", "medical": "find_patient"}
 _ID = re.compile(r"^[A-Z]{1,2}\d{3}$")
 _SLOT = re.compile(r"'day(.)hh:mm'")
@@ -280,8 +280,10 @@ class Planner:
                     self.wait_tool = self.mentioned(message, exclude=last.tool) or getattr(self, "wait_tool", None)
                 moved_to = self.mentioned(message, exclude=last.tool) if kind == "moved" else None
                 tool = moved_to or last.tool
-            elif last is not None and n >= MAX_ATTEMPTS:
-                raise Refusal(f"{tool} never gave a complete answer")
+            elif last is not None:
+                if n >= MAX_ATTEMPTS:
+                    raise Refusal(f"{tool} never gave a complete answer")
+                tool = last.tool  # ask again where the last (incomplete) answer came from
             args = step.args if tool == step.tool or step.remap is None else step.remap(tool)
             calls.append({"id": f"{step.id}.{n}", "function": {"name": tool, "arguments": args}})
         if wait and getattr(self, "wait_tool", None):

@@ -36,6 +36,8 @@ def _key(name: str, arguments: Any) -> str:
 
 
 class _Missing(ObservationWrapper):
+    skip_writes = True  # blanking a booking's code would force a second booking
+
     def call(self, name: str, arguments: Any) -> ToolResult:
         seen = self.scratch.setdefault("seen", set())
         key = _key(name, arguments)
@@ -67,7 +69,9 @@ class _Missing(ObservationWrapper):
 
         note_key, note = self.words(vocab.MISSING_NOTES)[0]
         blanked = blank(content)
-        return {**blanked, note_key: note} if isinstance(blanked, dict) else blanked
+        if blanked == content or not isinstance(blanked, dict):
+            return blanked
+        return {**blanked, note_key: note}
 
 
 @register

@@ -76,12 +76,14 @@ class CallWrapper(PerturbationWrapper):
 
 
 class ObservationWrapper(PerturbationWrapper):
-    """Changes the content of successful results that wrote nothing (a write is never blanked or replayed)."""
+    """Changes the content of successful results; ``skip_writes`` leaves the results of write actions alone."""
+
+    skip_writes = False
 
     def call(self, name: str, arguments: Any) -> ToolResult:
         before = len(self.state.writes)
         result = self.env.call(name, arguments)
-        if not result.ok or len(self.state.writes) != before:
+        if not result.ok or (self.skip_writes and len(self.state.writes) != before):
             return result
         return result.model_copy(update={"content": self.observation(name, result.content)})
 
@@ -151,7 +153,7 @@ class ToolsWrapper(PerturbationWrapper):
         fn = spec["function"]
         spec = with_description(spec, self.rename_text(fn["description"]))
         parameters = params_of(spec)
-        if self._text_re is not None and self._text_re.search(str(parameters)):
+        if self._text_re is not None and self._text_re.search("\n".join(_param_texts(parameters))):
             parameters["properties"] = clone(parameters["properties"])
             _rename_param_text(parameters, self.rename_text)
         return spec
@@ -190,6 +192,15 @@ class ToolsWrapper(PerturbationWrapper):
                 message = message.replace(f"'{inner}'", f"'{visible}'")
             update["message"] = message
         return result.model_copy(update=update)
+
+
+def _param_texts(schema: dict[str, Any]) -> list[str]:
+    texts = []
+    for prop in schema.get("properties", {}).values():
+        texts.append(prop.get("description", ""))
+        if prop.get("type") == "object":
+            texts.extend(_param_texts(prop))
+    return texts
 
 
 def _rename_param_text(schema: dict[str, Any], rename: Callable[[str], str]) -> None:
