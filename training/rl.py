@@ -68,7 +68,8 @@ class RLConfig:
     lora_alpha: int = field(default=32, metadata={"help": "LoRA scaling alpha"})
     micro_batch: int = field(default=8, metadata={"help": "rows per forward/backward pass (memory, not maths)"})
     perturbed: float = field(
-        default=0.0, metadata={"help": "share of rollout tasks with a train-pool perturbation (perturbation-augmented RL)"}
+        default=0.0,
+        metadata={"help": "share of rollout tasks with a train-pool perturbation (perturbation-augmented RL)"},
     )
     families: list[str] = field(
         default_factory=lambda: ["error_feedback", "symbolic", "semantic"],
@@ -125,7 +126,7 @@ def episode_rows(episode: Episode, advantage: float) -> list[Row]:
 
 
 def row_logprobs(model: Any, rows: Sequence[Row], pad_id: int, temperature: float) -> Any:
-    """Log-probabilities (1-D, in span order) of every row's completion tokens, the rows' common prefix computed once."""
+    """Log-probabilities (1-D, in span order) of every row's completion tokens; the common prefix runs once."""
     import torch
     from transformers import DynamicCache
 
@@ -248,7 +249,7 @@ def rollout(
 
 
 def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Path:
-    """GRPO from ``cfg.init``; the model lands in ``cfg.out``. ``reward`` overrides ``cfg.reward``. Resumes if it can."""
+    """GRPO from ``cfg.init`` into ``cfg.out``; ``reward`` overrides ``cfg.reward``. Resumes if it can."""
     import torch
     from accelerate import Accelerator
 
@@ -339,8 +340,9 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
         record = _step_record(step + 1, episodes, rewards, rows, n_tokens, totals, t_rollout, t_step, agent_stats)
         history.append(record)
         if bar is not None:
-            bar.set_postfix(reward=f"{record['reward']:.3f}", ep_s=f"{record['episodes_per_s']:.2f}",
-                            s_step=f"{t_step:.0f}")
+            bar.set_postfix(
+                reward=f"{record['reward']:.3f}", ep_s=f"{record['episodes_per_s']:.2f}", s_step=f"{t_step:.0f}"
+            )
             bar.update(1)
         done = step + 1
         if cfg.save_every and done % cfg.save_every == 0 and done != cfg.steps:
