@@ -1,0 +1,181 @@
+"""GRPO on a tiny random model: the reward rises, the log-probs it trains on are the sampler's, resume works."""
+
+from __future__ import annotations
+
+import json
+import os
+from types import SimpleNamespace
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("peft")
+
+from training.rewards import completion, get_reward, refusal_aware, reward_name  # noqa: E402
+from training.rl import RLConfig, episode_rows, group_advantages, rollout, row_logprobs, train  # noqa: E402
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from training.tiny import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-rl"))
+
+
+def digit_share(episode) -> float:
+    """A trivially rewardable task for a random model: write digits."""
+    text = episode.steps[0].reply if episode.steps else ""
+    return sum(c.isdigit() for c in text) / max(1, len(text))
+
+
+def _cfg(tiny, out, **kw) -> RLConfig:
+    defaults = dict(
+        out=str(out), init=str(tiny), tasks=16, steps=12, group=8, tasks_per_step=2, max_new_tokens=8, lr=1e-2,
+        lora=False, warmup=1, progress=False, save_every=0, threads=1,
+    )  # fmt: skip
+    return RLConfig(**{**defaults, **kw})
+
+
+def _history(out) -> list[dict]:
+    return json.loads((out / "openagent-train.json").read_text())["history"]
+
+
+def test_group_advantages_are_normalised_within_each_group():
+    adv = group_advantages([1, 0, 0, 0, 1, 1, 1, 1], group=4)
+    assert adv[4:] == [0.0] * 4  # a group whose episodes all scored the same teaches nothing
+    assert sum(adv[:4]) == pytest.approx(0, abs=1e-6)
+    assert adv[0] == pytest.approx(3**0.5, rel=1e-3) and adv[1] == pytest.approx(-(3**-0.5), rel=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("outcome", "solvable", "by_completion", "by_refusal_aware"),
+    [("success", True, 1, 1), ("refused", False, 0, 1), ("hallucinated_success", False, 0, 0),
+     ("wrong_refusal", True, 0, 0), ("parse_error", True, 0, 0)],
+)  # fmt: skip
+def test_completion_reward_ignores_refusals_and_refusal_aware_credits_them(
+    outcome, solvable, by_completion, by_refusal_aware
+):
+    episode = SimpleNamespace(outcome=outcome, solvable=solvable)
+    assert completion(episode) == by_completion
+    assert refusal_aware(episode) == by_refusal_aware
+
+
+def test_rewards_by_name_by_path_and_as_callables():
+    assert get_reward("completion") is completion and get_reward("refusal-aware") is refusal_aware
+    assert get_reward("training.rewards:refusal_aware") is refusal_aware
+    assert get_reward(digit_share) is digit_share
+    assert reward_name(refusal_aware) == "refusal-aware" and reward_name(digit_share).endswith("digit_share")
+    with pytest.raises(ValueError, match="unknown reward 'completeion'"):
+        get_reward("completeion")
+
+
+def test_turns_that_extend_the_conversation_merge_into_one_row():
+    meta = [
+        {"prompt_ids": [1, 2, 3], "completion_ids": [4, 5], "logprobs": [-0.1, -0.2]},
+        {"prompt_ids": [1, 2, 3, 4, 5, 6], "completion_ids": [7], "logprobs": [-0.3]},
+        {"prompt_ids": [1, 2, 9], "completion_ids": [8], "logprobs": [-0.4]},  # re-rendered differently
+    ]
+    rows = episode_rows(SimpleNamespace(meta=meta), advantage=0.5)
+    assert [r.ids for r in rows] == [[1, 2, 3, 4, 5, 6, 7], [1, 2, 9, 8]]
+    assert [r.spans for r in rows] == [[(3, 5), (6, 7)], [(3, 4)]]
+    assert [r.old_logprobs for r in rows] == [[-0.1, -0.2, -0.3], [-0.4]]
+
+
+def _turn_meta(tokenizer, messages, tools) -> list[dict]:
+    """What the model agent records for each assistant turn of a conversation (prompt, completion)."""
+    meta = []
+    for k, message in enumerate(messages):
+        if message["role"] != "assistant":
+            continue
+        prompt = tokenizer.apply_chat_template(messages[:k], tools=tools, add_generation_prompt=True, tokenize=False)
+        full = tokenizer.apply_chat_template(messages[: k + 1], tools=tools, tokenize=False)
+        prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        full_ids = tokenizer(full, add_special_tokens=False)["input_ids"]
+        end = full_ids.index(tokenizer.convert_tokens_to_ids("<|im_end|>"), len(prompt_ids)) + 1
+        assert full_ids[: len(prompt_ids)] == prompt_ids
+        meta.append({"prompt_ids": prompt_ids, "completion_ids": full_ids[len(prompt_ids) : end],
+                     "logprobs": [0.0] * (end - len(prompt_ids))})  # fmt: skip
+    return meta
+
+
+def test_merged_rows_with_a_shared_prefix_score_each_turn_as_a_plain_forward_would(tiny):
+    """A multi-turn, multi-episode batch: one row per episode, the group's opening run once, exact log-probs."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    import sandbox
+    from sandbox import OracleAgent, make_env, run_episodes
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny)
+    model = AutoModelForCausalLM.from_pretrained(tiny, dtype=torch.float32).eval()
+    tasks = [t for t in sandbox.tasks("poi", "train", 40) if t.n_calls >= 2][:2]
+    envs = [make_env("poi", t) for t in tasks]
+    episodes = run_episodes(OracleAgent(), envs)
+    rows = []
+    for env, episode in zip(envs, episodes, strict=True):
+        meta = _turn_meta(tokenizer, episode.messages, env.tool_specs())
+        assert len(meta) >= 2
+        episode_rows_ = episode_rows(SimpleNamespace(meta=meta), 1.0)
+        assert len(episode_rows_) == 1  # the template re-renders each reply as it was written
+        rows.extend(episode_rows_)
+    with torch.no_grad():
+        got = row_logprobs(model, rows, tokenizer.pad_token_id, temperature=0.7)
+        want = []
+        for row in rows:
+            logprobs = torch.log_softmax(model(input_ids=torch.tensor([row.ids])).logits[0].float() / 0.7, -1)
+            for start, end in row.spans:
+                want.extend(logprobs[t - 1, row.ids[t]].item() for t in range(start, end))
+    assert got.tolist() == pytest.approx(want, abs=1e-4)
+
+
+def test_the_update_scores_tokens_with_the_log_probs_they_were_sampled_with(tiny, tmp_path):
+    import sandbox
+    from training.rl import load_policy, step_cases
+
+    cfg = _cfg(tiny, tmp_path, temperature=0.8, max_new_tokens=12)
+    model, tokenizer, _ = load_policy(cfg)
+    model.eval()
+    cases = step_cases(cfg, sandbox.tasks("poi", "train", 16), 0, [])
+    episodes, stats = rollout(model, tokenizer, cases, cfg, step=0)
+    assert len(episodes) == cfg.tasks_per_step * cfg.group and stats["generated"] > 0
+    rows = [row for ep in episodes for row in episode_rows(ep, 1.0)]
+    with torch.no_grad():
+        new = row_logprobs(model, rows, tokenizer.pad_token_id, cfg.temperature)
+    old = torch.tensor([lp for r in rows for lp in r.old_logprobs])
+    assert (new - old).abs().max().item() < 1e-3  # so the PPO ratio starts at 1
+
+
+def test_grpo_raises_the_reward_of_a_tiny_model_within_seconds(tiny, tmp_path):
+    out = train(_cfg(tiny, tmp_path / "rl", steps=12), reward=digit_share)
+    rewards = [h["reward"] for h in _history(out)]
+    assert sum(rewards[-3:]) / 3 > sum(rewards[:3]) / 3 + 0.2, rewards
+    meta = json.loads((out / "openagent-train.json").read_text())
+    assert meta["kind"] == "rl" and meta["reward"].endswith("digit_share") and meta["steps"] == 12
+    assert (out / "config.json").is_file() and not (out / "checkpoints").exists()
+
+
+class _Interrupt(Exception):
+    pass
+
+
+def test_lora_with_kl_resumes_after_an_interruption(tiny, tmp_path):
+    calls = {"n": 0}
+
+    def dies_in_step_4(episode) -> float:
+        calls["n"] += 1
+        if calls["n"] > 3 * 16:
+            raise _Interrupt
+        return digit_share(episode)
+
+    cfg = _cfg(tiny, tmp_path / "rl", steps=4, save_every=2, lora=True, kl=0.1, lr=2e-2)
+    with pytest.raises(_Interrupt):
+        train(cfg, reward=dies_in_step_4)
+    assert sorted(p.name for p in (tmp_path / "rl" / "checkpoints").iterdir()) == ["step-000002"]
+    out = train(cfg, reward=digit_share)
+    history = _history(out)
+    assert [h["step"] for h in history] == [1, 2, 3, 4]
+    assert all("kl" in h for h in history if h["rows"])
+    assert not any(p.name.startswith("adapter") for p in out.iterdir())  # LoRA merged into a plain checkpoint
