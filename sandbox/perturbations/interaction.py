@@ -19,6 +19,7 @@ from sandbox.perturbations.wrappers import (
     ToolsWrapper,
     clone,
     failure,
+    on,
     params_of,
     unique_name,
     with_description,
@@ -161,6 +162,8 @@ class RuntimeFailure(Perturbation):
 
 
 class _RateLimit(ToolsWrapper):
+    per_task = False
+
     def build(self, specs: list[ToolSpec]) -> list[Route]:
         taken = {s["function"]["name"] for s in specs}
         name, description = self.words(vocab.WAIT_TOOLS)[0]
@@ -168,25 +171,22 @@ class _RateLimit(ToolsWrapper):
         wait = {"type": "function", "function": {"name": self.wait_name, "description": description, "parameters": {
             "type": "object", "properties": {"seconds": {"type": "number", "description": "seconds to wait"}},
             "required": ["seconds"]}}}  # fmt: skip
-        routes = [Route(s, handler=self._limited(s["function"]["name"])) for s in specs]
-        return [*routes, Route(wait, handler=self._wait)]
+        routes = [Route(s, handler=on(self._limited, s["function"]["name"])) for s in specs]
+        return [*routes, Route(wait, handler=on(self._wait))]
 
     @property
     def retry_after(self) -> int:
         return 2 * self.spec.severity
 
-    def _limited(self, name: str):
-        def call(arguments: Any) -> ToolResult:
-            s = self.scratch
-            if not s.get("limited") and s.get("triggers", 0) < self.spec.severity and s.get("since", 2) >= 2:
-                s.update(limited=True, triggers=s.get("triggers", 0) + 1, since=0)
-            if s.get("limited"):
-                text = self.words(vocab.RATE_LIMIT_ERRORS)[0].format(n=self.retry_after, wait=self.wait_name)
-                return failure(name, "rate_limited", text)
-            s["since"] = s.get("since", 0) + 1
-            return self.env.call(name, arguments)
-
-        return call
+    def _limited(self, arguments: Any, name: str) -> ToolResult:
+        s = self.scratch
+        if not s.get("limited") and s.get("triggers", 0) < self.spec.severity and s.get("since", 2) >= 2:
+            s.update(limited=True, triggers=s.get("triggers", 0) + 1, since=0)
+        if s.get("limited"):
+            text = self.words(vocab.RATE_LIMIT_ERRORS)[0].format(n=self.retry_after, wait=self.wait_name)
+            return failure(name, "rate_limited", text)
+        s["since"] = s.get("since", 0) + 1
+        return self.env.call(name, arguments)
 
     def _wait(self, arguments: Any) -> ToolResult:
         seconds = arguments.get("seconds") if isinstance(arguments, dict) else None
@@ -218,6 +218,8 @@ class RateLimit(Perturbation):
 
 
 class _Redirect(ToolsWrapper):
+    per_task = False
+
     def build(self, specs: list[ToolSpec]) -> list[Route]:
         names = [s["function"]["name"] for s in specs]
         r = self.rng()
@@ -231,7 +233,7 @@ class _Redirect(ToolsWrapper):
             rr = self.rng(name)
             target = unique_name(rr.choice(self.words(vocab.REDIRECT_NAMES)).format(name=name), taken)
             text = rr.choice(self.words(vocab.REDIRECT_ERRORS)).format(target=target)
-            routes.append(Route(spec, handler=lambda _a, name=name, text=text: failure(name, "moved", text)))
+            routes.append(Route(spec, handler=lambda _w, _a, name=name, text=text: failure(name, "moved", text)))
             description = rr.choice(self.words(vocab.REDIRECT_DESCRIPTIONS)).format(name=name)
             routes.append(Route(with_description(spec, description, name=target), target=name))
         return routes
@@ -295,6 +297,8 @@ class VerificationCodeShift(Perturbation):
 
 
 class _Behaviour(ToolsWrapper):
+    per_task = False
+
     def build(self, specs: list[ToolSpec]) -> list[Route]:
         routes = []
         for spec in specs:
@@ -302,49 +306,43 @@ class _Behaviour(ToolsWrapper):
             if name in UNIT_TOOLS:
                 note = "Now reports miles (mi), not km." if name == "get_distance" else "Now reports °F (temp_f)."
                 spec = with_description(spec, f"{spec['function']['description']} {note}")
-                routes.append(Route(spec, handler=self._units(name)))
+                routes.append(Route(spec, handler=on(self._units, name)))
             elif name in SEARCHES and self.spec.severity >= 2:
                 spec = clone(spec)
                 spec["function"]["description"] += (
                     f" Results now come {PAGE_SIZE} per page in alphabetical order; pass page for more."
                 )
                 params_of(spec)["properties"]["page"] = {"type": "integer", "description": "page number (default 1)"}
-                routes.append(Route(spec, handler=self._pages(name)))
+                routes.append(Route(spec, handler=on(self._pages, name)))
             else:
                 routes.append(Route(spec, target=name))
         return routes
 
-    def _units(self, name: str):
-        def call(arguments: Any) -> ToolResult:
-            result = self.env.call(name, arguments)
-            if not result.ok or not isinstance(result.content, dict):
-                return result
-            content = dict(result.content)
-            if "km" in content:
-                content = {"mi": round(content.pop("km") / 1.609344, 3), **content}
-            if "temp_c" in content:
-                content["temp_f"] = round(content.pop("temp_c") * 1.8 + 32, 1)
-            return result.model_copy(update={"content": content})
+    def _units(self, arguments: Any, name: str) -> ToolResult:
+        result = self.env.call(name, arguments)
+        if not result.ok or not isinstance(result.content, dict):
+            return result
+        content = dict(result.content)
+        if "km" in content:
+            content = {"mi": round(content.pop("km") / 1.609344, 3), **content}
+        if "temp_c" in content:
+            content["temp_f"] = round(content.pop("temp_c") * 1.8 + 32, 1)
+        return result.model_copy(update={"content": content})
 
-        return call
-
-    def _pages(self, name: str):
-        def call(arguments: Any) -> ToolResult:
-            page = 1
-            if isinstance(arguments, dict) and "page" in arguments:
-                arguments = dict(arguments)
-                page = arguments.pop("page")
-                if not isinstance(page, int) or isinstance(page, bool) or page < 1:
-                    return failure(name, "invalid_arguments", "'page': must be a whole number from 1")
-            result = self.env.call(name, arguments)
-            if not result.ok or not isinstance(result.content, dict) or "results" not in result.content:
-                return result
-            rows = sorted(result.content["results"], key=lambda row: str(row.get("name")))
-            pages = max(1, -(-len(rows) // PAGE_SIZE))
-            chunk = rows[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
-            return result.model_copy(update={"content": {"results": chunk, "page": page, "pages": pages}})
-
-        return call
+    def _pages(self, arguments: Any, name: str) -> ToolResult:
+        page = 1
+        if isinstance(arguments, dict) and "page" in arguments:
+            arguments = dict(arguments)
+            page = arguments.pop("page")
+            if not isinstance(page, int) or isinstance(page, bool) or page < 1:
+                return failure(name, "invalid_arguments", "'page': must be a whole number from 1")
+        result = self.env.call(name, arguments)
+        if not result.ok or not isinstance(result.content, dict) or "results" not in result.content:
+            return result
+        rows = sorted(result.content["results"], key=lambda row: str(row.get("name")))
+        pages = max(1, -(-len(rows) // PAGE_SIZE))
+        chunk = rows[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
+        return result.model_copy(update={"content": {"results": chunk, "page": page, "pages": pages}})
 
 
 @register

@@ -17,6 +17,7 @@ from sandbox.perturbations.wrappers import (
     ToolsWrapper,
     clone,
     failure,
+    on,
     params_of,
     rename_params,
     unique_name,
@@ -153,6 +154,8 @@ def _unique_owner(env: Env, name: str) -> str | None:
 
 
 class _Underspecified(ToolsWrapper):
+    per_task = False
+
     def query(self) -> str:
         city = self.task.params.get("city")
         return _drop_city(self.env.query(), city) if city else self.env.query()
@@ -167,21 +170,18 @@ class _Underspecified(ToolsWrapper):
                 parameters["required"] = [p for p in parameters["required"] if p != "city"]
                 city = parameters["properties"]["city"]
                 city["description"] += " (optional: leave it out to search every city)"
-                routes.append(Route(spec, handler=self._resolver(spec["function"]["name"])))
+                routes.append(Route(spec, handler=on(self._resolver, spec["function"]["name"])))
             else:
                 routes.append(Route(spec, target=spec["function"]["name"]))
         return routes
 
-    def _resolver(self, name: str):
-        def call(arguments: Any) -> ToolResult:
-            if isinstance(arguments, dict) and "city" not in arguments and "name" in arguments:
-                city = _unique_owner(self, arguments["name"])
-                if city is None:
-                    return failure(name, "not_found", f"no single match for {arguments['name']!r}; give the city")
-                arguments = {**arguments, "city": city}
-            return self.env.call(name, arguments)
-
-        return call
+    def _resolver(self, arguments: Any, name: str) -> ToolResult:
+        if isinstance(arguments, dict) and "city" not in arguments and "name" in arguments:
+            city = _unique_owner(self, arguments["name"])
+            if city is None:
+                return failure(name, "not_found", f"no single match for {arguments['name']!r}; give the city")
+            arguments = {**arguments, "city": city}
+        return self.env.call(name, arguments)
 
 
 @register
@@ -212,6 +212,7 @@ class UnderspecifiedQuery(Perturbation):
 
 
 class _Renamer(ToolsWrapper):
+    per_task = False
     renames_text = True
 
     def build(self, specs: list[ToolSpec]) -> list[Route]:
@@ -345,6 +346,7 @@ class SemanticTrap(Perturbation):
 
 
 class _Decoys(ToolsWrapper):
+    per_task = False
     renames_text = True
 
     def build(self, specs: list[ToolSpec]) -> list[Route]:
@@ -369,7 +371,7 @@ class _Decoys(ToolsWrapper):
     def _decoy(self, spec: ToolSpec, name: str, live: str, r) -> Route:
         text = r.choice(self.words(vocab.DECOY_DESCRIPTIONS)).format(real=live, desc=spec["function"]["description"])
         message = r.choice(self.words(vocab.DECOY_ERRORS)).format(real=live)
-        return Route(with_description(spec, text, name=name), handler=lambda _args: failure(name, "moved", message))
+        return Route(with_description(spec, text, name=name), handler=lambda _w, _a: failure(name, "moved", message))
 
 
 @register
@@ -389,6 +391,8 @@ class DistractorTools(Perturbation):
 
 
 class _SchemaNoise(ToolsWrapper):
+    per_task = False
+
     def build(self, specs: list[ToolSpec]) -> list[Route]:
         level, routes = self.spec.severity, []
         for spec in specs:
@@ -434,6 +438,8 @@ class SchemaNoise(Perturbation):
 
 
 class _Rewrite(ToolsWrapper):
+    per_task = False
+
     def build(self, specs: list[ToolSpec]) -> list[Route]:
         clean = {t.name: t.description for t in get_domain(self.task.domain).tools}
         routes = []

@@ -15,6 +15,7 @@ from sandbox.perturbations.wrappers import (
     ToolsWrapper,
     clone,
     failure,
+    on,
     params_of,
     unique_name,
     with_description,
@@ -45,6 +46,8 @@ def _split(arguments: Any, keys: set[str]) -> tuple[dict[str, Any], dict[str, An
 
 
 class _Merge(ToolsWrapper):
+    per_task = False
+
     def build(self, specs: list[ToolSpec]) -> list[Route]:
         by_name = {s["function"]["name"]: s for s in specs}
         taken, routes = set(by_name), []
@@ -61,20 +64,19 @@ class _Merge(ToolsWrapper):
             rest = {k: v for k, v in own["properties"].items() if k != id_param}
             params_of(new)["properties"] = {**clone(look["properties"]), **rest}
             params_of(new)["required"] = [*look["required"], *(p for p in own["required"] if p != id_param)]
-            routes.append(Route(new, handler=self._merged(merged, finder, name, id_param, set(look["properties"]))))
+            routes.append(Route(new, handler=on(self._merged, merged, finder, name, id_param, set(look["properties"]))))
         return routes
 
-    def _merged(self, merged: str, finder: str, name: str, id_param: str, find_keys: set[str]):
-        def call(arguments: Any) -> ToolResult:
-            parts = _split(arguments, find_keys)
-            if parts is None:
-                return failure(merged, "invalid_arguments", "arguments must be a JSON object")
-            found = self.env.call(finder, parts[0])
-            if not found.ok:
-                return found
-            return self.env.call(name, {**parts[1], id_param: found.content.get("id")})
-
-        return call
+    def _merged(
+        self, arguments: Any, merged: str, finder: str, name: str, id_param: str, find_keys: set[str]
+    ) -> ToolResult:
+        parts = _split(arguments, find_keys)
+        if parts is None:
+            return failure(merged, "invalid_arguments", "arguments must be a JSON object")
+        found = self.env.call(finder, parts[0])
+        if not found.ok:
+            return found
+        return self.env.call(name, {**parts[1], id_param: found.content.get("id")})
 
 
 @register
@@ -94,6 +96,8 @@ class DependencyMerge(Perturbation):
 
 
 class _Invert(ToolsWrapper):
+    per_task = False
+
     def build(self, specs: list[ToolSpec]) -> list[Route]:
         by_name = {s["function"]["name"]: s for s in specs}
         param = self.words(vocab.INVERSION_PARAMS)[0]
@@ -111,45 +115,39 @@ class _Invert(ToolsWrapper):
             own = params_of(new)
             own["properties"] = {k: v for k, v in own["properties"].items() if k != id_param}
             own["required"] = [p for p in own["required"] if p != id_param]
-            routes[name] = Route(new, handler=self._request(name, set(own["properties"]), param))
+            routes[name] = Route(new, handler=on(self._request, name, set(own["properties"]), param))
         for finder, tools in inverted.items():
             spec = by_name[finder]
             note = self.words(vocab.INVERSION_FINDER_NOTES)[0].format(param=param, tools=", ".join(tools))
             new = with_description(spec, f"{spec['function']['description']} {note}")
             request = {"type": "string", "description": f"{param} from {', '.join(tools)} (optional)"}
             params_of(new)["properties"] = {**params_of(new)["properties"], param: request}
-            routes[finder] = Route(new, handler=self._run(finder, param))
+            routes[finder] = Route(new, handler=on(self._run, finder, param))
         return [routes[s["function"]["name"]] for s in specs]
 
-    def _request(self, name: str, keys: set[str], param: str):
-        def call(arguments: Any) -> ToolResult:
-            if not isinstance(arguments, dict):
-                return failure(name, "invalid_arguments", "arguments must be a JSON object")
-            unknown = sorted(set(arguments) - keys)
-            if unknown:
-                return failure(name, "invalid_arguments", f"unexpected argument '{unknown[0]}'")
-            blob = json.dumps([name, arguments], sort_keys=True, default=str)
-            handle = f"RQ-{child_seed(self.spec.seed, blob) % 10**6:06d}"
-            self.scratch[handle] = (name, dict(arguments))
-            return ToolResult(name=name, content={param: handle})
+    def _request(self, arguments: Any, name: str, keys: set[str], param: str) -> ToolResult:
+        if not isinstance(arguments, dict):
+            return failure(name, "invalid_arguments", "arguments must be a JSON object")
+        unknown = sorted(set(arguments) - keys)
+        if unknown:
+            return failure(name, "invalid_arguments", f"unexpected argument '{unknown[0]}'")
+        blob = json.dumps([name, arguments], sort_keys=True, default=str)
+        handle = f"RQ-{child_seed(self.spec.seed, blob) % 10**6:06d}"
+        self.scratch[handle] = (name, dict(arguments))
+        return ToolResult(name=name, content={param: handle})
 
-        return call
-
-    def _run(self, finder: str, param: str):
-        def call(arguments: Any) -> ToolResult:
-            if not isinstance(arguments, dict) or param not in arguments:
-                return self.env.call(finder, arguments)
-            arguments = dict(arguments)
-            pending = self.scratch.get(arguments.pop(param))
-            if pending is None:
-                return failure(finder, "invalid_arguments", f"unknown {param}; get one first")
-            found = self.env.call(finder, arguments)
-            if not found.ok:
-                return found
-            name, rest = pending
-            return self.env.call(name, {**rest, CONSUMERS[name][1]: found.content.get("id")})
-
-        return call
+    def _run(self, arguments: Any, finder: str, param: str) -> ToolResult:
+        if not isinstance(arguments, dict) or param not in arguments:
+            return self.env.call(finder, arguments)
+        arguments = dict(arguments)
+        pending = self.scratch.get(arguments.pop(param))
+        if pending is None:
+            return failure(finder, "invalid_arguments", f"unknown {param}; get one first")
+        found = self.env.call(finder, arguments)
+        if not found.ok:
+            return found
+        name, rest = pending
+        return self.env.call(name, {**rest, CONSUMERS[name][1]: found.content.get("id")})
 
 
 @register
@@ -195,23 +193,20 @@ class _Token(ToolsWrapper):
             spec = clone(spec)
             params_of(spec)["properties"][param] = {"type": "string", "description": param_text.format(tool=self.tool)}
             params_of(spec)["required"].append(param)
-            routes.append(Route(spec, handler=self._guard(name, param)))
+            routes.append(Route(spec, handler=on(self._guard, name, param)))
         issue = {"type": "function", "function": {"name": self.tool, "description": description,
                  "parameters": {"type": "object", "properties": {}, "required": []}}}  # fmt: skip
-        return [Route(issue, handler=lambda _a: ToolResult(name=self.tool, content={"token": self.token})), *routes]
+        return [Route(issue, handler=lambda w, _a: ToolResult(name=w.tool, content={"token": w.token})), *routes]
 
-    def _guard(self, name: str, param: str):
-        def call(arguments: Any) -> ToolResult:
-            if not isinstance(arguments, dict):
-                return failure(name, "invalid_arguments", "arguments must be a JSON object")
-            if param not in arguments:
-                return failure(name, "invalid_arguments", f"missing argument '{param}' (get it from {self.tool})")
-            arguments = dict(arguments)
-            if arguments.pop(param) != self.token:
-                return failure(name, "invalid_arguments", f"invalid {param}; get one from {self.tool}")
-            return self.env.call(name, arguments)
-
-        return call
+    def _guard(self, arguments: Any, name: str, param: str) -> ToolResult:
+        if not isinstance(arguments, dict):
+            return failure(name, "invalid_arguments", "arguments must be a JSON object")
+        if param not in arguments:
+            return failure(name, "invalid_arguments", f"missing argument '{param}' (get it from {self.tool})")
+        arguments = dict(arguments)
+        if arguments.pop(param) != self.token:
+            return failure(name, "invalid_arguments", f"invalid {param}; get one from {self.tool}")
+        return self.env.call(name, arguments)
 
 
 @register
@@ -235,6 +230,8 @@ class DependencySplit(Perturbation):
 
 
 class _Restructure(ToolsWrapper):
+    per_task = False
+
     def build(self, specs: list[ToolSpec]) -> list[Route]:
         nested, nested_text = self.words(vocab.NESTED_PARAMS)[0]
         slot, slot_text = self.words(vocab.SLOT_PARAMS)[0]
@@ -255,20 +252,17 @@ class _Restructure(ToolsWrapper):
             new = with_description(spec, spec["function"]["description"])
             params_of(new)["properties"] = {nested: {"type": "object", "description": nested_text, **inner}}
             params_of(new)["required"] = [nested]
-            routes.append(Route(new, handler=self._unpack(name, nested, slot if compound else None, separator)))
+            routes.append(Route(new, handler=on(self._unpack, name, nested, slot if compound else None, separator)))
         return routes
 
-    def _unpack(self, name: str, nested: str, slot: str | None, separator: str):
-        def call(arguments: Any) -> ToolResult:
-            if not isinstance(arguments, dict) or set(arguments) != {nested} or not isinstance(arguments[nested], dict):
-                return failure(name, "invalid_arguments", f"give exactly one argument '{nested}', an object")
-            args = dict(arguments[nested])
-            if slot is not None and slot in args:
-                day, _, time = str(args.pop(slot)).partition(separator)
-                args.update(day=day, time=time)
-            return self.env.call(name, args)
-
-        return call
+    def _unpack(self, arguments: Any, name: str, nested: str, slot: str | None, separator: str) -> ToolResult:
+        if not isinstance(arguments, dict) or set(arguments) != {nested} or not isinstance(arguments[nested], dict):
+            return failure(name, "invalid_arguments", f"give exactly one argument '{nested}', an object")
+        args = dict(arguments[nested])
+        if slot is not None and slot in args:
+            day, _, time = str(args.pop(slot)).partition(separator)
+            args.update(day=day, time=time)
+        return self.env.call(name, args)
 
 
 @register

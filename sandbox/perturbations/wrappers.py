@@ -38,6 +38,13 @@ def failure(name: str, kind: ErrorKind, message: str) -> ToolResult:
     return ToolResult(name=name, error=kind, message=message)
 
 
+def on(method: Callable[..., ToolResult], *bound: Any) -> Callable[[Any, Any], ToolResult]:
+    """A route handler that runs ``method`` on whichever wrapper dispatches the call, with ``bound`` after
+    the arguments: routes hold no wrapper, so one build serves every env of the same spec."""
+    fn = method.__func__  # type: ignore[attr-defined]
+    return lambda wrapper, arguments: fn(wrapper, arguments, *bound)
+
+
 def params_of(spec: ToolSpec) -> dict[str, Any]:
     return spec["function"]["parameters"]
 
@@ -56,8 +63,12 @@ class PerturbationWrapper(Wrapper):
         """Per-episode room for this wrapper (a call counter); ``reset`` clears it."""
         return self.state.scratch.setdefault(self._key, {})
 
+    per_task = True
+    """Whether draws depend on the task; a tool set that does not is built once per spec and cached."""
+
     def rng(self, *parts: object) -> random.Random:
-        return rng(self.spec.seed, self.spec.name, self.spec.pool, self.task.id, *parts)
+        task = self.task.id if self.per_task else ""
+        return rng(self.spec.seed, self.spec.name, self.spec.pool, task, *parts)
 
     def words(self, vocabulary: dict[str, tuple[Any, ...]]) -> tuple[Any, ...]:
         return vocabulary[self.spec.pool]
@@ -103,11 +114,18 @@ class Route:
     target: str | None = None
     params: dict[str, str] | None = None
     drop: frozenset[str] = frozenset()
-    handler: Callable[[Any], ToolResult] | None = None
+    handler: Callable[[Any, Any], ToolResult] | None = None
+    """Called as ``handler(wrapper, arguments)``: it must not hold on to a wrapper, so routes can be shared."""
     inner_params: dict[str, str] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self.inner_params = {v: k for k, v in (self.params or {}).items()}
+
+
+_BUILDS: dict[tuple[Any, ...], tuple[list[ToolSpec], dict[str, Any]]] = {}
+_MAX_BUILDS = 4096
+_BUILT = ("_routes", "_text_map", "_text_re")
+"""What a build leaves on the wrapper, with any attribute ``build`` sets (a helper tool's name)."""
 
 
 class ToolsWrapper(PerturbationWrapper):
@@ -129,17 +147,31 @@ class ToolsWrapper(PerturbationWrapper):
     @property
     def routes(self) -> dict[str, Route]:
         if self._routes is None:
-            routes = self.build(self.env.tool_specs())
-            if self.renames_text:
-                self._text_map = {r.target: name for name, r in ((r.spec["function"]["name"], r) for r in routes)
-                                  if r.target and r.target != name}  # fmt: skip
-                if self._text_map:
-                    names = sorted(self._text_map, key=len, reverse=True)
-                    self._text_re = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
-                    for r in routes:
-                        r.spec = self._rename_spec_text(r.spec)
-            self._routes = {r.spec["function"]["name"]: r for r in routes}
+            inner = self.env.tool_specs()
+            key = (type(self), self.spec, self.task.id if self.per_task else "", tuple(map(id, inner)))
+            cached = _BUILDS.get(key)
+            if cached is not None and all(a is b for a, b in zip(cached[0], inner, strict=True)):
+                self.__dict__.update(cached[1])
+            else:
+                before = set(self.__dict__)
+                self._build(inner)
+                if len(_BUILDS) >= _MAX_BUILDS:
+                    _BUILDS.clear()
+                made = {k: v for k, v in self.__dict__.items() if k not in before or k in _BUILT}
+                _BUILDS[key] = (inner, made)
         return self._routes
+
+    def _build(self, inner: list[ToolSpec]) -> None:
+        routes = self.build(inner)
+        if self.renames_text:
+            self._text_map = {r.target: name for name, r in ((r.spec["function"]["name"], r) for r in routes)
+                              if r.target and r.target != name}  # fmt: skip
+            if self._text_map:
+                names = sorted(self._text_map, key=len, reverse=True)
+                self._text_re = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+                for r in routes:
+                    r.spec = self._rename_spec_text(r.spec)
+        self._routes = {r.spec["function"]["name"]: r for r in routes}
 
     def tool_specs(self) -> list[ToolSpec]:
         return [r.spec for r in self.routes.values()]
@@ -164,7 +196,7 @@ class ToolsWrapper(PerturbationWrapper):
             known = ", ".join(self.routes)
             return failure(str(name), "unknown_tool", f"no tool named {name!r}; tools: {known}")
         if route.handler is not None:
-            result = route.handler(arguments)
+            result = route.handler(self, arguments)
         else:
             args = arguments
             if isinstance(arguments, dict) and (route.params is not None or route.drop):
