@@ -103,3 +103,24 @@ def test_observations_stay_short() -> None:
         for message in episode.messages:
             if message["role"] == "tool":
                 assert len(message["content"]) < 400, message["content"]
+
+
+def test_the_same_case_is_byte_identical_in_another_process() -> None:
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import json; from sandbox.case import Case; from sandbox.perturbations import get, names;"
+        "from sandbox.perturbations.bites import sample_tasks;"
+        "specs = [get(n)(severity=get(n).max_severity, pool='train', seed=11) for n in names()];"
+        "print(json.dumps([[Case(t, (s,)).env().tool_specs(), Case(t, (s,)).env().query()]"
+        " for s in specs for t in sample_tasks(1)[::4] if s.applies_to(t)]))"
+    )
+
+    def run(seed: str) -> str:
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+
+    outputs = {run("1"), run("2")}
+    assert len(outputs) == 1
