@@ -106,9 +106,9 @@ def _clean_params(domain: str) -> dict[str, dict[str, str]]:
     }
 
 
-_CAPABILITIES = [
-    (tool, re.compile("|".join(rf"\b{re.escape(w)}" for w in words))) for tool, words in vocab.CAPABILITIES
-]
+@lru_cache(maxsize=1)
+def _capabilities() -> list[tuple[str, re.Pattern[str]]]:
+    return [(tool, re.compile("|".join(rf"\b{re.escape(w)}" for w in words))) for tool, words in vocab.CAPABILITIES]
 
 
 @lru_cache(maxsize=256)
@@ -121,7 +121,7 @@ def _names_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
 def capability(description: str, names: tuple[str, ...]) -> str | None:
     """The canonical tool a description documents (tool names mentioned in it are ignored)."""
     text = _names_pattern(names).sub(" ", description).casefold() if names else description.casefold()
-    return next((tool for tool, pattern in _CAPABILITIES if pattern.search(text)), None)
+    return next((tool for tool, pattern in _capabilities() if pattern.search(text)), None)
 
 
 class Refusal(Exception):
