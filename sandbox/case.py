@@ -14,7 +14,7 @@ from sandbox.perturbations.base import Perturbation, apply_stack, step_budget
 from sandbox.perturbations.registry import from_dict
 from sandbox.task import Task
 
-SANDBOX_VERSION = "1"
+SANDBOX_VERSION = "2"
 """Bump when worlds, tools, judge or perturbations change behaviour: it invalidates cached episodes."""
 
 
