@@ -40,7 +40,9 @@ class Case:
 
     @property
     def solvable(self) -> bool:
-        return self.task.solvable and not any(p.unsolvable for p in self.perturbations)
+        """Whether the gold act is to solve (not refuse): the perturbed env decides, since an
+        unsolvable perturbation that does not apply to the task leaves it solvable."""
+        return self.env().solvable
 
     def describe(self) -> str:
         stack = " + ".join(p.label() for p in self.perturbations) or "clean"
