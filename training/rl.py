@@ -334,7 +334,7 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
                 accelerator.clip_grad_norm_(params, cfg.grad_clip)
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
-        scheduler.step()
+            scheduler.step()
 
         t_step = time.perf_counter() - t0
         record = _step_record(step + 1, episodes, rewards, rows, n_tokens, totals, t_rollout, t_step, agent_stats)

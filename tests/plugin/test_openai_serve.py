@@ -1,0 +1,104 @@
+"""The ``openai:`` agent end to end against a real OpenAI-compatible server: ``transformers serve``.
+
+The server runs on loopback, serving a checkpoint our own code trained (a tiny model after a few
+GRPO steps). Greedy replies through the server must be the replies the in-process model agent
+gives for the same checkpoint: same chat template, same tools, same tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("fastapi", reason="transformers serve needs fastapi and uvicorn (the dev extra)")
+pytest.importorskip("uvicorn", reason="transformers serve needs fastapi and uvicorn (the dev extra)")
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    from training.rl import RLConfig, train
+    from training.tiny import build_tiny_model
+
+    tiny = build_tiny_model(tmp_path_factory.mktemp("tiny"))
+    cfg = RLConfig(
+        out=str(tmp_path_factory.mktemp("rl")), init=str(tiny), tasks=8, steps=3, group=4, tasks_per_step=2,
+        max_new_tokens=8, lr=1e-2, lora=False, warmup=1, progress=False, save_every=0, threads=1,
+    )  # fmt: skip
+    return train(cfg, reward=lambda episode: float(len(episode.steps[0].reply) < 20))
+
+
+@pytest.fixture(scope="module")
+def server(checkpoint):
+    port = _free_port()
+    command = [
+        sys.executable,
+        "-c",
+        "from transformers.cli.transformers import main; main()",
+        "serve",
+        str(checkpoint),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--device",
+        "cpu",
+        "--dtype",
+        "float32",
+    ]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"transformers serve exited with {process.returncode}:\n{process.stdout.read()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                    if json.loads(response.read()).get("status") == "ok":
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("transformers serve did not answer /health within 120 s")
+            time.sleep(0.5)
+        yield f"{url}/v1"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def test_the_openai_agent_gets_the_checkpoints_own_replies_from_transformers_serve(checkpoint, server):
+    import sandbox
+    from pytest_openagent.agents import load_agent
+    from sandbox import make_env, run_episodes
+    from training.model_agent import HFAgent
+
+    remote = load_agent(f"openai:{checkpoint}@{server}")
+    remote.max_tokens = 16
+    local = HFAgent(checkpoint, max_new_tokens=16, dtype="fp32")
+    tasks = sandbox.tasks("poi", "test", 6)
+    served = run_episodes(remote, [make_env("poi", t) for t in tasks])
+    direct = run_episodes(local, [make_env("poi", t) for t in tasks])
+    assert all(ep.outcome != "agent_error" for ep in served), [ep.steps[-1].error for ep in served]
+    assert [ep.steps[0].reply for ep in served] == [ep.steps[0].reply for ep in direct]
+    assert [ep.outcome for ep in served] == [ep.outcome for ep in direct]
