@@ -1,0 +1,118 @@
+"""The RL part of the demo: two GRPO agents from one SFT checkpoint, completion-only and refusal-aware.
+
+``rl_agents`` trains them (or reuses them) for ``openagent demo``; run as a module it also
+measures them against the SFT checkpoint they started from, on the held-out test split:
+
+    python -m training.rl_demo --sft runs/demo/sft-200 --out runs/demo [--steps 6] [--n 48]
+
+clean success (greedy, ``n`` clean test tasks), the tier-4 refusal rate (``openagent.evaluate`` on
+the internalization tier, eval pool) and each run's reward curve, so the closing question of the
+paper (does a completion-seeking reward make the agent stop refusing?) is answered with figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REWARDS = ("completion", "refusal-aware")
+
+
+@dataclass
+class RLDemoSettings:
+    steps: int = 6
+    group: int = 8
+    tasks_per_step: int = 4
+    seed: int = 0
+
+
+def rl_agents(
+    sft_dir: str | Path, root: str | Path, settings: RLDemoSettings, retrain: bool = False, progress: bool = True
+) -> dict[str, Path]:
+    """``{"RL (completion)": dir, "RL (refusal-aware)": dir}`` trained from ``sft_dir`` under ``root``; a finished
+    directory is reused unless ``retrain``; ``steps == 0`` trains nothing and returns ``{}``."""
+    from training.rl import RLConfig, train
+
+    if settings.steps <= 0:
+        return {}
+    agents = {}
+    for reward in REWARDS:
+        out = Path(root) / f"rl-{reward}"
+        meta = out / "openagent-train.json"
+        done = meta.is_file() and json.loads(meta.read_text()).get("steps") == settings.steps
+        if retrain or not done:
+            cfg = RLConfig(
+                out=str(out), init=str(sft_dir), steps=settings.steps, group=settings.group,
+                tasks_per_step=settings.tasks_per_step, reward=reward, seed=settings.seed, progress=progress,
+                resume=not retrain, save_every=1,
+            )  # fmt: skip
+            train(cfg)
+        agents[f"RL ({reward})"] = out
+    return agents
+
+
+def reward_curve(directory: str | Path) -> list[float]:
+    history = json.loads((Path(directory) / "openagent-train.json").read_text()).get("history", [])
+    return [h["reward"] for h in history]
+
+
+def measure(directory: str | Path, n: int, seed: int = 0) -> dict[str, Any]:
+    """Clean success on ``n`` held-out test tasks and the tier-4 refusal rate, greedy."""
+    import sandbox
+    from pytest_openagent.evaluate import evaluate
+    from training.model_agent import HFAgent
+
+    agent = HFAgent(directory)
+    tasks = sandbox.tasks("poi", "test", n, seed)
+    clean = sandbox.run_episodes(agent, [sandbox.make_env("poi", t) for t in tasks])
+    report = evaluate(agent, ["internalization"], n=n, seed=seed, cache_dir=None)
+    tier4 = next(row for row in report.rows() if row.scope == "internalization")
+    unsolvable = [ep for ep in clean if not ep.solvable]
+    return {
+        "clean_success": sandbox.success_rate(clean).value,
+        "clean_success_solvable": sandbox.success_rate([ep for ep in clean if ep.solvable]).value,
+        "clean_refusal_rate": sum(ep.outcome == "refused" for ep in unsolvable) / max(1, len(unsolvable)),
+        "tier4_success": tier4.perturbed.value,
+        "tier4_refusal_rate": tier4.refusal.value,
+        "tier4_refusal_n": tier4.refusal.n,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sft", required=True, help="the SFT checkpoint both RL runs start from")
+    p.add_argument("--out", required=True, help="folder for rl-completion/ and rl-refusal-aware/")
+    p.add_argument("--steps", type=int, default=RLDemoSettings.steps)
+    p.add_argument("--group", type=int, default=RLDemoSettings.group)
+    p.add_argument("--tasks-per-step", type=int, default=RLDemoSettings.tasks_per_step)
+    p.add_argument("--n", type=int, default=48, help="held-out cases per measurement (default 48)")
+    p.add_argument("--retrain", action="store_true")
+    p.add_argument("--json", default=None, help="also write the figures here")
+    args = p.parse_args(argv)
+
+    settings = RLDemoSettings(args.steps, args.group, args.tasks_per_step)
+    agents = {"SFT": Path(args.sft), **rl_agents(args.sft, args.out, settings, args.retrain)}
+    figures = {}
+    for label, directory in agents.items():
+        figures[label] = measure(directory, args.n)
+        if label != "SFT":
+            figures[label]["reward_curve"] = reward_curve(directory)
+        print(f"{label}: {json.dumps(figures[label])}", file=sys.stderr)
+    print(f"{'agent':<22} {'clean success':>14} {'tier-4 refusal':>15}  reward curve")
+    for label, f in figures.items():
+        curve = " ".join(f"{r:.2f}" for r in f.get("reward_curve", []))
+        print(f"{label:<22} {f['clean_success']:>14.1%} {f['tier4_refusal_rate']:>15.1%}  {curve}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"settings": vars(args), "figures": figures}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
