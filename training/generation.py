@@ -48,6 +48,11 @@ class KVState:
     kv: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list)
     """Per layer ``(keys, values)``, each ``[kv_heads, len(tokens), head_dim]``."""
 
+    def prefix(self, n: int) -> KVState:
+        """A copy of the first ``n`` tokens' state."""
+        n = min(n, len(self.tokens))
+        return KVState(self.tokens[:n], [(k[:, :n].clone(), v[:, :n].clone()) for k, v in self.kv])
+
     def nbytes(self) -> int:
         return sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in self.kv)
 
@@ -146,14 +151,17 @@ class BatchGenerator:
         sampling: Sampling,
         keys: Sequence[str] | None = None,
         share_prefixes: bool = True,
+        shared: Sequence[KVState] = (),
     ) -> tuple[list[Completion], list[KVState]]:
         """Complete every prompt. ``states[i]`` is row i's cache from its last turn (or None);
-        ``keys[i]`` seeds row i's sampling generator. Returns the completions and the new states."""
+        ``keys[i]`` seeds row i's sampling generator; ``shared`` are caches any row may copy a prefix
+        from (with ``share_prefixes``, so may later rows from earlier ones). Returns the completions
+        and the new states."""
         torch = self._torch
         with torch.inference_mode():
-            return self._generate(prompts, states, sampling, keys, share_prefixes)
+            return self._generate(prompts, states, sampling, keys, share_prefixes, shared)
 
-    def _generate(self, prompts, states, sampling, keys, share_prefixes):
+    def _generate(self, prompts, states, sampling, keys, share_prefixes, shared):
         torch = self._torch
         n = len(prompts)
         if n == 0:
@@ -169,7 +177,7 @@ class BatchGenerator:
 
         logits, reused = [], []
         for i, prompt in enumerate(prompts):
-            keep = self._reuse(i, prompts, states, start, kbuf, vbuf, share_prefixes)
+            keep = self._reuse(i, prompts, states, start, kbuf, vbuf, share_prefixes, shared)
             ids = torch.tensor([prompt[keep:]], device=self.device)
             positions = torch.arange(keep, len(prompt), device=self.device).unsqueeze(0)
             view = _buffer_cache([k[i:i + 1, :, start[i]:] for k in kbuf],
@@ -235,16 +243,17 @@ class BatchGenerator:
                        for i in range(n)]
         return completions, new_states
 
-    def _reuse(self, i, prompts, states, start, kbuf, vbuf, share_prefixes) -> int:
+    def _reuse(self, i, prompts, states, start, kbuf, vbuf, share_prefixes, shared) -> int:
         """Copy into row i the keys and values of the longest prefix of its prompt already computed:
-        by its own last turn, or by an earlier row of this batch. Returns that prefix's length."""
+        by its own last turn, a shared cache, or an earlier row of this batch. Returns its length."""
         prompt = prompts[i]
         limit = len(prompt) - 1  # always run the last token, for its logits
         keep, source = 0, None
-        state = states[i]
-        if state is not None and state.kv:
-            keep = min(common_prefix(state.tokens, prompt), limit)
-            source = [(k, v) for k, v in state.kv]
+        for state in [states[i], *shared] if share_prefixes else [states[i]]:
+            if state is not None and state.kv:
+                known = min(common_prefix(state.tokens, prompt), limit)
+                if known > keep:
+                    keep, source = known, state.kv
         if share_prefixes:
             for j in range(i):
                 shared = min(common_prefix(prompts[j], prompt), limit)

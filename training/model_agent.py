@@ -64,6 +64,7 @@ class HFAgent:
         self.generator = BatchGenerator(model, _eos_ids(model, tokenizer), _pad_id(model, tokenizer))
         self._states: dict[str, KVState] = {}
         self._turns: dict[str, int] = {}
+        self._prefix: KVState | None = None
         self.stats = {"turns": 0, "prefilled": 0, "reused": 0, "generated": 0}
 
     @classmethod
@@ -86,7 +87,15 @@ class HFAgent:
         ids = [turn.episode_id for turn in turns]
         states = [self._states.get(e) if self.cache_across_turns else None for e in ids]
         keys = [f"{e}:{self._turns.get(e, 0)}" for e in ids]
-        completions, new_states = self.generator.generate(prompts, states, self.sampling, keys, self.share_prefixes)
+        shared = [self._prefix] if self._prefix is not None else []
+        completions, new_states = self.generator.generate(
+            prompts, states, self.sampling, keys, self.share_prefixes, shared)
+        if self.share_prefixes:
+            # Keep the first new episode's prompt (system prompt, tool specs, query) for the next
+            # episodes, even those that come one at a time.
+            fresh = [k for k, state in enumerate(states) if state is None]
+            if fresh:
+                self._prefix = new_states[fresh[0]].prefix(len(prompts[fresh[0]]))
         replies = []
         for episode_id, prompt, done, state in zip(ids, prompts, completions, new_states, strict=True):
             self._turns[episode_id] = self._turns.get(episode_id, 0) + 1
@@ -111,6 +120,7 @@ class HFAgent:
 
     def reset(self) -> None:
         """Drop every episode's cache (after the weights change, say)."""
+        self._prefix = None
         self._states.clear()
         self._turns.clear()
 

@@ -99,6 +99,16 @@ def test_the_cross_turn_cache_prefills_only_the_new_tokens(tiny):
     assert a.stats["turns"] == 8 and a.stats["generated"] == sum(len(c) for c in completions([*replies, *second]))
 
 
+def test_episodes_that_come_one_at_a_time_reuse_the_shared_system_prompt(tiny):
+    shared, plain = agent(tiny), agent(tiny, share_prefixes=False)
+    for n, turn in enumerate(first_turns()):
+        reply = shared.act([turn])[0]
+        assert reply.meta["completion_ids"] == plain.act([turn])[0].meta["completion_ids"]
+        assert (reply.meta["reused"] > 0) == (n > 0)
+    shared.reset()
+    assert shared.act(first_turns()[:1])[0].meta["reused"] == 0
+
+
 def test_each_row_stops_at_its_own_end_of_turn(tiny):
     a = agent(tiny, max_new_tokens=12)
     free = completions(a.act(first_turns("free")))
