@@ -1,0 +1,159 @@
+"""Gold trajectories → token ids with a loss mask on the assistant's tokens, and batches that share a prefix.
+
+The oracle plays each training case through the sandbox; its conversation (``Episode.messages``)
+rendered with the checkpoint's own chat template and the case's tool specs is the example, and
+the template's ``{% generation %}`` block marks the tokens the loss sees (the assistant's calls,
+answers and end-of-turn marker). About 80% of an episode's tokens are the system prompt and the
+tool specs, identical across clean episodes: batches group examples with the same opening so the
+trainer computes that prefix once per step (see ``training.sft``).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sandbox.seeds import child_seed
+
+
+@dataclass
+class Example:
+    """One tokenized trajectory: ``labels[i]`` is True where token ``i`` is the assistant's."""
+
+    ids: list[int]
+    labels: list[bool]
+    perturbations: tuple[str, ...] = ()
+    """Names of the perturbations of the case it came from (empty: clean)."""
+    family: str = ""
+    first_label: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.first_label = next((i for i, m in enumerate(self.labels) if m), len(self.ids))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+@dataclass
+class Trajectory:
+    messages: list[dict]
+    tools: list[dict]
+    family: str
+    perturbations: tuple[str, ...]
+
+
+def gold_trajectories(cases: Sequence[Any], max_steps: int = 8) -> list[Trajectory]:
+    """The oracle's conversation and tool specs on each case, keeping only its good episodes.
+
+    The oracle used is the sandbox's exported ``OracleAgent`` (perturbation-aware where the
+    sandbox's is): its trajectories under a perturbation are the adapted targets PAFT trains on.
+    """
+    from sandbox import OracleAgent, run_episodes
+
+    envs = [c.env() for c in cases]
+    episodes = run_episodes(OracleAgent(), envs, max_steps)
+    return [
+        Trajectory(ep.messages, env.tool_specs(), case.task.family, tuple(p.name for p in case.perturbations))
+        for case, ep, env in zip(cases, episodes, envs, strict=True)
+        if ep.success
+    ]
+
+
+def encode(tokenizer: Any, messages: list[dict], tools: list[dict] | None) -> tuple[list[int], list[bool]]:
+    """Token ids of a conversation through the chat template, and the assistant mask."""
+    out = tokenizer.apply_chat_template(
+        messages, tools=tools or None, tokenize=True, return_dict=True, return_assistant_tokens_mask=True
+    )
+    ids = list(out["input_ids"])
+    mask = [bool(m) for m in out["assistant_masks"]]
+    if not any(mask):
+        raise ValueError(
+            "the chat template marks no assistant tokens: it needs {% generation %} ... {% endgeneration %} "
+            "around the assistant's content (training.chat_template has it)"
+        )
+    return ids, mask
+
+
+def encode_all(tokenizer: Any, trajectories: Sequence[Trajectory], max_length: int) -> list[Example]:
+    examples = []
+    for t in trajectories:
+        ids, mask = encode(tokenizer, t.messages, t.tools)
+        if len(ids) <= max_length:
+            examples.append(Example(ids, mask, t.perturbations, t.family))
+    return examples
+
+
+def plan_batches(examples: Sequence[Example], batch_size: int, steps: int, seed: int) -> list[list[int]]:
+    """The index batches of every step, fixed by ``seed`` so that a resumed run sees the same data.
+
+    Each pass over the data shuffles, then sorts by opening (the tokens before the first
+    assistant token's turn, up to 256 of them: system prompt + tool specs) and coarse length, so
+    a batch shares its prefix and wastes little padding; the batches' order is shuffled again.
+    """
+    if not examples:
+        raise ValueError("no training examples: the oracle produced no good trajectory for the cases")
+    batches: list[list[int]] = []
+    epoch = 0
+    while len(batches) < steps:
+        r = random.Random(child_seed(seed, "epoch", epoch))
+        order = list(range(len(examples)))
+        r.shuffle(order)
+        order.sort(key=lambda i: (_opening(examples[i]), len(examples[i]) // 64))
+        chunk = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+        chunk = [b for b in chunk if len(b) == batch_size] or chunk  # drop the ragged tail unless it is all
+        r.shuffle(chunk)
+        batches.extend(chunk)
+        epoch += 1
+    return batches[:steps]
+
+
+def _opening(example: Example) -> tuple[int, ...]:
+    # The prefix identity, cheap: a hash-free tuple slice of the tokens before the user's turn.
+    return tuple(example.ids[: min(example.first_label, 4096)][-256:])
+
+
+def common_prefix(rows: Sequence[Example]) -> int:
+    """Length of the tokens every row shares, stopping before any row's first label's predictor."""
+    limit = min(r.first_label for r in rows) - 1
+    first = rows[0].ids
+    n = 0
+    while n < limit and all(r.ids[n] == first[n] for r in rows[1:]):
+        n += 1
+    return max(n, 0)
+
+
+@dataclass
+class Batch:
+    """``prefix`` (1 × P) shared by all rows; ``input_ids``/``labels`` (B × S) are the rows' suffixes.
+
+    ``labels`` holds the token id where the loss applies and -100 elsewhere (padding included).
+    """
+
+    prefix: Any
+    input_ids: Any
+    labels: Any
+    tokens: int
+    label_tokens: int
+
+    def to(self, device: Any) -> Batch:
+        self.prefix, self.input_ids, self.labels = (t.to(device) for t in (self.prefix, self.input_ids, self.labels))
+        return self
+
+
+def collate(rows: Sequence[Example], pad_id: int, share_prefix: bool = True) -> Batch:
+    import torch
+
+    p = common_prefix(rows) if share_prefix else 0
+    width = max(len(r) for r in rows) - p
+    input_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    labels = torch.full((len(rows), width), -100, dtype=torch.long)
+    for i, r in enumerate(rows):
+        suffix = torch.tensor(r.ids[p:], dtype=torch.long)
+        input_ids[i, : len(suffix)] = suffix
+        keep = torch.tensor(r.labels[p:], dtype=torch.bool)
+        labels[i, : len(suffix)] = torch.where(keep, suffix, torch.full_like(suffix, -100))
+    prefix = torch.tensor([rows[0].ids[:p]], dtype=torch.long)
+    label_tokens = sum(sum(r.labels) for r in rows)
+    return Batch(prefix, input_ids, labels, tokens=sum(len(r) for r in rows), label_tokens=label_tokens)
