@@ -109,7 +109,19 @@ COMMANDS: list[Command] = [
     Command("gate", "check a report against a gate or a baseline report", _configure_gate, _run_gate),
     Command("base", "prepare the default base model (SmolLM2-135M-Instruct) and print where it is",
             lambda p: _training_cli().configure_base(p), lambda args: _training_cli().run_base(args)),
+    Command("train", "fine-tune an agent on the sandbox's gold trajectories: sft, or paft (perturbation-augmented)",
+            lambda p: _training_commands().configure_train(p), lambda args: _training_commands().run_train(args)),
+    Command("demo", "train SFT and PAFT agents here and print the robustness table beside the base, oracle, static",
+            lambda p: _training_commands().configure_demo(p), lambda args: _training_commands().run_demo(args)),
 ]
+
+
+def _training_commands():
+    try:
+        from training import commands
+    except ImportError as exc:
+        raise UsageFailure(f"needs the training extra: pip install 'pytest-openagent[train]' ({exc})") from None
+    return commands
 
 
 def _training_cli():

@@ -44,7 +44,7 @@ class Trajectory:
     perturbations: tuple[str, ...]
 
 
-def gold_trajectories(cases: Sequence[Any], max_steps: int = 8) -> list[Trajectory]:
+def gold_trajectories(cases: Sequence[Any]) -> list[Trajectory]:
     """The oracle's conversation and tool specs on each case, keeping only its good episodes.
 
     The oracle used is the sandbox's exported ``OracleAgent`` (perturbation-aware where the
@@ -53,7 +53,8 @@ def gold_trajectories(cases: Sequence[Any], max_steps: int = 8) -> list[Trajecto
     from sandbox import OracleAgent, run_episodes
 
     envs = [c.env() for c in cases]
-    episodes = run_episodes(OracleAgent(), envs, max_steps)
+    budget = max((c.max_steps for c in cases), default=8)  # a perturbation (a redirect, a retry) may need more turns
+    episodes = run_episodes(OracleAgent(), envs, budget)
     return [
         Trajectory(ep.messages, env.tool_specs(), case.task.family, tuple(p.name for p in case.perturbations))
         for case, ep, env in zip(cases, episodes, envs, strict=True)

@@ -1,0 +1,219 @@
+"""``openagent demo``: fine-tune agents here, then show with the plugin where they break.
+
+It trains SFT on clean gold trajectories (one run, exported at several step counts, like the
+paper's SFT-200/400/800 scaled to a CPU) and PAFT (the same budget, a share ``alpha`` of
+perturbed trajectories from the train pool), then evaluates them beside the untrained base, the
+oracle and the static baseline with ``pytest_openagent.evaluate`` on the held-out test split and
+the **eval** pool of perturbations: clean success, Δ of tiers 1-3, tier-4 refusal rate, tool
+error rate. Trained checkpoints are reused on the next run (``--retrain`` starts over); episodes
+are cached by the plugin's episode cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from training.config import SFTConfig
+
+TIER_COLUMNS = (("perception", "Δ tier 1"), ("interaction", "Δ tier 2"), ("reasoning", "Δ tier 3"))
+
+
+@dataclass
+class DemoConfig:
+    """What the demo trains and how it evaluates."""
+
+    dir: str = field(default="", metadata={"help": "where checkpoints and the episode cache go (default: cache dir)"})
+    sft_steps: list[int] = field(
+        default_factory=lambda: [10, 20, 40], metadata={"help": "SFT step counts to evaluate (one run, exported)"}
+    )
+    paft_steps: int = field(default=40, metadata={"help": "PAFT steps (0: skip PAFT)"})
+    batch_size: int = field(default=8, metadata={"help": "episodes per optimizer step"})
+    episodes: int = field(default=320, metadata={"help": "distinct training tasks (train split)"})
+    lr: float = field(default=1e-3, metadata={"help": "peak learning rate (LoRA)"})
+    alpha: float = field(default=0.3, metadata={"help": "PAFT share of perturbed episodes (train pool)"})
+    n: int = field(default=20, metadata={"help": "evaluation cases per tier (test split, eval pool), plus clean twins"})
+    eval_batch: int = field(default=32, metadata={"help": "episodes per generation batch in evaluation"})
+    seed: int = field(default=0, metadata={"help": "seed of training and of the evaluation cases"})
+    agents: list[str] = field(
+        default_factory=lambda: ["base", "sft", "paft", "oracle", "static"],
+        metadata={"help": "rows of the table: base, sft, paft, oracle, static"},
+    )
+    retrain: bool = field(default=False, metadata={"help": "train again even if checkpoints exist"})
+    quick: bool = field(default=False, metadata={"help": "a few minutes: fewer steps, episodes and cases"})
+    json: str = field(default="", metadata={"help": "also write the table (and each agent's report) to this file"})
+
+    def scaled(self) -> DemoConfig:
+        if not self.quick:
+            return self
+        # Measured here (2 shared cores, fp32): a step of 2 episodes takes about 30-60 s, and an
+        # agent's evaluation about a minute for 2 cases per tier plus their clean twins.
+        return dataclasses.replace(self, sft_steps=[2], paft_steps=2, batch_size=2, episodes=8, n=2)
+
+
+def add_arguments(p: argparse.ArgumentParser, cls: type = DemoConfig) -> None:
+    """One option per field, its help from the field's metadata."""
+    for f in dataclasses.fields(cls):
+        flag = "--" + f.name.replace("_", "-")
+        help_text = f.metadata.get("help", "")
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        if isinstance(default, bool):
+            p.add_argument(flag, action="store_true", help=help_text)
+        elif isinstance(default, list):
+            p.add_argument(flag, default=",".join(map(str, default)), help=help_text + " (joined by commas)")
+        else:
+            p.add_argument(flag, type=type(default), default=default, help=help_text)
+
+
+def config_from_args(args: argparse.Namespace) -> DemoConfig:
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(DemoConfig):
+        value = getattr(args, f.name)
+        if f.name == "sft_steps":
+            value = sorted({int(s) for s in str(value).split(",") if s.strip()})
+        elif f.name == "agents":
+            value = [a.strip() for a in str(value).split(",") if a.strip()]
+        values[f.name] = value
+    return DemoConfig(**values).scaled()
+
+
+def _say(message: str) -> None:
+    print(f"openagent demo: {message}", file=sys.stderr, flush=True)
+
+
+def _train_configs(cfg: DemoConfig, root: Path) -> dict[str, SFTConfig]:
+    common = dict(batch_size=cfg.batch_size, episodes=cfg.episodes, lr=cfg.lr, warmup=3, seed=cfg.seed, save_every=2)
+    last = max(cfg.sft_steps)
+    runs = {"sft": SFTConfig(out=str(root / "sft"), steps=last, export_at=cfg.sft_steps[:-1], **common)}
+    if cfg.paft_steps and "paft" in cfg.agents:
+        runs["paft"] = SFTConfig(out=str(root / "paft"), steps=cfg.paft_steps, alpha=cfg.alpha, **common)
+    return runs
+
+
+def _trained(cfg: SFTConfig) -> bool:
+    """Whether ``cfg.out`` holds a finished run of this very configuration."""
+    from training.sft import META_FILE
+
+    meta_file = Path(cfg.out) / META_FILE
+    if not meta_file.is_file():
+        return False
+    done = json.loads(meta_file.read_text()).get("config", {})
+    ignore = {"out", "progress", "threads", "resume", "save_every"}
+    return {k: v for k, v in done.items() if k not in ignore} == {
+        k: v for k, v in cfg.to_dict().items() if k not in ignore
+    }
+
+
+def _agent_dirs(cfg: DemoConfig, runs: dict[str, SFTConfig]) -> dict[str, str]:
+    """Row label → agent spec, in the table's order."""
+    specs: dict[str, str] = {}
+    for name in cfg.agents:
+        if name == "base":
+            specs["base (untrained)"] = "hf:default"
+        elif name == "sft":
+            out = Path(runs["sft"].out)
+            for steps in cfg.sft_steps:
+                target = out if steps == max(cfg.sft_steps) else out / f"step-{steps}"
+                specs[f"SFT-{steps}"] = f"hf:{target}"
+        elif name == "paft" and "paft" in runs:
+            specs[f"PAFT-{cfg.paft_steps} (α={cfg.alpha})"] = f"hf:{runs['paft'].out}"
+        elif name in ("oracle", "static"):
+            specs[name] = name
+        else:
+            raise SystemExit(f"openagent demo: unknown agent {name!r}; expected base, sft, paft, oracle or static")
+    return specs
+
+
+def summarize(report: Any) -> dict[str, Any]:
+    """The table's figures from a plugin report: clean success, Δ per tier 1-3, tier-4 refusal, tool errors."""
+
+    def value(rate: Any) -> float | None:
+        return None if rate is None or rate.n == 0 else round(rate.value, 4)
+
+    clean = report.row("clean")
+    row: dict[str, Any] = {"clean": value(clean.clean) if clean else None, "clean_n": clean.clean.n if clean else 0}
+    for tier, _ in TIER_COLUMNS:
+        r = report.row(tier)
+        row[f"delta_{tier}"] = None if r is None else round(r.delta.points, 1)
+    tier4 = report.row("internalization")
+    row["refusal_t4"] = value(tier4.refusal) if tier4 else None
+    everything = report.row("all")
+    row["tool_errors"] = value(everything.tool_errors) if everything else None
+    return row
+
+
+def format_table(rows: dict[str, dict[str, Any]]) -> str:
+    from tabulate import tabulate
+
+    def pct(x: float | None) -> str:
+        return "-" if x is None else f"{100 * x:.1f}%"
+
+    def pts(x: float | None) -> str:
+        return "-" if x is None else f"{x:+.1f}"
+
+    headers = ["agent", "clean success", *[h for _, h in TIER_COLUMNS], "tier-4 refusal", "tool errors"]
+    body = [
+        [label, pct(r["clean"]), *[pts(r[f"delta_{t}"]) for t, _ in TIER_COLUMNS], pct(r["refusal_t4"]),
+         pct(r["tool_errors"])]
+        for label, r in rows.items()
+    ]  # fmt: skip
+    return tabulate(body, headers=headers, disable_numparse=True)
+
+
+def run(cfg: DemoConfig) -> int:
+    from pytest_openagent.agents import load_agent
+    from pytest_openagent.evaluate import evaluate
+    from training.base import openagent_home, prepare_default_base
+    from training.sft import train
+
+    t0 = time.perf_counter()
+    root = Path(cfg.dir).expanduser() if cfg.dir else openagent_home() / ("demo-quick" if cfg.quick else "demo")
+    root.mkdir(parents=True, exist_ok=True)
+    _say(f"working in {root} (seed {cfg.seed})")
+    prepare_default_base()
+    runs = _train_configs(cfg, root)
+    timings: dict[str, float] = {}
+    for name, run_cfg in runs.items():
+        if "sft" not in cfg.agents and name == "sft":
+            continue
+        if _trained(run_cfg) and not cfg.retrain:
+            _say(f"{name}: reusing {run_cfg.out} (--retrain to start over)")
+            continue
+        run_cfg.resume = not cfg.retrain
+        _say(f"{name}: training {run_cfg.steps} steps × {run_cfg.batch_size} episodes into {run_cfg.out}")
+        t = time.perf_counter()
+        train(run_cfg)
+        timings[f"train_{name}_s"] = round(time.perf_counter() - t, 1)
+
+    rows: dict[str, dict[str, Any]] = {}
+    reports: dict[str, Any] = {}
+    for label, spec in _agent_dirs(cfg, runs).items():
+        _say(f"evaluating {label} ({spec}) on {cfg.n} cases per tier + clean twins, test split, eval pool")
+        t = time.perf_counter()
+        agent = load_agent(spec)
+        report = evaluate(
+            agent, "all", n=cfg.n, seed=cfg.seed, domain="poi", split="test", batch_size=cfg.eval_batch,
+            cache_dir=root / "eval-cache",
+        )  # fmt: skip
+        del agent
+        timings[f"eval_{label}_s"] = round(time.perf_counter() - t, 1)
+        rows[label] = summarize(report)
+        reports[label] = report.to_dict()
+        _say(f"{label}: clean {rows[label]['clean']} in {timings[f'eval_{label}_s']} s")
+
+    table = format_table(rows)
+    print(table)
+    timings["total_s"] = round(time.perf_counter() - t0, 1)
+    _say(f"done in {timings['total_s']} s")
+    if cfg.json:
+        payload = {"config": dataclasses.asdict(cfg), "rows": rows, "timings": timings, "reports": reports}
+        Path(cfg.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(cfg.json).write_text(json.dumps(payload, indent=1, default=str) + "\n")
+        _say(f"table written to {cfg.json}")
+    return 0
