@@ -23,10 +23,15 @@ def _offline_by_default() -> None:
 
 def configure_train(p: argparse.ArgumentParser) -> None:
     d = SFTConfig()
-    p.add_argument("method", choices=["sft", "paft"], help="sft: clean gold trajectories; paft: a share perturbed")
+    p.add_argument(
+        "method", choices=["sft", "paft", "rl"],
+        help="sft: clean gold trajectories; paft: a share perturbed; rl: GRPO from --init (an SFT checkpoint)",
+    )  # fmt: skip
     p.add_argument("--out", required=True, help=help_of(SFTConfig, "out"))
     p.add_argument("--base", default=d.base, help=help_of(SFTConfig, "base"))
-    p.add_argument("--steps", type=int, default=d.steps, help=help_of(SFTConfig, "steps"))
+    p.add_argument(
+        "--steps", type=int, default=None, help=help_of(SFTConfig, "steps") + f" (default {d.steps}; rl: 20)"
+    )
     p.add_argument("--batch-size", type=int, default=d.batch_size, help=help_of(SFTConfig, "batch_size"))
     p.add_argument("--episodes", type=int, default=d.episodes, help=help_of(SFTConfig, "episodes"))
     p.add_argument("--lr", type=float, default=None, help=help_of(SFTConfig, "lr") + " (default 1e-3 LoRA, 1e-4 full)")
@@ -36,9 +41,12 @@ def configure_train(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lora", action=argparse.BooleanOptionalAction, default=d.lora, help="LoRA (default) or --no-lora")
     p.add_argument("--full", dest="lora", action="store_false", help="full fine-tune (same as --no-lora)")
     p.add_argument("--seed", type=int, default=d.seed, help=help_of(SFTConfig, "seed"))
-    p.add_argument("--save-every", type=int, default=d.save_every, help=help_of(SFTConfig, "save_every"))
+    p.add_argument("--save-every", type=int, default=None, help=help_of(SFTConfig, "save_every") + " (rl: 5)")
     p.add_argument("--no-resume", dest="resume", action="store_false", help="start over, ignoring checkpoints")
     p.add_argument("--threads", type=int, default=d.threads, help=help_of(SFTConfig, "threads"))
+    from training.rl_cli import add_rl_arguments
+
+    add_rl_arguments(p)
 
 
 def config_from_args(args: argparse.Namespace) -> SFTConfig:
@@ -46,8 +54,9 @@ def config_from_args(args: argparse.Namespace) -> SFTConfig:
         raise SystemExit(f"openagent train paft: --alpha must be in (0, 1], got {args.alpha}")
     lr = args.lr if args.lr is not None else (1e-3 if args.lora else 1e-4)
     return SFTConfig(
-        out=args.out, base=args.base, steps=args.steps, batch_size=args.batch_size, episodes=args.episodes,
-        lr=lr, lora=args.lora, seed=args.seed, save_every=args.save_every, resume=args.resume,
+        out=args.out, base=args.base, steps=args.steps if args.steps is not None else SFTConfig.steps,
+        batch_size=args.batch_size, episodes=args.episodes, lr=lr, lora=args.lora, seed=args.seed,
+        save_every=args.save_every if args.save_every is not None else SFTConfig.save_every, resume=args.resume,
         threads=args.threads, alpha=args.alpha if args.method == "paft" else 0.0,
         families=[f for f in args.families.split(",") if f],
         perturbations=[n for n in args.perturbations.split(",") if n],
@@ -56,6 +65,10 @@ def config_from_args(args: argparse.Namespace) -> SFTConfig:
 
 def run_train(args: argparse.Namespace) -> int:
     _offline_by_default()
+    if args.method == "rl":
+        from training.rl_cli import run_rl
+
+        return run_rl(args)
     from training.sft import train
 
     cfg = config_from_args(args)
