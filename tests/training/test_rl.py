@@ -179,3 +179,17 @@ def test_lora_with_kl_resumes_after_an_interruption(tiny, tmp_path):
     assert [h["step"] for h in history] == [1, 2, 3, 4]
     assert all("kl" in h for h in history if h["rows"])
     assert not any(p.name.startswith("adapter") for p in out.iterdir())  # LoRA merged into a plain checkpoint
+
+
+def test_openagent_train_rl_command(tiny, tmp_path, capsys):
+    from pytest_openagent.cli import main
+
+    out = tmp_path / "rl"
+    argv = ["train", "rl", "--init", str(tiny), "--out", str(out), "--steps", "2", "--group", "2", "--tasks-per-step",
+            "2", "--max-new-tokens", "8", "--full", "--reward", "refusal-aware", "--threads", "1"]  # fmt: skip
+    assert main(argv) == 0
+    assert capsys.readouterr().out.strip().endswith(str(out))
+    meta = json.loads((out / "openagent-train.json").read_text())
+    assert meta["reward"] == "refusal-aware" and meta["steps"] == 2 and not meta["config"]["lora"]
+    with pytest.raises(SystemExit, match="--init SFT_DIR is required"):
+        main(["train", "rl", "--out", str(out)])
