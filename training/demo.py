@@ -34,6 +34,8 @@ class DemoConfig:
         default_factory=lambda: [10, 20, 40], metadata={"help": "SFT step counts to evaluate (one run, exported)"}
     )
     paft_steps: int = field(default=40, metadata={"help": "PAFT steps (0: skip PAFT)"})
+    rl_steps: int = field(default=6, metadata={"help": "GRPO steps of each RL agent, from the last SFT (0: skip RL)"})
+    rl_group: int = field(default=8, metadata={"help": "RL: sampled episodes per task (G); 4 tasks a step"})
     batch_size: int = field(default=8, metadata={"help": "episodes per optimizer step"})
     episodes: int = field(default=320, metadata={"help": "distinct training tasks (train split)"})
     lr: float = field(default=1e-3, metadata={"help": "peak learning rate (LoRA)"})
@@ -42,8 +44,8 @@ class DemoConfig:
     eval_batch: int = field(default=32, metadata={"help": "episodes per generation batch in evaluation"})
     seed: int = field(default=0, metadata={"help": "seed of training and of the evaluation cases"})
     agents: list[str] = field(
-        default_factory=lambda: ["base", "sft", "paft", "oracle", "static"],
-        metadata={"help": "rows of the table: base, sft, paft, oracle, static"},
+        default_factory=lambda: ["base", "sft", "paft", "rl", "oracle", "static"],
+        metadata={"help": "rows of the table: base, sft, paft, rl (two: completion and refusal-aware), oracle, static"},
     )
     retrain: bool = field(default=False, metadata={"help": "train again even if checkpoints exist"})
     quick: bool = field(default=False, metadata={"help": "a few minutes: fewer steps, episodes and cases"})
@@ -54,7 +56,7 @@ class DemoConfig:
             return self
         # Measured here (2 shared cores, fp32): a step of 2 episodes takes about 30-60 s, and an
         # agent's evaluation about a minute for 2 cases per tier plus their clean twins.
-        return dataclasses.replace(self, sft_steps=[2], paft_steps=2, batch_size=2, episodes=8, n=2)
+        return dataclasses.replace(self, sft_steps=[2], paft_steps=2, batch_size=2, episodes=8, n=2, rl_steps=0)
 
 
 def add_arguments(p: argparse.ArgumentParser, cls: type = DemoConfig) -> None:
@@ -123,6 +125,10 @@ def _agent_dirs(cfg: DemoConfig, runs: dict[str, SFTConfig]) -> dict[str, str]:
                 specs[f"SFT-{steps}"] = f"hf:{target}"
         elif name == "paft" and "paft" in runs:
             specs[f"PAFT-{cfg.paft_steps} (α={cfg.alpha})"] = f"hf:{runs['paft'].out}"
+        elif name == "rl" and "sft" in cfg.agents:
+            from training.rl_demo import demo_specs
+
+            specs.update(demo_specs(runs["sft"].out, Path(runs["sft"].out).parent, cfg.rl_steps))
         elif name in ("oracle", "static"):
             specs[name] = name
         else:
@@ -191,6 +197,12 @@ def run(cfg: DemoConfig) -> int:
         train(run_cfg)
         timings[f"train_{name}_s"] = round(time.perf_counter() - t, 1)
 
+    if "rl" in cfg.agents and "sft" in cfg.agents:
+        from training.rl_demo import RLDemoSettings, demo_train
+
+        settings = RLDemoSettings(cfg.rl_steps, cfg.rl_group, seed=cfg.seed)
+        timings.update(demo_train(runs["sft"].out, root, settings, cfg.retrain, _say))
+
     rows: dict[str, dict[str, Any]] = {}
     reports: dict[str, Any] = {}
     for label, spec in _agent_dirs(cfg, runs).items():
@@ -209,6 +221,12 @@ def run(cfg: DemoConfig) -> int:
 
     table = format_table(rows)
     print(table)
+    if "rl" in cfg.agents:
+        from training.rl_demo import demo_note
+
+        note = demo_note(rows, f"SFT-{max(cfg.sft_steps)}", root, cfg.rl_steps)
+        if note:
+            print(note)
     timings["total_s"] = round(time.perf_counter() - t0, 1)
     _say(f"done in {timings['total_s']} s")
     if cfg.json:

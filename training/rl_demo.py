@@ -56,6 +56,60 @@ def rl_agents(
     return agents
 
 
+def label(steps: int, reward: str) -> str:
+    return f"RL-{steps} ({reward})"
+
+
+def demo_specs(sft_dir: str | Path, root: str | Path, steps: int) -> dict[str, str]:
+    """The demo table's RL rows: label → agent spec (``hf:`` the run's directory)."""
+    if steps <= 0:
+        return {}
+    return {label(steps, reward): f"hf:{Path(root) / f'rl-{reward}'}" for reward in REWARDS}
+
+
+def demo_train(sft_dir: str | Path, root: str | Path, settings: RLDemoSettings, retrain: bool, say: Any) -> dict:
+    """Train the demo's RL agents from ``sft_dir`` (or say why not); returns their timings."""
+    import time
+
+    if settings.steps <= 0:
+        say("rl: skipped (--rl-steps 0; --quick skips RL: a step of the real model takes minutes here)")
+        return {}
+    say(f"rl: GRPO {settings.steps} steps × {settings.tasks_per_step} tasks × G={settings.group} episodes "
+        f"from {sft_dir}, rewards {', '.join(REWARDS)}")  # fmt: skip
+    t = time.perf_counter()
+    rl_agents(sft_dir, root, settings, retrain)
+    return {"train_rl_s": round(time.perf_counter() - t, 1)}
+
+
+def demo_note(rows: dict[str, dict[str, Any]], sft_label: str, root: str | Path, steps: int) -> str:
+    """The closing note: the reward curves, RL's clean success against its SFT start, and boundary blindness."""
+    if steps <= 0 or sft_label not in rows:
+        return ""
+
+    def pct(x: float | None) -> str:
+        return "-" if x is None else f"{100 * x:.1f}%"
+
+    sft = rows[sft_label]
+    lines = []
+    for reward in REWARDS:
+        row = rows.get(label(steps, reward))
+        if row is None:
+            continue
+        curve = " ".join(f"{r:.2f}" for r in reward_curve(Path(root) / f"rl-{reward}"))
+        lines.append(f"{label(steps, reward)}: training reward by step {curve}; clean success {pct(row['clean'])} "
+                     f"(from {sft_label}: {pct(sft['clean'])}); tier-4 refusal {pct(row['refusal_t4'])} "
+                     f"(from {pct(sft['refusal_t4'])})")  # fmt: skip
+    completion, aware = rows.get(label(steps, "completion")), rows.get(label(steps, "refusal-aware"))
+    if completion and aware and None not in (completion["refusal_t4"], aware["refusal_t4"], sft["refusal_t4"]):
+        drop = sft["refusal_t4"] - completion["refusal_t4"]
+        gap = aware["refusal_t4"] - completion["refusal_t4"]
+        shown = "showed" if drop > 0 and gap > 0 else "did not show"
+        lines.append(f"Boundary blindness {shown} at this scale: the completion-only reward moved the tier-4 refusal "
+                     f"rate by {-100 * drop:+.1f} points from SFT, and the refusal-aware reward ended "
+                     f"{100 * gap:+.1f} points above it.")  # fmt: skip
+    return "\n".join(lines)
+
+
 def reward_curve(directory: str | Path) -> list[float]:
     history = json.loads((Path(directory) / "openagent-train.json").read_text()).get("history", [])
     return [h["reward"] for h in history]
