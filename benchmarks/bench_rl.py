@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -97,6 +98,7 @@ def main() -> None:
         "rl_steps": [{k: s[k] for k in ("step", "step_s", "rollout_s", "reward", "rows", "scored_tokens")}
                      for s in steps],
         "seconds_per_step": round(sum(s["step_s"] for s in steps) / len(steps), 1) if steps else None,
+        "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
     })  # fmt: skip
 
 
