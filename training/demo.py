@@ -154,6 +154,18 @@ def summarize(report: Any) -> dict[str, Any]:
     return row
 
 
+def clean_success(agent: Any, n: int, seed: int = 0, batch_size: int = 32, domain: str = "poi") -> tuple[Any, list]:
+    """Success on ``n`` clean tasks of the held-out test split (every family, unsolvable ones included)."""
+    from sandbox import run_episodes, success_rate, tasks
+    from sandbox.env import make_env
+
+    test = tasks(domain, "test", n, seed)
+    episodes = []
+    for start in range(0, len(test), batch_size):
+        episodes += run_episodes(agent, [make_env(domain, t) for t in test[start : start + batch_size]])
+    return success_rate(episodes), episodes
+
+
 def format_table(rows: dict[str, dict[str, Any]]) -> str:
     from tabulate import tabulate
 

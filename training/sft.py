@@ -153,7 +153,10 @@ def train(cfg: SFTConfig, examples: list | None = None, data_meta: dict | None =
         tokens_done += batch.tokens
         label_done += batch.label_tokens
         elapsed = time.perf_counter() - t_start
-        history.append({"step": step + 1, "loss": round(loss.item(), 5), "lr": scheduler.get_last_lr()[0]})
+        history.append(
+            {"step": step + 1, "loss": round(loss.item(), 5), "lr": scheduler.get_last_lr()[0], "tokens": batch.tokens,
+             "seconds": round(elapsed, 2)}
+        )  # fmt: skip
         if bar is not None:
             bar.set_postfix(loss=f"{loss.item():.4f}", tok_s=f"{tokens_done / elapsed:.0f}")
             bar.update(1)
