@@ -31,7 +31,7 @@ def scripted_episodes(domain: str, n: int, seed: int) -> list[dict]:
     import sandbox
 
     episodes = []
-    for task in sandbox.tasks(domain, "test", n, seed):
+    for task in [t for t in sandbox.tasks(domain, "test", 3 * n, seed) if t.plan][:n]:
         env = sandbox.make_env(domain, task)
         episodes.append({"id": task.id, "env": env, "plan": list(task.plan), "messages": env.reset(),
                          "tools": env.tool_specs()})
@@ -89,7 +89,8 @@ def run(agent, episodes: list[dict], batch: int, turns: int) -> dict:
     return {
         "batch": batch, "episodes": len(episodes), "turns": turns, "seconds": round(seconds, 2),
         "generated_tokens": stats["generated"], "prefilled_tokens": stats["prefilled"],
-        "reused_tokens": stats["reused"],
+        "reused_tokens": stats["reused"], "prefill_s": round(stats["prefill_s"], 2),
+        "decode_s": round(stats["decode_s"], 2), "decode_steps": stats["decode_steps"],
         "generated_tok_per_s": round(stats["generated"] / seconds, 2),
         "episodes_per_s": round(len(episodes) / seconds, 4),
         "peak_rss_mb": round(peak_rss_mb()),
@@ -141,7 +142,9 @@ def main() -> None:
         rows[name] = result
         print(f"  {name:<40} {result['seconds']:>8.1f} s  {result['generated_tok_per_s']:>7.1f} gen tok/s  "
               f"{result['episodes_per_s']:>7.3f} episodes/s  prefilled {result['prefilled_tokens']:>6}  "
-              f"reused {result['reused_tokens']:>6}  peak RSS {result['peak_rss_mb']} MB", flush=True)
+              f"reused {result['reused_tokens']:>6}  peak RSS {result['peak_rss_mb']} MB  "
+              f"(prefill {result['prefill_s']:.0f} s, {result['decode_steps']} decode steps "
+              f"{result['decode_s']:.0f} s)", flush=True)
 
     replies = [r.pop("_replies") for r in rows.values()]
     same = all(replies[0][k] == other[k] for other in replies[1:] for k in replies[0] if k in other)

@@ -15,6 +15,7 @@ exact as long as each token keeps its position id; padding columns are masked ou
 
 from __future__ import annotations
 
+import time
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -137,6 +138,8 @@ class BatchGenerator:
         self.device = next(model.parameters()).device
         self.dtype = next(model.parameters()).dtype
         self._torch = torch
+        self.timings: dict[str, float] = {}
+        """Seconds spent in the last call's prefill and decoding, and its decode steps."""
 
     def _forward(self, ids, positions, cache, mask=None):
         kwargs = {self.cache_arg: cache}
@@ -158,6 +161,7 @@ class BatchGenerator:
         from (with ``share_prefixes``, so may later rows from earlier ones). Returns the completions
         and the new states."""
         torch = self._torch
+        self.timings = {"prefill_s": 0.0, "decode_s": 0.0, "decode_steps": 0}
         with torch.inference_mode():
             return self._generate(prompts, states, sampling, keys, share_prefixes, shared)
 
@@ -171,10 +175,14 @@ class BatchGenerator:
         lengths = [len(p) for p in prompts]
         width = max(lengths)  # generated tokens start at this column, in every row
         shape = (n, self.kv_heads, width + sampling.max_new_tokens, self.head_dim)
-        kbuf = [torch.zeros(shape, dtype=self.dtype, device=self.device) for _ in range(self.layers)]
-        vbuf = [torch.zeros(shape, dtype=self.dtype, device=self.device) for _ in range(self.layers)]
+        kbuf = [torch.empty(shape, dtype=self.dtype, device=self.device) for _ in range(self.layers)]
+        vbuf = [torch.empty(shape, dtype=self.dtype, device=self.device) for _ in range(self.layers)]
         start = [width - length for length in lengths]  # each row's first column (left padding)
+        for buf in kbuf + vbuf:  # masked padding still meets the values (weight 0), so no NaN there
+            for i, s in enumerate(start):
+                buf[i, :, :s] = 0
 
+        tick = time.perf_counter()
         logits, reused = [], []
         for i, prompt in enumerate(prompts):
             keep = self._reuse(i, prompts, states, start, kbuf, vbuf, share_prefixes, shared)
@@ -185,6 +193,8 @@ class BatchGenerator:
             logits.append(self._forward(ids, positions, view)[0])
             reused.append(keep)
         logits = torch.stack(logits)
+        self.timings["prefill_s"] = time.perf_counter() - tick
+        tick = time.perf_counter()
 
         generators = None
         if sampling.temperature > 0:
@@ -238,7 +248,9 @@ class BatchGenerator:
                                    torch.tensor(positions, device=self.device).unsqueeze(1),
                                    cache, mask[:, :length + 1])
             length += 1
+            self.timings["decode_steps"] += 1
 
+        self.timings["decode_s"] = time.perf_counter() - tick
         completions = [Completion(out_ids[i], out_lps[i], finish[i], lengths[i] - reused[i], reused[i])
                        for i in range(n)]
         return completions, new_states

@@ -65,7 +65,8 @@ class HFAgent:
         self._states: dict[str, KVState] = {}
         self._turns: dict[str, int] = {}
         self._prefix: KVState | None = None
-        self.stats = {"turns": 0, "prefilled": 0, "reused": 0, "generated": 0}
+        self.stats = {"turns": 0, "prefilled": 0, "reused": 0, "generated": 0,
+                      "prefill_s": 0.0, "decode_s": 0.0, "decode_steps": 0}
 
     @classmethod
     def from_spec(cls, spec: str, **kwargs: Any) -> HFAgent:
@@ -90,6 +91,8 @@ class HFAgent:
         shared = [self._prefix] if self._prefix is not None else []
         completions, new_states = self.generator.generate(
             prompts, states, self.sampling, keys, self.share_prefixes, shared)
+        for key, value in self.generator.timings.items():
+            self.stats[key] += value
         if self.share_prefixes:
             # Keep the first new episode's prompt (system prompt, tool specs, query) for the next
             # episodes, even those that come one at a time.
