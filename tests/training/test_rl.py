@@ -193,3 +193,24 @@ def test_openagent_train_rl_command(tiny, tmp_path, capsys):
     assert meta["reward"] == "refusal-aware" and meta["steps"] == 2 and not meta["config"]["lora"]
     with pytest.raises(SystemExit, match="--init SFT_DIR is required"):
         main(["train", "rl", "--out", str(out)])
+
+
+def test_the_demo_note_says_with_figures_whether_boundary_blindness_showed(tmp_path):
+    from training.rl_demo import demo_note, demo_specs
+
+    for reward, curve in (("completion", [0.5, 0.7]), ("refusal-aware", [0.6, 0.8])):
+        (tmp_path / f"rl-{reward}").mkdir()
+        history = [{"step": i + 1, "reward": r} for i, r in enumerate(curve)]
+        (tmp_path / f"rl-{reward}" / "openagent-train.json").write_text(json.dumps({"history": history}))
+    assert list(demo_specs("sft", tmp_path, 2)) == ["RL-2 (completion)", "RL-2 (refusal-aware)"]
+    assert demo_specs("sft", tmp_path, 0) == {}
+    rows = {
+        "SFT-40": {"clean": 0.8, "refusal_t4": 0.6},
+        "RL-2 (completion)": {"clean": 0.85, "refusal_t4": 0.2},
+        "RL-2 (refusal-aware)": {"clean": 0.84, "refusal_t4": 0.7},
+    }
+    note = demo_note(rows, "SFT-40", tmp_path, 2)
+    assert "RL-2 (completion): training reward by step 0.50 0.70; clean success 85.0% (from SFT-40: 80.0%)" in note
+    assert "Boundary blindness showed at this scale" in note and "-40.0 points from SFT" in note and "+50.0" in note
+    rows["RL-2 (completion)"]["refusal_t4"] = 0.65
+    assert "did not show" in demo_note(rows, "SFT-40", tmp_path, 2)
