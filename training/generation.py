@@ -15,14 +15,20 @@ exact as long as each token keeps its position id; padding columns are masked ou
 
 from __future__ import annotations
 
+import contextlib
 import time
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from training import prefix_attention
+
 if TYPE_CHECKING:
     import torch
+
+MIN_SHARED_PREFIX = 64
+"""Shorter shared prefixes are not worth a separate attention pass."""
 
 
 @dataclass
@@ -196,6 +202,14 @@ class BatchGenerator:
         self.timings["prefill_s"] = time.perf_counter() - tick
         tick = time.perf_counter()
 
+        # Decoding reads every row's keys each step; a prefix that all rows share is read once.
+        prefix = None
+        common = min(common_prefix(prompts[0], p) for p in prompts)
+        if n >= 2 and common >= MIN_SHARED_PREFIX and prefix_attention.supported(self.model):
+            prefix = [(k[0, :, start[0]:start[0] + common].clone(), v[0, :, start[0]:start[0] + common].clone())
+                      for k, v in zip(kbuf, vbuf, strict=True)]
+            kbuf, vbuf, start, width = self._drop_prefix(kbuf, vbuf, start, width, common, sampling.max_new_tokens)
+
         generators = None
         if sampling.temperature > 0:
             keys = list(keys) if keys is not None else [str(i) for i in range(n)]
@@ -210,50 +224,78 @@ class BatchGenerator:
         length = width  # columns filled in every row
         cache = _buffer_cache(kbuf, vbuf, length)
         mask = self._mask(start, kbuf[0].shape[2])
-        while True:
-            rows = [b for b in range(len(batch)) if live[b]]
-            picked, lps = self._pick(logits[rows], sampling, [generators[batch[b]] for b in rows]
-                                     if generators else None)
-            for b, token, lp in zip(rows, picked.tolist(), lps.tolist(), strict=True):
-                i = batch[b]
-                out_ids[i].append(token)
-                out_lps[i].append(lp)
-                if token in self.eos:
-                    finish[i] = "stop"
-                if token in self.eos or len(out_ids[i]) >= sampling.max_new_tokens:
-                    live[b] = False
-                    # Its cache holds the prompt and every generated token but the last (never fed).
-                    kv = [(k[b, :, start[b]:length].clone(), v[b, :, start[b]:length].clone())
-                          for k, v in zip(kbuf, vbuf, strict=True)]
-                    new_states[i] = KVState(list(prompts[i]) + out_ids[i][:-1], kv)
-            if not any(live):
-                break
-            if 2 * sum(live) <= len(batch):
-                # Compact: drop finished rows and the padding columns no remaining row needs.
-                keep_rows = [b for b in range(len(batch)) if live[b]]
-                left = min(start[b] for b in keep_rows)
-                index = torch.tensor(keep_rows, device=self.device)
-                kbuf = [k.index_select(0, index)[:, :, left:] for k in kbuf]
-                vbuf = [v.index_select(0, index)[:, :, left:] for v in vbuf]
-                logits = logits.index_select(0, index)
-                batch = [batch[b] for b in keep_rows]
-                start = [start[b] - left for b in keep_rows]
-                live = [True] * len(batch)
-                width, length = width - left, length - left
-                cache = _buffer_cache(kbuf, vbuf, length)
-                mask = self._mask(start, kbuf[0].shape[2])
-            feed = [out_ids[i][-1] if live[b] else self.pad for b, i in enumerate(batch)]
-            positions = [lengths[i] + len(out_ids[i]) - 1 for i in batch]
-            logits = self._forward(torch.tensor(feed, device=self.device).unsqueeze(1),
-                                   torch.tensor(positions, device=self.device).unsqueeze(1),
-                                   cache, mask[:, :length + 1])
-            length += 1
-            self.timings["decode_steps"] += 1
+        context = prefix_attention.shared_prefix(self.model, prefix) if prefix else contextlib.nullcontext()
+        with context:
+            while True:
+                rows = [b for b in range(len(batch)) if live[b]]
+                picked, lps = self._pick(logits[rows], sampling, [generators[batch[b]] for b in rows]
+                                         if generators else None)
+                for b, token, lp in zip(rows, picked.tolist(), lps.tolist(), strict=True):
+                    i = batch[b]
+                    out_ids[i].append(token)
+                    out_lps[i].append(lp)
+                    if token in self.eos:
+                        finish[i] = "stop"
+                    if token in self.eos or len(out_ids[i]) >= sampling.max_new_tokens:
+                        live[b] = False
+                        # Its cache holds the prompt and every generated token but the last (never fed).
+                        kv = self._row_kv(kbuf, vbuf, b, start[b], length, prefix)
+                        new_states[i] = KVState(list(prompts[i]) + out_ids[i][:-1], kv)
+                if not any(live):
+                    break
+                if 2 * sum(live) <= len(batch):
+                    # Compact: drop finished rows and the padding columns no remaining row needs.
+                    keep_rows = [b for b in range(len(batch)) if live[b]]
+                    left = min(start[b] for b in keep_rows)
+                    index = torch.tensor(keep_rows, device=self.device)
+                    kbuf = [k.index_select(0, index)[:, :, left:] for k in kbuf]
+                    vbuf = [v.index_select(0, index)[:, :, left:] for v in vbuf]
+                    logits = logits.index_select(0, index)
+                    batch = [batch[b] for b in keep_rows]
+                    start = [start[b] - left for b in keep_rows]
+                    live = [True] * len(batch)
+                    width, length = width - left, length - left
+                    cache = _buffer_cache(kbuf, vbuf, length)
+                    mask = self._mask(start, kbuf[0].shape[2])
+                feed = [out_ids[i][-1] if live[b] else self.pad for b, i in enumerate(batch)]
+                positions = [lengths[i] + len(out_ids[i]) - 1 for i in batch]
+                logits = self._forward(torch.tensor(feed, device=self.device).unsqueeze(1),
+                                       torch.tensor(positions, device=self.device).unsqueeze(1),
+                                       cache, mask[:, :length + 1])
+                length += 1
+                self.timings["decode_steps"] += 1
 
         self.timings["decode_s"] = time.perf_counter() - tick
         completions = [Completion(out_ids[i], out_lps[i], finish[i], lengths[i] - reused[i], reused[i])
                        for i in range(n)]
         return completions, new_states
+
+    def _drop_prefix(self, kbuf, vbuf, start, width, common, max_new):
+        """New left-padded buffers holding each row's tokens after the shared prefix."""
+        torch = self._torch
+        rest = [width - s - common for s in start]
+        rwidth = max(rest)
+        shape = (len(start), self.kv_heads, rwidth + max_new, self.head_dim)
+        new_start = [rwidth - r for r in rest]
+        out = []
+        for buf in (kbuf, vbuf):
+            moved = []
+            for old in buf:
+                new = torch.zeros(shape, dtype=self.dtype, device=self.device)
+                for i, s in enumerate(start):
+                    new[i, :, new_start[i]:rwidth] = old[i, :, s + common:width]
+                moved.append(new)
+            out.append(moved)
+        return out[0], out[1], new_start, rwidth
+
+    def _row_kv(self, kbuf, vbuf, b, first, length, prefix):
+        """Batch row b's keys and values, per layer ``[kv_heads, tokens, dim]``, as a copy."""
+        if prefix is None:
+            return [(k[b, :, first:length].clone(), v[b, :, first:length].clone())
+                    for k, v in zip(kbuf, vbuf, strict=True)]
+        torch = self._torch
+        return [(torch.cat([pk, k[b, :, first:length]], dim=1), torch.cat([pv, v[b, :, first:length]], dim=1))
+                for (pk, pv), k, v in zip(prefix, kbuf, vbuf, strict=True)]
 
     def _reuse(self, i, prompts, states, start, kbuf, vbuf, share_prefixes, shared) -> int:
         """Copy into row i the keys and values of the longest prefix of its prompt already computed:
@@ -268,9 +310,9 @@ class BatchGenerator:
                     keep, source = known, state.kv
         if share_prefixes:
             for j in range(i):
-                shared = min(common_prefix(prompts[j], prompt), limit)
-                if shared > keep:
-                    keep = shared
+                common = min(common_prefix(prompts[j], prompt), limit)
+                if common > keep:
+                    keep = common
                     source = [(k[j, :, start[j]:], v[j, :, start[j]:]) for k, v in zip(kbuf, vbuf, strict=True)]
         if keep:
             for layer, (k, v) in enumerate(source):

@@ -187,3 +187,27 @@ def test_sandbox_episodes_run_end_to_end_and_batching_changes_no_outcome(tiny):
         assert b.outcome in sandbox.OUTCOMES and b.outcome != "agent_error", b.steps
         assert (b.outcome, [st.reply for st in b.steps]) == (s.outcome, [st.reply for st in s.steps])
         assert b.meta and all("completion_ids" in m and "logprobs" in m for m in b.meta)
+
+
+def test_shared_prefix_attention_equals_attention_over_the_whole_sequence():
+    from types import SimpleNamespace
+
+    from training import prefix_attention
+
+    torch.manual_seed(0)
+    batch, heads, kv_heads, dim, shared, own = 3, 6, 2, 16, 20, 7
+    query = torch.randn(batch, heads, 1, dim)
+    pk, pv = torch.randn(kv_heads, shared, dim), torch.randn(kv_heads, shared, dim)
+    key, value = torch.randn(batch, kv_heads, own, dim), torch.randn(batch, kv_heads, own, dim)
+    allowed = torch.ones(batch, 1, 1, own, dtype=torch.bool)
+    allowed[0, ..., :3] = False  # left padding of row 0
+    token = prefix_attention._prefix.set([(pk, pv)])
+    try:
+        out, _ = prefix_attention._attention(SimpleNamespace(layer_idx=0), query, key, value, allowed)
+    finally:
+        prefix_attention._prefix.reset(token)
+    full_k = torch.cat([pk.expand(batch, -1, -1, -1), key], dim=2).repeat_interleave(heads // kv_heads, dim=1)
+    full_v = torch.cat([pv.expand(batch, -1, -1, -1), value], dim=2).repeat_interleave(heads // kv_heads, dim=1)
+    full_mask = torch.cat([torch.ones(batch, 1, 1, shared, dtype=torch.bool), allowed], dim=-1)
+    expected = torch.nn.functional.scaled_dot_product_attention(query, full_k, full_v, attn_mask=full_mask)
+    assert torch.allclose(out, expected.transpose(1, 2), atol=1e-5)
