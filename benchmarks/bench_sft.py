@@ -73,6 +73,8 @@ def run_trl(args, base, examples) -> dict:
 
     tokenizer = AutoTokenizer.from_pretrained(base)
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+    # Pre-tokenized with the same ids; TRL turns an "assistant_masks" column into labels itself
+    # (its assistant_only_loss flag only applies to conversational data it tokenizes).
     data = Dataset.from_dict(
         {"input_ids": [e.ids for e in examples], "assistant_masks": [[int(m) for m in e.labels] for e in examples]}
     )
@@ -89,7 +91,7 @@ def run_trl(args, base, examples) -> dict:
         cfg = TRLConfig(
             output_dir=out, per_device_train_batch_size=args.batch_size, max_steps=args.steps, learning_rate=1e-3,
             lr_scheduler_type="cosine", warmup_steps=1, logging_steps=1, save_strategy="no", report_to=[],
-            use_cpu=True, bf16=False, assistant_only_loss=True, max_length=None, dataloader_num_workers=0,
+            use_cpu=True, bf16=False, max_length=None, dataloader_num_workers=0,
             seed=0, data_seed=0,
         )  # fmt: skip
         lora = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
@@ -141,7 +143,9 @@ def main() -> int:
     # The same episodes for both, in the order ours draws them; TRL shuffles within them.
     order = [i for batch in plan_batches(examples, args.batch_size, args.steps, 0) for i in batch]
     examples = [examples[i] for i in order]
+    previous = json.loads(Path(args.out).read_text()) if args.only and Path(args.out).is_file() else {}
     result = {
+        **previous,
         "machine": {"cpu_threads": torch.get_num_threads(), "platform": platform.platform(),
                     "cpu_capability": torch.backends.cpu.get_cpu_capability(), "torch": torch.__version__},
         "setup": {"model": "SmolLM2-135M-Instruct", "lora": "r=16 all-linear", "dtype": "fp32",
@@ -153,6 +157,7 @@ def main() -> int:
         print("ours ...", file=sys.stderr, flush=True)
         result["ours"] = run_ours(args, base, examples)
         result["ours"]["peak_rss_gb"] = peak_rss_gb()
+        result["ours"]["load_average_after"] = os.getloadavg()  # other processes share these cores
         print(json.dumps(result["ours"]), file=sys.stderr, flush=True)
     if args.only in (None, "trl"):
         import trl
@@ -161,6 +166,7 @@ def main() -> int:
         result["trl"] = run_trl(args, base, examples)
         result["trl"]["version"] = trl.__version__
         result["trl"]["peak_rss_gb_process"] = peak_rss_gb()
+        result["trl"]["load_average_after"] = os.getloadavg()
         print(json.dumps(result["trl"]), file=sys.stderr, flush=True)
     if "ours" in result and "trl" in result:
         result["speedup"] = round(result["ours"]["tokens_per_second"] / result["trl"]["tokens_per_second"], 2)

@@ -66,6 +66,24 @@ def batch_loss(model: Any, batch: Any) -> Any:
     return F.cross_entropy(logits.float(), targets[keep])
 
 
+def loss_module(model: Any) -> Any:
+    """The model wrapped so that its ``forward`` is :func:`batch_loss`: ``accelerate`` (DDP on several
+    GPUs) then sees the whole computation go through one module's forward, as it requires."""
+    import torch
+
+    class SFTLoss(torch.nn.Module):
+        def __init__(self, model: Any) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, prefix: Any, input_ids: Any, labels: Any) -> Any:
+            from training.data import Batch
+
+            return batch_loss(self.model, Batch(prefix, input_ids, labels, 0, 0))
+
+    return SFTLoss(model)
+
+
 def load_model(cfg: SFTConfig, base_dir: Path) -> tuple[Any, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -120,12 +138,12 @@ def train(cfg: SFTConfig, examples: list | None = None, data_meta: dict | None =
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.95))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_at(s, cfg))
-    model, optimizer = accelerator.prepare(model, optimizer)
+    wrapped, optimizer = accelerator.prepare(loss_module(model), optimizer)
 
     start = 0
     last = latest_checkpoint(out) if cfg.resume else None
     if last is not None:
-        start = load_checkpoint(last, accelerator.unwrap_model(model), optimizer, scheduler)
+        start = load_checkpoint(last, model, optimizer, scheduler)
         accelerator.print(f"openagent train: resuming from {last} (step {start} of {cfg.steps})")
 
     meta = {
@@ -135,14 +153,14 @@ def train(cfg: SFTConfig, examples: list | None = None, data_meta: dict | None =
     history: list[dict] = _read_history(last)
     bar = _progress(cfg, accelerator, start)
     rank, world = accelerator.process_index, accelerator.num_processes
-    model.train()
+    wrapped.train()
     t_start, tokens_done, label_done = time.perf_counter(), 0, 0
     for step in range(start, cfg.steps):
         rows = [examples[i] for i in plan[step]][rank::world]
         batch = collate(rows, pad_id, cfg.share_prefix)
         batch.to(accelerator.device)
         with accelerator.autocast():
-            loss = batch_loss(model, batch)
+            loss = wrapped(batch.prefix, batch.input_ids, batch.labels)
         accelerator.backward(loss)
         if cfg.grad_clip:
             accelerator.clip_grad_norm_(params, cfg.grad_clip)
@@ -163,9 +181,9 @@ def train(cfg: SFTConfig, examples: list | None = None, data_meta: dict | None =
         done = step + 1
         if done in cfg.export_at and done != cfg.steps:
             snapshot = {**meta, "steps": done, "history": history}
-            export(accelerator.unwrap_model(model), tokenizer, out / f"step-{done}", snapshot)
+            export(model, tokenizer, out / f"step-{done}", snapshot)
         if cfg.save_every and done % cfg.save_every == 0 and done != cfg.steps:
-            save_checkpoint(out, done, accelerator.unwrap_model(model), optimizer, scheduler, history)
+            save_checkpoint(out, done, model, optimizer, scheduler, history)
     if bar is not None:
         bar.close()
 
@@ -176,7 +194,7 @@ def train(cfg: SFTConfig, examples: list | None = None, data_meta: dict | None =
         label_tokens_per_second=round(label_done / elapsed, 1) if elapsed and label_done else None,
     )  # fmt: skip
     if accelerator.is_main_process:
-        export(accelerator.unwrap_model(model), tokenizer, out, meta)
+        export(model, tokenizer, out, meta)
         shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
     return out
 

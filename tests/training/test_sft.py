@@ -140,3 +140,24 @@ def test_resume_after_interruption_matches_an_uninterrupted_run(base, examples, 
 
     a, b = load_file(straight / "model.safetensors"), load_file(resumed / "model.safetensors")
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+
+
+def test_training_ids_extend_the_prompts_the_agent_sees(tokenizer):
+    """Each assistant turn's inference prompt (as ``HFAgent.render`` builds it) is a prefix of the
+    training ids, and the loss starts exactly where generation starts."""
+    from sandbox import tasks
+    from training.data import encode, gold_trajectories
+    from training.paft import paft_cases, train_perturbations
+
+    cases = paft_cases(tasks("poi", "train", 30, seed=3), 0.5, train_perturbations(), seed=3)
+    for t in gold_trajectories(cases):
+        ids, mask = encode(tokenizer, t.messages, t.tools)
+        for k, message in enumerate(t.messages):
+            if message["role"] != "assistant":
+                continue
+            text = tokenizer.apply_chat_template(
+                t.messages[:k], tools=t.tools, add_generation_prompt=True, tokenize=False
+            )
+            prompt = tokenizer(text, add_special_tokens=False)["input_ids"]
+            assert ids[: len(prompt)] == prompt
+            assert mask[len(prompt)] and not mask[len(prompt) - 1]
