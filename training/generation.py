@@ -6,8 +6,10 @@ whose keys and values are already known (its own cache, or a row before it in th
 shares the system prompt and tool specs on an episode's first turn) and prefills only the rest.
 Prefill runs row by row, each row inside its own slice of one preallocated, left-padded batch
 buffer; decoding then runs the whole batch, one forward pass a token, until each row has emitted
-an end-of-turn token. Finished rows leave the batch (compacting when half the rows are done), and
-every row's keys and values are cut back out into its own cache for the next turn.
+an end-of-turn token. A prefix that every row shares is then kept once and read once per step
+(``prefix_attention``): on a CPU, reading each row's copy of a long system prompt is most of the
+cost of a decoding step. Finished rows leave the batch (compacting when half the rows are done),
+and every row's keys and values are cut back out into its own cache for the next turn.
 
 Keys are stored after rotary embedding, so moving them between buffers (to other columns) is
 exact as long as each token keeps its position id; padding columns are masked out.
@@ -163,6 +165,7 @@ class BatchGenerator:
         shared: Sequence[KVState] = (),
     ) -> tuple[list[Completion], list[KVState]]:
         """Complete every prompt. ``states[i]`` is row i's cache from its last turn (or None);
+        A list of states is consumed (emptied as rows are prefilled, to free memory early).
         ``keys[i]`` seeds row i's sampling generator; ``shared`` are caches any row may copy a prefix
         from (with ``share_prefixes``, so may later rows from earlier ones). Returns the completions
         and the new states."""
@@ -198,6 +201,9 @@ class BatchGenerator:
                                  [v[i:i + 1, :, start[i]:] for v in vbuf], keep)
             logits.append(self._forward(ids, positions, view)[0])
             reused.append(keep)
+            if isinstance(states, list):
+                states[i] = None  # consumed: free the old cache as soon as it is copied
+        del view  # it holds the prefill buffers, which decoding may not need
         logits = torch.stack(logits)
         self.timings["prefill_s"] = time.perf_counter() - tick
         tick = time.perf_counter()

@@ -86,19 +86,19 @@ class HFAgent:
     def act(self, turns: Sequence[Turn]) -> list[Reply]:
         prompts = [self.render(turn) for turn in turns]
         ids = [turn.episode_id for turn in turns]
-        states = [self._states.get(e) if self.cache_across_turns else None for e in ids]
+        # Taken out of the dict: the generator frees each old cache once it has copied it.
+        states = [self._states.pop(e, None) if self.cache_across_turns else None for e in ids]
+        fresh = [k for k, state in enumerate(states) if state is None]
         keys = [f"{e}:{self._turns.get(e, 0)}" for e in ids]
         shared = [self._prefix] if self._prefix is not None else []
         completions, new_states = self.generator.generate(
             prompts, states, self.sampling, keys, self.share_prefixes, shared)
         for key, value in self.generator.timings.items():
             self.stats[key] += value
-        if self.share_prefixes:
+        if self.share_prefixes and fresh:
             # Keep the first new episode's prompt (system prompt, tool specs, query) for the next
             # episodes, even those that come one at a time.
-            fresh = [k for k, state in enumerate(states) if state is None]
-            if fresh:
-                self._prefix = new_states[fresh[0]].prefix(len(prompts[fresh[0]]))
+            self._prefix = new_states[fresh[0]].prefix(len(prompts[fresh[0]]))
         replies = []
         for episode_id, prompt, done, state in zip(ids, prompts, completions, new_states, strict=True):
             self._turns[episode_id] = self._turns.get(episode_id, 0) + 1
