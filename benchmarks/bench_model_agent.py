@@ -33,8 +33,15 @@ def scripted_episodes(domain: str, n: int, seed: int) -> list[dict]:
     episodes = []
     for task in [t for t in sandbox.tasks(domain, "test", 3 * n, seed) if t.plan][:n]:
         env = sandbox.make_env(domain, task)
-        episodes.append({"id": task.id, "env": env, "plan": list(task.plan), "messages": env.reset(),
-                         "tools": env.tool_specs()})
+        episodes.append(
+            {
+                "id": task.id,
+                "env": env,
+                "plan": list(task.plan),
+                "messages": env.reset(),
+                "tools": env.tool_specs(),
+            }
+        )
     return episodes
 
 
@@ -45,8 +52,11 @@ def extend(episode: dict, reply_text: str, turn: int) -> None:
     result = episode["env"].call(call.tool, call.args)
     episode["messages"] = [
         *episode["messages"],
-        {"role": "assistant", "content": reply_text,
-         "tool_calls": [{"type": "function", "function": {"name": call.tool, "arguments": call.args}}]},
+        {
+            "role": "assistant",
+            "content": reply_text,
+            "tool_calls": [{"type": "function", "function": {"name": call.tool, "arguments": call.args}}],
+        },
         {"role": "tool", "name": call.tool, "content": episode["env"].observe(result)},
     ]
 
@@ -76,7 +86,7 @@ def run(agent, episodes: list[dict], batch: int, turns: int) -> dict:
     reset_peak_rss()
     start = time.perf_counter()
     for lo in range(0, len(episodes), batch):
-        chunk = episodes[lo:lo + batch]
+        chunk = episodes[lo : lo + batch]
         for turn in range(turns):
             out = agent.act([Turn(e["id"], e["messages"], e["tools"]) for e in chunk])
             for e, reply in zip(chunk, out, strict=True):
@@ -87,10 +97,16 @@ def run(agent, episodes: list[dict], batch: int, turns: int) -> dict:
     seconds = time.perf_counter() - start
     stats = dict(agent.stats)
     return {
-        "batch": batch, "episodes": len(episodes), "turns": turns, "seconds": round(seconds, 2),
-        "generated_tokens": stats["generated"], "prefilled_tokens": stats["prefilled"],
-        "reused_tokens": stats["reused"], "prefill_s": round(stats["prefill_s"], 2),
-        "decode_s": round(stats["decode_s"], 2), "decode_steps": stats["decode_steps"],
+        "batch": batch,
+        "episodes": len(episodes),
+        "turns": turns,
+        "seconds": round(seconds, 2),
+        "generated_tokens": stats["generated"],
+        "prefilled_tokens": stats["prefilled"],
+        "reused_tokens": stats["reused"],
+        "prefill_s": round(stats["prefill_s"], 2),
+        "decode_s": round(stats["decode_s"], 2),
+        "decode_steps": stats["decode_steps"],
         "generated_tok_per_s": round(stats["generated"] / seconds, 2),
         "episodes_per_s": round(len(episodes) / seconds, 4),
         "peak_rss_mb": round(peak_rss_mb()),
@@ -100,12 +116,18 @@ def run(agent, episodes: list[dict], batch: int, turns: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default="default", help="hf:PATH without the hf: (default: the default base)")
+    parser.add_argument(
+        "--model", default="default", help="hf:PATH without the hf: (default: the default base)"
+    )
     parser.add_argument("--dtype", default="fp32", help="fp32, bf16 or auto (default fp32)")
     parser.add_argument("--batch", type=int, default=32, help="the big batch (default 32)")
     parser.add_argument("--single", type=int, default=4, help="episodes run one at a time (default 4)")
-    parser.add_argument("--cache-batch", type=int, default=8,
-                        help="batch of the cross-turn cache comparison (default 8: re-prefilling is slow)")
+    parser.add_argument(
+        "--cache-batch",
+        type=int,
+        default=8,
+        help="batch of the cross-turn cache comparison (default 8: re-prefilling is slow)",
+    )
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
@@ -122,12 +144,20 @@ def main() -> None:
     t0 = time.perf_counter()
     agent = HFAgent(args.model, dtype=args.dtype, max_new_tokens=args.max_new_tokens)
     load_s = time.perf_counter() - t0
-    plain = HFAgent(model=agent.model, tokenizer=agent.tokenizer, max_new_tokens=args.max_new_tokens,
-                    cache_across_turns=False, share_prefixes=False)
+    plain = HFAgent(
+        model=agent.model,
+        tokenizer=agent.tokenizer,
+        max_new_tokens=args.max_new_tokens,
+        cache_across_turns=False,
+        share_prefixes=False,
+    )
     load = os.getloadavg()
-    print(f"model {agent.name} ({agent.generator.dtype}), loaded in {load_s:.1f} s; torch threads "
-          f"{torch.get_num_threads()}; load average {load[0]:.1f}; {args.turns}-turn scripted episodes, "
-          f"greedy, at most {args.max_new_tokens} new tokens a turn", flush=True)
+    print(
+        f"model {agent.name} ({agent.generator.dtype}), loaded in {load_s:.1f} s; torch threads "
+        f"{torch.get_num_threads()}; load average {load[0]:.1f}; {args.turns}-turn scripted episodes, "
+        f"greedy, at most {args.max_new_tokens} new tokens a turn",
+        flush=True,
+    )
 
     n = max(args.batch, args.single, args.cache_batch)
     configs = [
@@ -140,11 +170,14 @@ def main() -> None:
     for name, which, batch, count in configs:
         result = run(which, scripted_episodes("poi", n, args.seed)[:count], batch, args.turns)
         rows[name] = result
-        print(f"  {name:<40} {result['seconds']:>8.1f} s  {result['generated_tok_per_s']:>7.1f} gen tok/s  "
-              f"{result['episodes_per_s']:>7.3f} episodes/s  prefilled {result['prefilled_tokens']:>6}  "
-              f"reused {result['reused_tokens']:>6}  peak RSS {result['peak_rss_mb']} MB  "
-              f"(prefill {result['prefill_s']:.0f} s, {result['decode_steps']} decode steps "
-              f"{result['decode_s']:.0f} s)", flush=True)
+        print(
+            f"  {name:<40} {result['seconds']:>8.1f} s  {result['generated_tok_per_s']:>7.1f} gen tok/s  "
+            f"{result['episodes_per_s']:>7.3f} episodes/s  prefilled {result['prefilled_tokens']:>6}  "
+            f"reused {result['reused_tokens']:>6}  peak RSS {result['peak_rss_mb']} MB  "
+            f"(prefill {result['prefill_s']:.0f} s, {result['decode_steps']} decode steps "
+            f"{result['decode_s']:.0f} s)",
+            flush=True,
+        )
 
     replies = [r.pop("_replies") for r in rows.values()]
     same = all(replies[0][k] == other[k] for other in replies[1:] for k in replies[0] if k in other)
@@ -156,16 +189,26 @@ def main() -> None:
         "cross_turn_cache_speedup": round(uncached["seconds"] / cached["seconds"], 2),
         "same_replies_in_every_configuration": same,
     }
-    print(f"batch {args.batch} vs batch 1: {summary['batch_speedup_tok_per_s']}x generated tok/s, "
-          f"{summary['batch_speedup_episodes_per_s']}x episodes/s (target 6x)")
-    print(f"cross-turn cache vs re-prefill (batch {args.cache_batch}, {args.turns} turns): "
-          f"{summary['cross_turn_cache_speedup']}x faster (target 2x)")
+    print(
+        f"batch {args.batch} vs batch 1: {summary['batch_speedup_tok_per_s']}x generated tok/s, "
+        f"{summary['batch_speedup_episodes_per_s']}x episodes/s (target 6x)"
+    )
+    print(
+        f"cross-turn cache vs re-prefill (batch {args.cache_batch}, {args.turns} turns): "
+        f"{summary['cross_turn_cache_speedup']}x faster (target 2x)"
+    )
     print(f"same replies in every configuration: {same}")
     report = {
-        "model": agent.name, "dtype": str(agent.generator.dtype), "max_new_tokens": args.max_new_tokens,
-        "turns": args.turns, "threads": torch.get_num_threads(), "load_average_at_start": load[0],
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "torch": torch.__version__,
-        "configurations": rows, "summary": summary,
+        "model": agent.name,
+        "dtype": str(agent.generator.dtype),
+        "max_new_tokens": args.max_new_tokens,
+        "turns": args.turns,
+        "threads": torch.get_num_threads(),
+        "load_average_at_start": load[0],
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+        "torch": torch.__version__,
+        "configurations": rows,
+        "summary": summary,
     }
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

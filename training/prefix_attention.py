@@ -59,13 +59,14 @@ def _attention(module, query, key, value, attention_mask, scaling=None, dropout=
 
     prefix = _prefix.get()
     if prefix is None or query.shape[2] != 1:
-        return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling,
-                                      dropout=dropout, **kwargs)
+        return sdpa_attention_forward(
+            module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs
+        )
     pk, pv = prefix[module.layer_idx]  # [kv_heads, P, dim]
     batch, heads, _, dim = query.shape
     kv_heads = key.shape[1]
     rep = heads // kv_heads
-    scale = scaling if scaling is not None else dim ** -0.5
+    scale = scaling if scaling is not None else dim**-0.5
     q = query.reshape(batch, kv_heads, rep, dim).float() * scale  # one query token per row
 
     # The prefix: all rows' queries against one copy of its keys.
@@ -80,7 +81,11 @@ def _attention(module, query, key, value, attention_mask, scaling=None, dropout=
     # Each row's own tokens, masked (padding, finished rows).
     sr = torch.matmul(q, key.float().transpose(2, 3))  # [batch, kv_heads, rep, S]
     if attention_mask is not None:
-        allowed = attention_mask[:, :, -1:, :] if attention_mask.dtype == torch.bool else attention_mask[:, :, -1:] > -1
+        allowed = (
+            attention_mask[:, :, -1:, :]
+            if attention_mask.dtype == torch.bool
+            else attention_mask[:, :, -1:] > -1
+        )
         sr = sr.masked_fill(~allowed, float("-inf"))
     mr = sr.amax(-1, keepdim=True)
     m = torch.maximum(mp, mr)

@@ -14,14 +14,13 @@ SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 _CORPUS = [
     "<|im_start|>system\nYou are a helpful AI assistant.<|im_end|>\n<|im_start|>user\nHello!<|im_end|>\n",
-    "<tool_call>\n{\"name\": \"search_places\", \"arguments\": {\"city\": \"Lyon\", \"category\": \"cafe\"}}\n"
-    "</tool_call>",
-    "<tool_response>\n{\"results\": [{\"id\": \"P1042\", \"name\": \"Cafe du Parc\", \"rating\": 4.5}]}\n"
+    '<tool_call>\n{"name": "search_places", "arguments": {"city": "Lyon", "category": "cafe"}}\n</tool_call>',
+    '<tool_response>\n{"results": [{"id": "P1042", "name": "Cafe du Parc", "rating": 4.5}]}\n'
     "</tool_response>",
     "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
     "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n"
-    "{\"type\": \"function\", \"function\": {\"name\": \"get_details\", \"description\": \"Details of a place\", "
-    "\"parameters\": {\"type\": \"object\", \"properties\": {\"id\": {\"type\": \"string\"}}}}}\n</tools>",
+    '{"type": "function", "function": {"name": "get_details", "description": "Details of a place", '
+    '"parameters": {"type": "object", "properties": {"id": {"type": "string"}}}}}\n</tools>',
     "Book a table for two at the best rated restaurant in Paris tonight and tell me the confirmation code.",
     "I cannot do that with these tools. The phone number is 555-0142. Booking code BK-7731 confirmed.",
     "0123456789 abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ .,:;!?'\"()[]{}<>-_/=+*&%$#@",
@@ -38,11 +37,20 @@ def build_tiny_tokenizer(vocab_size: int = 512):
     core = Tokenizer(models.BPE())
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     core.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIAL_TOKENS,
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     core.train_from_iterator(_CORPUS * 4, trainer=trainer)
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, bos_token="<|im_start|>", eos_token="<|im_end|>",
-                                        unk_token="<|endoftext|>", pad_token="<|im_end|>")
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core,
+        bos_token="<|im_start|>",
+        eos_token="<|im_end|>",
+        unk_token="<|endoftext|>",
+        pad_token="<|im_end|>",
+    )
     tokenizer.chat_template = HERMES_TOOL_TEMPLATE
     return tokenizer
 
@@ -61,13 +69,22 @@ def build_tiny_model(
     from transformers import AutoTokenizer, GenerationConfig, LlamaConfig, LlamaForCausalLM
 
     path = Path(path)
-    tokenizer = build_tiny_tokenizer() if tokenizer_from is None else AutoTokenizer.from_pretrained(tokenizer_from)
+    tokenizer = (
+        build_tiny_tokenizer() if tokenizer_from is None else AutoTokenizer.from_pretrained(tokenizer_from)
+    )
     eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
     config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=hidden * 2, num_hidden_layers=layers,
-        num_attention_heads=heads, num_key_value_heads=kv_heads, max_position_embeddings=8192,
-        tie_word_embeddings=False, bos_token_id=tokenizer.convert_tokens_to_ids("<|im_start|>"),
-        eos_token_id=eos, pad_token_id=eos,
+        vocab_size=len(tokenizer),
+        hidden_size=hidden,
+        intermediate_size=hidden * 2,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        max_position_embeddings=8192,
+        tie_word_embeddings=False,
+        bos_token_id=tokenizer.convert_tokens_to_ids("<|im_start|>"),
+        eos_token_id=eos,
+        pad_token_id=eos,
     )
     torch.manual_seed(seed)
     model = LlamaForCausalLM(config).eval()
@@ -81,7 +98,9 @@ def build_tiny_model(
                 proj.weight.normal_(0.0, 0.5)
             for proj in (layer.self_attn.v_proj, layer.self_attn.o_proj):
                 proj.weight.normal_(0.0, 0.3)
-    model.generation_config = GenerationConfig(bos_token_id=config.bos_token_id, eos_token_id=eos, pad_token_id=eos)
+    model.generation_config = GenerationConfig(
+        bos_token_id=config.bos_token_id, eos_token_id=eos, pad_token_id=eos
+    )
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path

@@ -79,12 +79,19 @@ def test_the_package_converts_into_a_chat_model_that_calls_tools_in_the_template
     from training.chat_template import HERMES_TOOL_TEMPLATE
 
     target = base.prepare_default_base()
-    assert sorted(p.name for p in target.iterdir()) >= ["chat_template.jinja", "config.json", "model.safetensors"]
+    assert sorted(p.name for p in target.iterdir()) >= [
+        "chat_template.jinja",
+        "config.json",
+        "model.safetensors",
+    ]
     tokenizer = AutoTokenizer.from_pretrained(target)
     assert tokenizer.chat_template == HERMES_TOOL_TEMPLATE
     model = AutoModelForCausalLM.from_pretrained(target)
-    text = tokenizer.apply_chat_template([{"role": "user", "content": "What is the capital of France?"}],
-                                         add_generation_prompt=True, tokenize=False)
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "What is the capital of France?"}],
+        add_generation_prompt=True,
+        tokenize=False,
+    )
     ids = tokenizer(text, add_special_tokens=False, return_tensors="pt").input_ids
     out = model.generate(ids, max_new_tokens=12, do_sample=False)
-    assert "Paris" in tokenizer.decode(out[0, ids.shape[1]:])
+    assert "Paris" in tokenizer.decode(out[0, ids.shape[1] :])

@@ -105,25 +105,42 @@ def test_the_template_renders_tools_calls_and_results_in_the_hermes_convention()
     from training.chat_template import HERMES_TOOL_TEMPLATE
 
     tools = [{"type": "function", "function": {"name": "search", "description": "Find", "parameters": {}}}]
-    calls = [{"type": "function", "function": {"name": "search", "arguments": {"q": "pizza"}}},
-             {"type": "function", "function": {"name": "search", "arguments": '{"q": "tea"}'}}]
-    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Find pizza"},
-                {"role": "assistant", "content": "", "tool_calls": calls},
-                {"role": "tool", "name": "search", "content": '{"ids": ["P1"]}'},
-                {"role": "tool", "name": "search", "content": {"ids": []}}]
-    (text,), _ = render_jinja_template([messages], tools=tools, chat_template=HERMES_TOOL_TEMPLATE,
-                                       add_generation_prompt=True, return_assistant_tokens_mask=True)
+    calls = [
+        {"type": "function", "function": {"name": "search", "arguments": {"q": "pizza"}}},
+        {"type": "function", "function": {"name": "search", "arguments": '{"q": "tea"}'}},
+    ]
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Find pizza"},
+        {"role": "assistant", "content": "", "tool_calls": calls},
+        {"role": "tool", "name": "search", "content": '{"ids": ["P1"]}'},
+        {"role": "tool", "name": "search", "content": {"ids": []}},
+    ]
+    (text,), _ = render_jinja_template(
+        [messages],
+        tools=tools,
+        chat_template=HERMES_TOOL_TEMPLATE,
+        add_generation_prompt=True,
+        return_assistant_tokens_mask=True,
+    )
     assert text.startswith("<|im_start|>system\nBe brief.\n\n# Tools\n")
     assert '\n<tools>\n{"type": "function", "function": {"name": "search"' in text
-    assert ('<|im_start|>assistant\n<tool_call>\n{"name": "search", "arguments": {"q": "pizza"}}\n</tool_call>\n'
-            '<tool_call>\n{"name": "search", "arguments": {"q": "tea"}}\n</tool_call><|im_end|>\n') in text
-    assert ('<|im_start|>user\n<tool_response>\n{"ids": ["P1"]}\n</tool_response>\n<tool_response>\n{"ids": []}\n'
-            '</tool_response><|im_end|>\n<|im_start|>assistant\n') in text
-    (plain,), _ = render_jinja_template([messages[1:2]], chat_template=HERMES_TOOL_TEMPLATE, add_generation_prompt=True)
+    assert (
+        '<|im_start|>assistant\n<tool_call>\n{"name": "search", "arguments": {"q": "pizza"}}\n</tool_call>\n'
+        '<tool_call>\n{"name": "search", "arguments": {"q": "tea"}}\n</tool_call><|im_end|>\n'
+    ) in text
+    assert (
+        '<|im_start|>user\n<tool_response>\n{"ids": ["P1"]}\n</tool_response>\n<tool_response>\n{"ids": []}\n'
+        "</tool_response><|im_end|>\n<|im_start|>assistant\n"
+    ) in text
+    (plain,), _ = render_jinja_template(
+        [messages[1:2]], chat_template=HERMES_TOOL_TEMPLATE, add_generation_prompt=True
+    )
     assert plain.startswith("<|im_start|>system\nYou are a helpful AI assistant named SmolLM")
 
 
 def test_importing_training_loads_no_torch():
-    code = "import sys, training, training.model_agent, training.base, training.cli; print('torch' in sys.modules)"
+    modules = "training, training.model_agent, training.base, training.cli"
+    code = f"import sys, {modules}; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

