@@ -55,9 +55,9 @@ class RLConfig:
         metadata={"help": "completion (success only), refusal-aware (also credits refusing the unsolvable), "
                   "or module:function"},
     )  # fmt: skip
-    temperature: float = field(default=1.0, metadata={"help": "sampling temperature of the rollouts"})
+    temperature: float = field(default=0.8, metadata={"help": "sampling temperature of the rollouts"})
     top_k: int = field(default=0, metadata={"help": "sample among the k likeliest tokens (0: all)"})
-    max_new_tokens: int = field(default=192, metadata={"help": "longest reply per turn, in tokens"})
+    max_new_tokens: int = field(default=128, metadata={"help": "longest reply per turn, in tokens"})
     clip: float = field(default=0.2, metadata={"help": "PPO clip range ε of the probability ratio"})
     kl: float = field(default=0.0, metadata={"help": "weight β of the KL term to the initial policy (0: off)"})
     lr: float = field(default=2e-4, metadata={"help": "learning rate (LoRA); use about 1e-5 for a full fine-tune"})
@@ -241,9 +241,16 @@ def rollout(
     max_steps = max(case.max_steps for case in cases)
     was_training = model.training
     model.eval()
+    # Decoding runs one token at a time, where LoRA's extra small matmuls cost more than their
+    # FLOPs: merge the adapters into the weights for the rollout (unmerging is exact to fp32 rounding).
+    merge = hasattr(model, "merge_adapter")
+    if merge:
+        model.merge_adapter()
     try:
         episodes = run_episodes(agent, envs, max_steps)
     finally:
+        if merge:
+            model.unmerge_adapter()
         model.train(was_training)
     return episodes, dict(agent.stats)
 

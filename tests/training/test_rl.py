@@ -131,13 +131,20 @@ def test_merged_rows_with_a_shared_prefix_score_each_turn_as_a_plain_forward_wou
     assert got.tolist() == pytest.approx(want, abs=1e-4)
 
 
-def test_the_update_scores_tokens_with_the_log_probs_they_were_sampled_with(tiny, tmp_path):
+@pytest.mark.parametrize("lora", [False, True])
+def test_the_update_scores_tokens_with_the_log_probs_they_were_sampled_with(tiny, tmp_path, lora):
     import sandbox
     from training.rl import load_policy, step_cases
 
-    cfg = _cfg(tiny, tmp_path, temperature=0.8, max_new_tokens=12)
+    cfg = _cfg(tiny, tmp_path, temperature=0.8, max_new_tokens=12, lora=lora)
     model, tokenizer, _ = load_policy(cfg)
     model.eval()
+    if lora:  # trained adapters, which the rollout merges into the weights and then takes out again
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if "lora_B" in name:
+                    p.normal_(0, 0.05)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
     cases = step_cases(cfg, sandbox.tasks("poi", "train", 16), 0, [])
     episodes, stats = rollout(model, tokenizer, cases, cfg, step=0)
     assert len(episodes) == cfg.tasks_per_step * cfg.group and stats["generated"] > 0
@@ -146,6 +153,8 @@ def test_the_update_scores_tokens_with_the_log_probs_they_were_sampled_with(tiny
         new = row_logprobs(model, rows, tokenizer.pad_token_id, cfg.temperature)
     old = torch.tensor([lp for r in rows for lp in r.old_logprobs])
     assert (new - old).abs().max().item() < 1e-3  # so the PPO ratio starts at 1
+    for name, p in model.named_parameters():
+        torch.testing.assert_close(p, before[name], rtol=0, atol=1e-6)
 
 
 def test_grpo_raises_the_reward_of_a_tiny_model_within_seconds(tiny, tmp_path):
