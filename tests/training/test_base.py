@@ -79,11 +79,7 @@ def test_the_package_converts_into_a_chat_model_that_calls_tools_in_the_template
     from training.chat_template import HERMES_TOOL_TEMPLATE
 
     target = base.prepare_default_base()
-    assert sorted(p.name for p in target.iterdir()) >= [
-        "chat_template.jinja",
-        "config.json",
-        "model.safetensors",
-    ]
+    assert {"chat_template.jinja", "config.json", "model.safetensors"} <= {p.name for p in target.iterdir()}
     tokenizer = AutoTokenizer.from_pretrained(target)
     assert tokenizer.chat_template == HERMES_TOOL_TEMPLATE
     model = AutoModelForCausalLM.from_pretrained(target)
