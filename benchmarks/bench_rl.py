@@ -54,7 +54,6 @@ def main() -> None:
     pool = sandbox.tasks(cfg.domain, "train", cfg.tasks, cfg.seed)
     cases = step_cases(cfg, pool, 0, [])
 
-    rollout(model, tokenizer, cases[:1], RLConfig(**{**cfg.to_dict(), "group": 2}), step=99)  # warm-up
     (episodes, stats), wall, cpu = timed(lambda: rollout(model, tokenizer, cases, cfg, step=0))
     batched = {"episodes": len(episodes), "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
                "episodes_per_s": round(len(episodes) / wall, 3), "generated_tokens": stats["generated"],
@@ -68,7 +67,7 @@ def main() -> None:
     envs = [case.env() for case in cases for _ in range(cfg.group)][:: max(1, len(episodes) // args.sequential)]
     envs = envs[: args.sequential]
     model.eval()
-    singles, wall, cpu = timed(lambda: [run_episodes(agent, [env], max(c.max_steps for c in cases))[0] for env in envs])
+    singles, wall, cpu = timed(lambda: [run_episodes(agent, [env], min(cfg.max_turns, max(c.max_steps for c in cases)))[0] for env in envs])
     sequential = {"episodes": len(singles), "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
                   "episodes_per_s": round(len(singles) / wall, 3), "generated_tokens": agent.stats["generated"],
                   "generated_tokens_per_s": round(agent.stats["generated"] / wall, 1)}  # fmt: skip

@@ -58,6 +58,9 @@ class RLConfig:
     temperature: float = field(default=0.8, metadata={"help": "sampling temperature of the rollouts"})
     top_k: int = field(default=0, metadata={"help": "sample among the k likeliest tokens (0: all)"})
     max_new_tokens: int = field(default=128, metadata={"help": "longest reply per turn, in tokens"})
+    max_turns: int = field(
+        default=6, metadata={"help": "cap on an episode's turns (a case's own budget if lower): loops cost the most"}
+    )
     clip: float = field(default=0.2, metadata={"help": "PPO clip range ε of the probability ratio"})
     kl: float = field(default=0.0, metadata={"help": "weight β of the KL term to the initial policy (0: off)"})
     lr: float = field(default=2e-4, metadata={"help": "learning rate (LoRA); use about 1e-5 for a full fine-tune"})
@@ -238,7 +241,7 @@ def rollout(
         top_k=cfg.top_k, seed=child_seed(cfg.seed, "rollout", step), name="rl-policy",
     )  # fmt: skip
     envs = [case.env() for case in cases for _ in range(cfg.group)]
-    max_steps = max(case.max_steps for case in cases)
+    max_steps = min(cfg.max_turns, max(case.max_steps for case in cases))
     was_training = model.training
     model.eval()
     # Decoding runs one token at a time, where LoRA's extra small matmuls cost more than their
