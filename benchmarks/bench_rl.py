@@ -67,7 +67,8 @@ def main() -> None:
     envs = [case.env() for case in cases for _ in range(cfg.group)][:: max(1, len(episodes) // args.sequential)]
     envs = envs[: args.sequential]
     model.eval()
-    singles, wall, cpu = timed(lambda: [run_episodes(agent, [env], min(cfg.max_turns, max(c.max_steps for c in cases)))[0] for env in envs])
+    turns = min(cfg.max_turns, max(c.max_steps for c in cases))
+    singles, wall, cpu = timed(lambda: [run_episodes(agent, [env], turns)[0] for env in envs])
     sequential = {"episodes": len(singles), "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
                   "episodes_per_s": round(len(singles) / wall, 3), "generated_tokens": agent.stats["generated"],
                   "generated_tokens_per_s": round(agent.stats["generated"] / wall, 1)}  # fmt: skip
