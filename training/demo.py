@@ -54,8 +54,9 @@ class DemoConfig:
     def scaled(self) -> DemoConfig:
         if not self.quick:
             return self
-        # Measured here (2 shared cores, fp32): a step of 2 episodes takes about 30-60 s, and an
-        # agent's evaluation about a minute for 2 cases per tier plus their clean twins.
+        # Measured here (2 cores shared with other jobs, load 4-6, fp32 since the CPU lacks bf16): a
+        # step of 2 episodes took 90-130 s, and the base's evaluation on 2 cases per tier plus clean
+        # twins did not finish in 16 min, so --quick missed its 5-minute target on this machine.
         return dataclasses.replace(self, sft_steps=[2], paft_steps=2, batch_size=2, episodes=8, n=2, rl_steps=0)
 
 
