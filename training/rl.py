@@ -168,6 +168,23 @@ def row_logprobs(model: Any, rows: Sequence[Row], pad_id: int, temperature: floa
     return torch.log_softmax(logits, dim=-1).gather(1, targets[keep].unsqueeze(1)).squeeze(1)
 
 
+def logprob_module(model: Any) -> Any:
+    """The model wrapped so that its ``forward`` is :func:`row_logprobs`: under ``accelerate launch`` (DDP)
+    the computation then goes through one module's forward, as gradient synchronisation requires.
+    Every process runs the same rollouts and rows (the same seeds), so the averaged gradient is exact."""
+    import torch
+
+    class PolicyLogprobs(torch.nn.Module):
+        def __init__(self, model: Any) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, rows: Sequence[Row], pad_id: int, temperature: float) -> Any:
+            return row_logprobs(self.model, rows, pad_id, temperature)
+
+    return PolicyLogprobs(model)
+
+
 def policy_loss(
     new: Any, old: Any, advantages: Any, clip: float, ref: Any | None = None, kl: float = 0.0
 ) -> tuple[Any, dict[str, float]]:
@@ -289,8 +306,10 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0, betas=(0.9, 0.99))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / max(1, cfg.warmup)))
-    model, optimizer = accelerator.prepare(model, optimizer)
-    policy = accelerator.unwrap_model(model)
+    scorer, optimizer = accelerator.prepare(logprob_module(model), optimizer)
+    policy = model  # the bare model (moved to the device by prepare): rollouts, KL, checkpoints, export
+    if reference is not None:
+        reference.to(accelerator.device)
 
     start, history = 0, []
     last = latest_checkpoint(out) if cfg.resume else None
@@ -307,7 +326,7 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
                  "pool": "train", "candidates": perturbations},
     }  # fmt: skip
     bar = _progress(cfg, accelerator, start)
-    model.train()
+    scorer.train()
     t_start = time.perf_counter()
     for step in range(start, cfg.steps):
         t0 = time.perf_counter()
@@ -334,7 +353,7 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
                         with policy.disable_adapter():
                             ref = row_logprobs(policy, chunk, pad_id, cfg.temperature)
             with accelerator.autocast():
-                new = row_logprobs(model, chunk, pad_id, cfg.temperature)
+                new = scorer(chunk, pad_id, cfg.temperature)
                 loss, stats = policy_loss(new, old, adv, cfg.clip, ref, cfg.kl)
             accelerator.backward(loss / n_tokens)
             totals.update(stats)
