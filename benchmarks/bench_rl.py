@@ -39,6 +39,8 @@ def main() -> None:
     p.add_argument("--sequential", type=int, default=8, help="episodes in the one-at-a-time loop")
     p.add_argument("--steps", type=int, default=2, help="RL steps timed at the demo's settings (0: skip)")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--max-new-tokens", type=int, default=None, help="override the RL default (shorter: a quicker run)")
+    p.add_argument("--max-turns", type=int, default=None, help="override the RL default (shorter: a quicker run)")
     args = p.parse_args()
 
     import torch
@@ -50,6 +52,8 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     cfg = RLConfig(out="unused", init=args.init, group=args.group, tasks_per_step=args.tasks_per_step, lora=True)
+    cfg.max_new_tokens = args.max_new_tokens or cfg.max_new_tokens
+    cfg.max_turns = args.max_turns or cfg.max_turns
     model, tokenizer, _ = load_policy(cfg)
     pool = sandbox.tasks(cfg.domain, "train", cfg.tasks, cfg.seed)
     cases = step_cases(cfg, pool, 0, [])
@@ -92,7 +96,7 @@ def main() -> None:
     write("rl", {
         "init": args.init, "threads": args.threads, "load_average": os.getloadavg(),
         "settings": {"group": cfg.group, "tasks_per_step": cfg.tasks_per_step, "max_new_tokens": cfg.max_new_tokens,
-                     "temperature": cfg.temperature, "lora": cfg.lora},
+                     "max_turns": cfg.max_turns, "temperature": cfg.temperature, "lora": cfg.lora},
         "rollout_batched": batched, "rollout_one_at_a_time": sequential,
         "speedup_wall": round(speedup, 2), "speedup_cpu": round(speedup_cpu, 2), "target_speedup": 5,
         "rl_steps": [{k: s[k] for k in ("step", "step_s", "rollout_s", "reward", "rows", "scored_tokens")}
