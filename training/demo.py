@@ -34,7 +34,7 @@ class DemoConfig:
         default_factory=lambda: [10, 20, 40], metadata={"help": "SFT step counts to evaluate (one run, exported)"}
     )
     paft_steps: int = field(default=40, metadata={"help": "PAFT steps (0: skip PAFT)"})
-    rl_steps: int = field(default=6, metadata={"help": "GRPO steps of each RL agent, from the last SFT (0: skip RL)"})
+    rl_steps: int = field(default=3, metadata={"help": "GRPO steps of each RL agent, from the last SFT (0: skip RL)"})
     rl_group: int = field(default=8, metadata={"help": "RL: sampled episodes per task (G); 4 tasks a step"})
     batch_size: int = field(default=8, metadata={"help": "episodes per optimizer step"})
     episodes: int = field(default=320, metadata={"help": "distinct training tasks (train split)"})

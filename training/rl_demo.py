@@ -25,7 +25,7 @@ REWARDS = ("completion", "refusal-aware")
 
 @dataclass
 class RLDemoSettings:
-    steps: int = 6
+    steps: int = 3
     group: int = 8
     tasks_per_step: int = 4
     seed: int = 0
