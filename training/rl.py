@@ -69,7 +69,7 @@ class RLConfig:
     lora: bool = field(default=True, metadata={"help": "train LoRA adapters (peft); False: full fine-tune"})
     lora_r: int = field(default=16, metadata={"help": "LoRA rank"})
     lora_alpha: int = field(default=32, metadata={"help": "LoRA scaling alpha"})
-    micro_batch: int = field(default=8, metadata={"help": "rows per forward/backward pass (memory, not maths)"})
+    micro_batch: int = field(default=4, metadata={"help": "rows per forward/backward pass (memory, not maths)"})
     perturbed: float = field(
         default=0.0,
         metadata={"help": "share of rollout tasks with a train-pool perturbation (perturbation-augmented RL)"},
