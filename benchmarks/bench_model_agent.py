@@ -116,9 +116,7 @@ def run(agent, episodes: list[dict], batch: int, turns: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--model", default="default", help="hf:PATH without the hf: (default: the default base)"
-    )
+    parser.add_argument("--model", default="default", help="hf:PATH without the hf: (default: the default base)")
     parser.add_argument("--dtype", default="fp32", help="fp32, bf16 or auto (default fp32)")
     parser.add_argument("--batch", type=int, default=32, help="the big batch (default 32)")
     parser.add_argument("--single", type=int, default=4, help="episodes run one at a time (default 4)")

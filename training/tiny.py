@@ -15,8 +15,7 @@ SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 _CORPUS = [
     "<|im_start|>system\nYou are a helpful AI assistant.<|im_end|>\n<|im_start|>user\nHello!<|im_end|>\n",
     '<tool_call>\n{"name": "search_places", "arguments": {"city": "Lyon", "category": "cafe"}}\n</tool_call>',
-    '<tool_response>\n{"results": [{"id": "P1042", "name": "Cafe du Parc", "rating": 4.5}]}\n'
-    "</tool_response>",
+    '<tool_response>\n{"results": [{"id": "P1042", "name": "Cafe du Parc", "rating": 4.5}]}\n</tool_response>',
     "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
     "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n"
     '{"type": "function", "function": {"name": "get_details", "description": "Details of a place", '
@@ -69,9 +68,7 @@ def build_tiny_model(
     from transformers import AutoTokenizer, GenerationConfig, LlamaConfig, LlamaForCausalLM
 
     path = Path(path)
-    tokenizer = (
-        build_tiny_tokenizer() if tokenizer_from is None else AutoTokenizer.from_pretrained(tokenizer_from)
-    )
+    tokenizer = build_tiny_tokenizer() if tokenizer_from is None else AutoTokenizer.from_pretrained(tokenizer_from)
     eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
     config = LlamaConfig(
         vocab_size=len(tokenizer),
@@ -98,9 +95,7 @@ def build_tiny_model(
                 proj.weight.normal_(0.0, 0.5)
             for proj in (layer.self_attn.v_proj, layer.self_attn.o_proj):
                 proj.weight.normal_(0.0, 0.3)
-    model.generation_config = GenerationConfig(
-        bos_token_id=config.bos_token_id, eos_token_id=eos, pad_token_id=eos
-    )
+    model.generation_config = GenerationConfig(bos_token_id=config.bos_token_id, eos_token_id=eos, pad_token_id=eos)
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path

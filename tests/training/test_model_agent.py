@@ -104,9 +104,7 @@ def test_the_cross_turn_cache_prefills_only_the_new_tokens(tiny):
         assert r.meta["reused"] + r.meta["prefilled"] == total
         # All of the last turn's prompt is reused (but a token or two that BPE merges across the seam).
         assert r.meta["reused"] >= before - 2, (r.meta["reused"], before)
-    assert a.stats["turns"] == 8 and a.stats["generated"] == sum(
-        len(c) for c in completions([*replies, *second])
-    )
+    assert a.stats["turns"] == 8 and a.stats["generated"] == sum(len(c) for c in completions([*replies, *second]))
 
 
 def test_episodes_that_come_one_at_a_time_reuse_the_shared_system_prompt(tiny):
@@ -219,9 +217,7 @@ def test_shared_prefix_attention_equals_attention_over_the_whole_sequence():
     finally:
         prefix_attention._prefix.reset(token)
     full_k = torch.cat([pk.expand(batch, -1, -1, -1), key], dim=2).repeat_interleave(heads // kv_heads, dim=1)
-    full_v = torch.cat([pv.expand(batch, -1, -1, -1), value], dim=2).repeat_interleave(
-        heads // kv_heads, dim=1
-    )
+    full_v = torch.cat([pv.expand(batch, -1, -1, -1), value], dim=2).repeat_interleave(heads // kv_heads, dim=1)
     full_mask = torch.cat([torch.ones(batch, 1, 1, shared, dtype=torch.bool), allowed], dim=-1)
     expected = torch.nn.functional.scaled_dot_product_attention(query, full_k, full_v, attn_mask=full_mask)
     assert torch.allclose(out, expected.transpose(1, 2), atol=1e-5)
