@@ -208,26 +208,14 @@ def load_policy(cfg: RLConfig) -> tuple[Any, Any, Any]:
     policy for the KL term only for a full fine-tune with ``kl > 0`` (LoRA switches its adapters off)."""
     import copy
 
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from training.sft import load_model
 
     init = Path(cfg.init.removeprefix("hf:")).expanduser()
     if not (init / "config.json").is_file():
         raise SystemExit(f"--init {cfg.init!r}: no config.json there; give an SFT output directory")
-    tokenizer = AutoTokenizer.from_pretrained(init)
-    model = AutoModelForCausalLM.from_pretrained(init, dtype=torch.float32)
-    model.config.use_cache = False
+    model, tokenizer = load_model(cfg, init)
     reference = None
-    if cfg.lora:
-        from peft import LoraConfig, get_peft_model
-
-        torch.manual_seed(cfg.seed)
-        lora = LoraConfig(
-            r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0, target_modules="all-linear",
-            task_type="CAUSAL_LM",
-        )  # fmt: skip
-        model = get_peft_model(model, lora)
-    elif cfg.kl > 0:
+    if not cfg.lora and cfg.kl > 0:
         reference = copy.deepcopy(model).eval().requires_grad_(False)
     return model, tokenizer, reference
 

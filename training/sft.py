@@ -84,7 +84,8 @@ def loss_module(model: Any) -> Any:
     return SFTLoss(model)
 
 
-def load_model(cfg: SFTConfig, base_dir: Path) -> tuple[Any, Any]:
+def load_model(cfg: Any, base_dir: Path) -> tuple[Any, Any]:
+    """``(model, tokenizer)`` from ``base_dir``, with LoRA adapters if ``cfg.lora`` (SFT and RL configs)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
