@@ -7,7 +7,7 @@ are deterministic given their parameters and ``seed``. Concrete perturbations su
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
@@ -68,8 +68,14 @@ class Perturbation(BaseModel):
         """Whether this perturbation changes anything for ``task`` (a booking-code shift needs a booking)."""
         return True
 
+    wrapper: ClassVar[Callable[[Env, Any], Env] | None] = None
+    """The wrapper class ``apply`` puts around the env, as ``wrapper(env, spec)``."""
+
     def apply(self, env: Env) -> Env:
-        raise NotImplementedError
+        """Wrap ``env``; severity 0 is the identity. Override for more than one wrapper."""
+        if self.wrapper is None:
+            raise NotImplementedError(f"{type(self).__name__} must set 'wrapper' or override apply()")
+        return env if self.severity == 0 else self.wrapper(env, self)
 
     def extra_turns(self) -> int:
         """Turns a perfect agent needs beyond the clean plan (retries, waits, token steps)."""

@@ -6,7 +6,6 @@ import dataclasses
 import json
 from typing import Any, ClassVar
 
-from sandbox.env import Env
 from sandbox.perturbations import vocab
 from sandbox.perturbations.base import Perturbation
 from sandbox.perturbations.formats import render_lines
@@ -87,8 +86,7 @@ class MissingValues(Perturbation):
     max_severity = 3
     layer = 4.6
 
-    def apply(self, env: Env) -> Env:
-        return env if self.severity == 0 else _Missing(env, self)
+    wrapper = _Missing
 
     def extra_turns(self) -> int:
         return 2 if self.severity else 0
@@ -126,8 +124,7 @@ class FormatShift(Perturbation):
     max_severity = 3
     layer = 4.9
 
-    def apply(self, env: Env) -> Env:
-        return _Format(env, self)
+    wrapper = _Format
 
 
 class _Transient(CallWrapper):
@@ -154,8 +151,7 @@ class RuntimeFailure(Perturbation):
     max_severity = 3
     layer = 4.4
 
-    def apply(self, env: Env) -> Env:
-        return _Transient(env, self)
+    wrapper = _Transient
 
     def extra_turns(self) -> int:
         return self.severity
@@ -210,8 +206,7 @@ class RateLimit(Perturbation):
     def applies_to(self, task: Task) -> bool:
         return bool(task.plan)
 
-    def apply(self, env: Env) -> Env:
-        return _RateLimit(env, self)
+    wrapper = _RateLimit
 
     def extra_turns(self) -> int:
         return self.severity
@@ -252,8 +247,7 @@ class ToolRedirection(Perturbation):
     def applies_to(self, task: Task) -> bool:
         return bool(task.plan)
 
-    def apply(self, env: Env) -> Env:
-        return _Redirect(env, self)
+    wrapper = _Redirect
 
     def extra_turns(self) -> int:
         return 3
@@ -292,8 +286,7 @@ class VerificationCodeShift(Perturbation):
     def applies_to(self, task: Task) -> bool:
         return task.write is not None
 
-    def apply(self, env: Env) -> Env:
-        return _CodeShift(env, self)
+    wrapper = _CodeShift
 
 
 class _Behaviour(ToolsWrapper):
@@ -359,8 +352,7 @@ class BehaviourChange(Perturbation):
         tools = {c.tool for c in task.plan}
         return bool(tools & set(UNIT_TOOLS)) or (self.severity >= 2 and bool(tools & set(SEARCHES)))
 
-    def apply(self, env: Env) -> Env:
-        return _Behaviour(env, self)
+    wrapper = _Behaviour
 
     def extra_turns(self) -> int:
         return self.severity - 1

@@ -91,8 +91,7 @@ class MissingCapability(Perturbation):
     def applies_to(self, task: Task) -> bool:
         return bool(task.plan)
 
-    def apply(self, env: Env) -> Env:
-        return _Without(env, self)
+    wrapper = _Without
 
 
 class _Ghost(CallWrapper):
@@ -142,8 +141,7 @@ class NonexistentEntity(Perturbation):
         name = task.params.get("name")
         return task.solvable and any(c.tool in FINDERS and c.args.get("name") == name for c in task.plan)
 
-    def apply(self, env: Env) -> Env:
-        return _Ghost(env, self)
+    wrapper = _Ghost
 
 
 class _Fatal(CallWrapper):
@@ -173,5 +171,4 @@ class FatalError(Perturbation):
     def applies_to(self, task: Task) -> bool:
         return bool(task.plan)
 
-    def apply(self, env: Env) -> Env:
-        return _Fatal(env, self)
+    wrapper = _Fatal

@@ -52,8 +52,7 @@ class QueryParaphrase(Perturbation):
     expected = "understand the request in words never trained on"
     layer = 1.0
 
-    def apply(self, env: Env) -> Env:
-        return _Paraphrase(env, self)
+    wrapper = _Paraphrase
 
 
 def _protected(query: str, task: Task) -> list[tuple[str, bool]]:
@@ -109,8 +108,7 @@ class QueryNoise(Perturbation):
     max_severity = 3
     layer = 6.0
 
-    def apply(self, env: Env) -> Env:
-        return env if self.severity == 0 else _Noise(env, self)
+    wrapper = _Noise
 
 
 class _Redundant(QueryWrapper):
@@ -133,8 +131,7 @@ class RedundantQuery(Perturbation):
     max_severity = 3
     layer = 6.0
 
-    def apply(self, env: Env) -> Env:
-        return env if self.severity == 0 else _Redundant(env, self)
+    wrapper = _Redundant
 
 
 def _drop_city(query: str, city: str) -> str:
@@ -204,8 +201,7 @@ class UnderspecifiedQuery(Perturbation):
         rows = world.places.values() if hasattr(world, "places") else world.patients.values()
         return bool(names) and all(sum(r.name.casefold() == n.casefold() for r in rows) == 1 for n in names)
 
-    def apply(self, env: Env) -> Env:
-        return _Underspecified(env, self)
+    wrapper = _Underspecified
 
 
 # Tool names.
@@ -258,8 +254,7 @@ class ToolNameNoise(Perturbation):
     max_severity = 3
     layer = 5.5
 
-    def apply(self, env: Env) -> Env:
-        return _NameNoise(env, self)
+    wrapper = _NameNoise
 
 
 class _Synonyms(_Renamer):
@@ -286,8 +281,7 @@ class SemanticRenaming(Perturbation):
     max_severity = 2
     layer = 5.3
 
-    def apply(self, env: Env) -> Env:
-        return _Synonyms(env, self)
+    wrapper = _Synonyms
 
 
 class _Opaque(_Renamer):
@@ -305,8 +299,7 @@ class IdentityErasure(Perturbation):
     expected = "choose tools from their descriptions"
     layer = 5.4
 
-    def apply(self, env: Env) -> Env:
-        return _Opaque(env, self)
+    wrapper = _Opaque
 
 
 class _Trap(_Renamer):
@@ -338,8 +331,7 @@ class SemanticTrap(Perturbation):
     max_severity = 2
     layer = 5.2
 
-    def apply(self, env: Env) -> Env:
-        return _Trap(env, self)
+    wrapper = _Trap
 
 
 # The tool set.
@@ -386,8 +378,7 @@ class DistractorTools(Perturbation):
     max_severity = 3
     layer = 5.1
 
-    def apply(self, env: Env) -> Env:
-        return env if self.severity == 0 else _Decoys(env, self)
+    wrapper = _Decoys
 
 
 class _SchemaNoise(ToolsWrapper):
@@ -433,8 +424,7 @@ class SchemaNoise(Perturbation):
     max_severity = 3
     layer = 5.05
 
-    def apply(self, env: Env) -> Env:
-        return env if self.severity == 0 else _SchemaNoise(env, self)
+    wrapper = _SchemaNoise
 
 
 class _Rewrite(ToolsWrapper):
@@ -463,5 +453,4 @@ class DescriptionRewrite(Perturbation):
     mild = "the static agent never reads descriptions, so a rewrite alone cannot hurt it; it hurts agents that do"
     layer = 5.0
 
-    def apply(self, env: Env) -> Env:
-        return _Rewrite(env, self)
+    wrapper = _Rewrite

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
-from sandbox.env import Env
 from sandbox.perturbations import vocab
 from sandbox.perturbations.base import Perturbation
 from sandbox.perturbations.registry import register
@@ -91,8 +90,7 @@ class DependencyMerge(Perturbation):
     def applies_to(self, task: Task) -> bool:
         return _uses_consumer(task)
 
-    def apply(self, env: Env) -> Env:
-        return _Merge(env, self)
+    wrapper = _Merge
 
 
 class _Invert(ToolsWrapper):
@@ -162,8 +160,7 @@ class LogicInversion(Perturbation):
     def applies_to(self, task: Task) -> bool:
         return _uses_consumer(task)
 
-    def apply(self, env: Env) -> Env:
-        return _Invert(env, self)
+    wrapper = _Invert
 
     def extra_turns(self) -> int:
         return 1
@@ -222,8 +219,7 @@ class DependencySplit(Perturbation):
     def applies_to(self, task: Task) -> bool:
         return bool(task.plan)
 
-    def apply(self, env: Env) -> Env:
-        return _Token(env, self)
+    wrapper = _Token
 
     def extra_turns(self) -> int:
         return 1
@@ -278,5 +274,4 @@ class ArgumentRestructuring(Perturbation):
     def applies_to(self, task: Task) -> bool:
         return bool(task.plan)
 
-    def apply(self, env: Env) -> Env:
-        return _Restructure(env, self)
+    wrapper = _Restructure
