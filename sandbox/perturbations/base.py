@@ -64,9 +64,12 @@ class Perturbation(BaseModel):
             )
         return self
 
+    needs_calls: ClassVar[bool] = False
+    """True for perturbations that act on tool calls, so change nothing for a task without any."""
+
     def applies_to(self, task: Task) -> bool:
         """Whether this perturbation changes anything for ``task`` (a booking-code shift needs a booking)."""
-        return True
+        return bool(task.plan) or not self.needs_calls
 
     wrapper: ClassVar[Callable[[Env, Any], Env] | None] = None
     """The wrapper class ``apply`` puts around the env, as ``wrapper(env, spec)``."""

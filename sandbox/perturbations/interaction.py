@@ -203,8 +203,7 @@ class RateLimit(Perturbation):
     max_severity = 2
     layer = 4.5
 
-    def applies_to(self, task: Task) -> bool:
-        return bool(task.plan)
+    needs_calls = True
 
     wrapper = _RateLimit
 
@@ -244,8 +243,7 @@ class ToolRedirection(Perturbation):
     max_severity = 2
     layer = 4.3
 
-    def applies_to(self, task: Task) -> bool:
-        return bool(task.plan)
+    needs_calls = True
 
     wrapper = _Redirect
 

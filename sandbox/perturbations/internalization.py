@@ -88,8 +88,7 @@ class MissingCapability(Perturbation):
     unsolvable = True
     layer = 2.0
 
-    def applies_to(self, task: Task) -> bool:
-        return bool(task.plan)
+    needs_calls = True
 
     wrapper = _Without
 
@@ -168,7 +167,6 @@ class FatalError(Perturbation):
     unsolvable = True
     layer = 2.0
 
-    def applies_to(self, task: Task) -> bool:
-        return bool(task.plan)
+    needs_calls = True
 
     wrapper = _Fatal

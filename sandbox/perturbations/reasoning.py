@@ -216,8 +216,7 @@ class DependencySplit(Perturbation):
     max_severity = 2
     layer = 3.2
 
-    def applies_to(self, task: Task) -> bool:
-        return bool(task.plan)
+    needs_calls = True
 
     wrapper = _Token
 
@@ -271,7 +270,6 @@ class ArgumentRestructuring(Perturbation):
     max_severity = 2
     layer = 3.3
 
-    def applies_to(self, task: Task) -> bool:
-        return bool(task.plan)
+    needs_calls = True
 
     wrapper = _Restructure

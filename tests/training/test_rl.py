@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from types import SimpleNamespace
 
 import pytest
@@ -14,9 +13,6 @@ pytest.importorskip("peft")
 
 from training.rewards import completion, get_reward, refusal_aware, reward_name  # noqa: E402
 from training.rl import RLConfig, episode_rows, group_advantages, rollout, row_logprobs, train  # noqa: E402
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
@@ -12,9 +11,6 @@ pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
 from training.config import SFTConfig  # noqa: E402
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
 @pytest.fixture(scope="module")
