@@ -31,13 +31,13 @@ class DemoConfig:
 
     dir: str = field(default="", metadata={"help": "where checkpoints and the episode cache go (default: cache dir)"})
     sft_steps: list[int] = field(
-        default_factory=lambda: [10, 20, 40], metadata={"help": "SFT step counts to evaluate (one run, exported)"}
+        default_factory=lambda: [25, 50, 100], metadata={"help": "SFT step counts to evaluate (one run, exported)"}
     )
-    paft_steps: int = field(default=40, metadata={"help": "PAFT steps (0: skip PAFT)"})
+    paft_steps: int = field(default=100, metadata={"help": "PAFT steps (0: skip PAFT)"})
     rl_steps: int = field(default=3, metadata={"help": "GRPO steps of each RL agent, from the last SFT (0: skip RL)"})
     rl_group: int = field(default=8, metadata={"help": "RL: sampled episodes per task (G); 4 tasks a step"})
     batch_size: int = field(default=8, metadata={"help": "episodes per optimizer step"})
-    episodes: int = field(default=320, metadata={"help": "distinct training tasks (train split)"})
+    episodes: int = field(default=800, metadata={"help": "distinct training tasks (train split)"})
     lr: float = field(default=1e-3, metadata={"help": "peak learning rate (LoRA)"})
     alpha: float = field(default=0.3, metadata={"help": "PAFT share of perturbed episodes (train pool)"})
     n: int = field(default=20, metadata={"help": "evaluation cases per tier (test split, eval pool), plus clean twins"})
@@ -101,16 +101,26 @@ def _train_configs(cfg: DemoConfig, root: Path) -> dict[str, SFTConfig]:
 
 def _trained(cfg: SFTConfig) -> bool:
     """Whether ``cfg.out`` holds a finished run of this very configuration."""
-    from training.sft import META_FILE
+    from training.sft import META_FILE, RUN_SETTINGS
 
     meta_file = Path(cfg.out) / META_FILE
     if not meta_file.is_file():
         return False
     done = json.loads(meta_file.read_text()).get("config", {})
-    ignore = {"out", "progress", "threads", "resume", "save_every"}
-    return {k: v for k, v in done.items() if k not in ignore} == {
-        k: v for k, v in cfg.to_dict().items() if k not in ignore
+    return {k: v for k, v in done.items() if k not in RUN_SETTINGS} == {
+        k: v for k, v in cfg.to_dict().items() if k not in RUN_SETTINGS
     }
+
+
+def _stale_checkpoints(cfg: SFTConfig) -> bool:
+    """Whether ``cfg.out`` holds checkpoints of a run with other options (the demo then starts over)."""
+    from training.sft import config_changes, latest_checkpoint
+
+    last = latest_checkpoint(Path(cfg.out))
+    changes = config_changes(last, cfg.to_dict()) if last is not None else []
+    if changes:
+        _say(f"{cfg.out}: its checkpoints are of other options ({'; '.join(changes)}); starting over")
+    return bool(changes)
 
 
 def _agent_dirs(cfg: DemoConfig, runs: dict[str, SFTConfig]) -> dict[str, str]:
@@ -204,7 +214,7 @@ def run(cfg: DemoConfig) -> int:
         if _trained(run_cfg) and not cfg.retrain:
             _say(f"{name}: reusing {run_cfg.out} (--retrain to start over)")
             continue
-        run_cfg.resume = not cfg.retrain
+        run_cfg.resume = not cfg.retrain and not _stale_checkpoints(run_cfg)
         _say(f"{name}: training {run_cfg.steps} steps × {run_cfg.batch_size} episodes into {run_cfg.out}")
         t = time.perf_counter()
         train(run_cfg)

@@ -269,7 +269,7 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
     from accelerate import Accelerator
 
     from sandbox import tasks as sandbox_tasks
-    from training.sft import _bf16_ok, export, latest_checkpoint, load_checkpoint, save_checkpoint
+    from training.sft import _bf16_ok, export, latest_checkpoint, load_checkpoint, refuse_other_config, save_checkpoint
 
     if not cfg.out:
         raise SystemExit("RLConfig.out: an output directory is required")
@@ -304,6 +304,7 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
     if last is not None:
         import json
 
+        refuse_other_config(last, cfg.to_dict())
         start = load_checkpoint(last, policy, optimizer, scheduler)
         history = list(json.loads((last / "state.json").read_text()).get("history", []))
         accelerator.print(f"openagent train rl: resuming from {last} (step {start} of {cfg.steps})")
@@ -363,7 +364,7 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
             bar.update(1)
         done = step + 1
         if cfg.save_every and done % cfg.save_every == 0 and done != cfg.steps:
-            save_checkpoint(out, done, policy, optimizer, scheduler, history)
+            save_checkpoint(out, done, policy, optimizer, scheduler, history, cfg.to_dict())
     if bar is not None:
         bar.close()
 

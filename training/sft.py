@@ -27,6 +27,8 @@ from training.config import SFTConfig
 
 META_FILE = "openagent-train.json"
 CHECKPOINTS = "checkpoints"
+RUN_SETTINGS = frozenset({"out", "progress", "threads", "resume", "save_every"})
+"""Config fields that change how a run is carried out, not what it trains."""
 
 
 def resolve_base(base: str) -> Path:
@@ -144,6 +146,7 @@ def train(cfg: SFTConfig, examples: list | None = None, data_meta: dict | None =
     start = 0
     last = latest_checkpoint(out) if cfg.resume else None
     if last is not None:
+        refuse_other_config(last, cfg.to_dict())
         start = load_checkpoint(last, model, optimizer, scheduler)
         accelerator.print(f"openagent train: resuming from {last} (step {start} of {cfg.steps})")
 
@@ -184,7 +187,7 @@ def train(cfg: SFTConfig, examples: list | None = None, data_meta: dict | None =
             snapshot = {**meta, "steps": done, "history": history}
             export(model, tokenizer, out / f"step-{done}", snapshot)
         if cfg.save_every and done % cfg.save_every == 0 and done != cfg.steps:
-            save_checkpoint(out, done, model, optimizer, scheduler, history)
+            save_checkpoint(out, done, model, optimizer, scheduler, history, cfg.to_dict())
     if bar is not None:
         bar.close()
 
@@ -239,8 +242,11 @@ def export(model: Any, tokenizer: Any, target: Path, meta: dict) -> None:
         os.rename(tmp, target)
 
 
-def save_checkpoint(out: Path, step: int, model: Any, optimizer: Any, scheduler: Any, history: list[dict]) -> Path:
-    """Trainable weights, optimizer and schedule at ``step``, written to a temp dir then renamed."""
+def save_checkpoint(
+    out: Path, step: int, model: Any, optimizer: Any, scheduler: Any, history: list[dict], config: dict | None = None
+) -> Path:
+    """Trainable weights, optimizer and schedule at ``step`` (and the run's config, which a resume must
+    match), written to a temp dir then renamed."""
     import torch
 
     root = out / CHECKPOINTS
@@ -252,7 +258,8 @@ def save_checkpoint(out: Path, step: int, model: Any, optimizer: Any, scheduler:
     trainable = {n: p.detach().cpu() for n, p in model.named_parameters() if p.requires_grad}
     torch.save(trainable, tmp / "trainable.pt")
     torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}, tmp / "optimizer.pt")
-    (tmp / "state.json").write_text(json.dumps({"step": step, "history": history}) + "\n")
+    state = {"step": step, "history": history, "config": config}
+    (tmp / "state.json").write_text(json.dumps(state, default=str) + "\n")
     shutil.rmtree(target, ignore_errors=True)
     os.rename(tmp, target)
     for old in sorted(root.glob("step-*"))[:-2]:  # keep the last two
@@ -263,6 +270,27 @@ def save_checkpoint(out: Path, step: int, model: Any, optimizer: Any, scheduler:
 def latest_checkpoint(out: Path) -> Path | None:
     done = sorted(p for p in (out / CHECKPOINTS).glob("step-*") if (p / "state.json").is_file())
     return done[-1] if done else None
+
+
+def config_changes(checkpoint: Path, config: dict) -> list[str]:
+    """What differs between the run that wrote ``checkpoint`` and ``config`` (run settings aside)."""
+    saved = json.loads((checkpoint / "state.json").read_text()).get("config")
+    if saved is None:
+        return []
+    saved = json.loads(json.dumps(saved, default=str))
+    config = json.loads(json.dumps(config, default=str))
+    ignore = RUN_SETTINGS | {"export_at"}
+    keys = sorted((set(saved) | set(config)) - ignore)
+    return [f"{k}: {saved.get(k)!r} -> {config.get(k)!r}" for k in keys if saved.get(k) != config.get(k)]
+
+
+def refuse_other_config(checkpoint: Path, config: dict) -> None:
+    changes = config_changes(checkpoint, config)
+    if changes:
+        raise SystemExit(
+            f"openagent train: {checkpoint} was written by a run with other options ({'; '.join(changes)}). "
+            "Rerun with the same options to resume it, or pass --no-resume (or another --out) to start over."
+        )
 
 
 def load_checkpoint(path: Path, model: Any, optimizer: Any, scheduler: Any) -> int:
