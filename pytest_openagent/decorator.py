@@ -99,7 +99,8 @@ def perturb(
             @functools.wraps(fn)
             def body(*args: Any, **kwargs: Any) -> Any:
                 __tracebackhide__ = True
-                _events(signature.bind(*args, **kwargs).arguments["case"])
+                # Hypothesis passes the case by keyword (given(case=...)); bind only when it did not.
+                _events(kwargs["case"] if "case" in kwargs else signature.bind(*args, **kwargs).arguments["case"])
                 return fn(*args, **kwargs)
 
         test = given(case=strategy)(body)

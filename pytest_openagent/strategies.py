@@ -122,21 +122,45 @@ def _applies(cls: type[Perturbation], task: Task) -> bool:
     key = (cls, task.id)
     found = _APPLIES.get(key)
     if found is None:
-        found = _APPLIES[key] = cls(severity=_floor(cls)).applies_to(task)
+        found = _APPLIES[key] = _mildest(cls).applies_to(task)
+    return found
+
+
+@lru_cache(maxsize=1024)
+def _mildest(cls: type[Perturbation]) -> Perturbation:
+    return cls(severity=_floor(cls))
+
+
+_APPLICABLE: dict[tuple[tuple[type[Perturbation], ...], str], tuple[type[Perturbation], ...]] = {}
+
+
+def _applicable(classes: tuple[type[Perturbation], ...], task: Task) -> tuple[type[Perturbation], ...]:
+    """The classes that apply to ``task``, in order; asked once per drawn example, so kept."""
+    key = (classes, task.id)
+    found = _APPLICABLE.get(key)
+    if found is None:
+        found = _APPLICABLE[key] = tuple(c for c in classes if _applies(c, task))
     return found
 
 
 @st.composite
-def _build(draw: st.DrawFn, cls: type[Perturbation], pool: Pool) -> Perturbation:
-    severity = draw(st.integers(_floor(cls), cls.max_severity))
-    seed = draw(st.integers(0, SEEDS - 1))
+def _build(
+    draw: st.DrawFn,
+    cls: type[Perturbation],
+    pool: Pool,
+    severities: st.SearchStrategy[int],
+    seeds: st.SearchStrategy[int],
+) -> Perturbation:
+    severity = draw(severities)
+    seed = draw(seeds)
     return cls(severity=severity, pool=pool, seed=seed)
 
 
 # Strategies are memoised: Hypothesis checks each new strategy object, which costs more than a draw.
+# The integer strategies are built here once, not looked up in Hypothesis' cache on every draw.
 @lru_cache(maxsize=4096)
 def _one(cls: type[Perturbation], pool: Pool) -> st.SearchStrategy[Perturbation]:
-    return _build(cls, pool)
+    return _build(cls, pool, st.integers(_floor(cls), cls.max_severity), st.integers(0, SEEDS - 1))
 
 
 @lru_cache(maxsize=4096)
@@ -210,7 +234,7 @@ def _cases(
     max_stack: int,
 ) -> Case:
     task = draw(task_strategy)
-    applicable = tuple(c for c in classes if _applies(c, task))
+    applicable = _applicable(classes, task)
     if not applicable:
         assume(False)
     kinds = draw(_kinds(applicable, 1, max_stack))

@@ -80,7 +80,8 @@ class FunctionAgent:
 
 def as_agent(obj: Any) -> Agent:
     """An agent as given, or a plain callable wrapped in :class:`FunctionAgent`."""
-    if isinstance(obj, Agent):
+    # A method on the class settles it; isinstance on a runtime Protocol costs tens of microseconds.
+    if callable(getattr(type(obj), "act", None)) or isinstance(obj, Agent):
         return obj
     if callable(obj):
         return FunctionAgent(obj)

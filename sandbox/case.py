@@ -17,6 +17,24 @@ from sandbox.task import Task
 SANDBOX_VERSION = "2"
 """Bump when worlds, tools, judge or perturbations change behaviour: it invalidates cached episodes."""
 
+_KEY_JSON = json.JSONEncoder(sort_keys=True, default=str)
+"""``json.dumps(..., sort_keys=True, default=str)``, built once."""
+_TASK_JSON: dict[int, tuple[Task, str]] = {}
+_MAX_TASK_JSON = 4096
+
+
+def _task_json(task: Task) -> str:
+    """The task's part of a case key, dumped once per task object: every case of a task, its clean
+    twin included, shares the same frozen task, and the dump costs more than the rest of the key."""
+    hit = _TASK_JSON.get(id(task))
+    if hit is not None and hit[0] is task:  # the task is held, so its id is not reused while cached
+        return hit[1]
+    text = _KEY_JSON.encode(task.model_dump(mode="json"))
+    if len(_TASK_JSON) >= _MAX_TASK_JSON:
+        _TASK_JSON.clear()
+    _TASK_JSON[id(task)] = (task, text)
+    return text
+
 
 @dataclass(frozen=True)
 class Case:
@@ -56,9 +74,20 @@ class Case:
         return cls(Task.model_validate(data["task"]), tuple(from_dict(p) for p in data["perturbations"]))
 
     def key(self) -> str:
-        """A content hash of the case and the sandbox version, for caching episodes."""
-        blob = json.dumps([SANDBOX_VERSION, self.to_dict()], sort_keys=True, default=str)
-        return hashlib.sha256(blob.encode()).hexdigest()[:32]
+        """A content hash of the case and the sandbox version, for caching episodes.
+
+        The hash of ``json.dumps([SANDBOX_VERSION, self.to_dict()], sort_keys=True, default=str)``,
+        assembled from parts (the task's part is dumped once per task), and kept on the case: the
+        cache, the record and the report all ask for it.
+        """
+        key = self.__dict__.get("_key")
+        if key is None:
+            stack = _KEY_JSON.encode([p.to_dict() for p in self.perturbations])
+            version = json.dumps(SANDBOX_VERSION)
+            blob = f'[{version}, {{"perturbations": {stack}, "task": {_task_json(self.task)}}}]'
+            key = hashlib.sha256(blob.encode()).hexdigest()[:32]
+            object.__setattr__(self, "_key", key)  # a frozen case: a cached value, not a field
+        return key
 
     def __repr__(self) -> str:
         return f"Case({self.describe()})"

@@ -19,6 +19,8 @@ from sandbox.tools import AGENT_ERRORS, ToolResult
 
 DEFAULT_MAX_STEPS = 8
 _episode_ids = itertools.count()
+_RAW_CALLS = json.JSONEncoder(default=str)
+"""``json.dumps(..., default=str)``, built once: dumps builds an encoder per call when given options."""
 
 
 class Step(BaseModel):
@@ -183,7 +185,7 @@ def _advance(ep: _Live, reply: Reply | str, max_steps: int) -> Episode | None:
     ep.meta.append(reply.meta)
     raw = reply.text if isinstance(reply.text, str) else repr(reply.text)
     if reply.tool_calls:
-        raw = raw + "\n" + json.dumps(reply.tool_calls, default=str)[:2000]
+        raw = raw + "\n" + _RAW_CALLS.encode(reply.tool_calls)[:2000]
     parsed = parse_reply(reply.text, reply.tool_calls)
     if parsed.error is not None:
         ep.steps.append(Step(reply=raw, error=parsed.error))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Sequence
 from typing import Literal
 
@@ -38,8 +39,30 @@ def is_refusal(answer: str) -> bool:
 
 def quotes(answer: str, value: str) -> bool:
     """Whether ``answer`` contains ``value`` as a whole token (``3.2`` is not in ``13.25``)."""
-    pattern = r"(?<![\w.])" + re.escape(value.strip()) + r"(?!\w|\.\d)"
+    needle = value.strip()
+    if answer.isascii() and needle.isascii():
+        return _quotes_ascii(answer.lower(), needle.lower())
+    pattern = r"(?<![\w.])" + re.escape(needle) + r"(?!\w|\.\d)"
     return re.search(pattern, answer, re.IGNORECASE) is not None
+
+
+_WORD = frozenset(string.ascii_letters + string.digits + "_")
+_DECIMALS = re.compile(r"\.\d")
+
+
+def _quotes_ascii(text: str, needle: str) -> bool:
+    """The regex of :func:`quotes` for ASCII text, both lowercased, without compiling a pattern per value
+    (a compile costs more than the rest of the judge): there ``IGNORECASE`` is ``lower()``, ``\\w`` is
+    ``[A-Za-z0-9_]`` and ``\\d`` is ``[0-9]``."""
+    start = text.find(needle)
+    while start != -1:
+        end = start + len(needle)
+        before = text[start - 1] if start else ""
+        after = text[end : end + 2]  # the next character, and the one after it for "\.\d"
+        if before not in _WORD and before != "." and after[:1] not in _WORD and not _DECIMALS.match(after):
+            return True
+        start = text.find(needle, start + 1)
+    return False
 
 
 def matching_write(task: Task, writes: Sequence[Write]) -> Write | None:

@@ -43,6 +43,10 @@ class ToolFailure(Exception):
         self.message = message
 
 
+_OBSERVATION = json.JSONEncoder(separators=(", ", ": "), ensure_ascii=False)
+"""``json.dumps(..., separators=(", ", ": "), ensure_ascii=False)``, built once: dumps builds an encoder per call."""
+
+
 class ToolResult(BaseModel):
     """What one tool call returned: ``content`` on success, ``error`` and ``message`` otherwise."""
 
@@ -60,7 +64,7 @@ class ToolResult(BaseModel):
     def render(self) -> str:
         """The observation text the agent reads: compact JSON."""
         body = self.content if self.ok else {"error": self.error, "message": self.message}
-        return json.dumps(body, separators=(", ", ": "), ensure_ascii=False)
+        return _OBSERVATION.encode(body)
 
 
 @dataclass(frozen=True)

@@ -111,8 +111,29 @@ def _capabilities() -> list[tuple[str, re.Pattern[str]]]:
     return [(tool, re.compile("|".join(rf"\b{re.escape(w)}" for w in words))) for tool, words in vocab.CAPABILITIES]
 
 
+_RUN = re.compile(r"[\w-]+")
+
+
+class _Names:
+    """Tool names as whole words, found without a regex per tool set (a renaming perturbation makes a new set
+    per seed, and compiling the alternation costs more than a turn). For names made of ``[\\w-]`` only, a
+    match of the pattern below is exactly a maximal run of ``[\\w-]`` equal to a name, so reading the runs
+    finds the same matches in the same order."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = frozenset(names)
+
+    def findall(self, text: str) -> list[str]:
+        return [run for run in _RUN.findall(text) if run in self.names]
+
+    def sub(self, repl: str, text: str) -> str:
+        return _RUN.sub(lambda m: repl if m.group() in self.names else m.group(), text)
+
+
 @lru_cache(maxsize=256)
-def _names_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
+def _names_pattern(names: tuple[str, ...]) -> re.Pattern[str] | _Names:
+    if all(_RUN.fullmatch(n) for n in names):
+        return _Names(names)
     alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
     return re.compile(rf"(?<![\w-])(?:{alternatives})(?![\w-])")
 
@@ -122,6 +143,21 @@ def capability(description: str, names: tuple[str, ...]) -> str | None:
     """The canonical tool a description documents (tool names mentioned in it are ignored)."""
     text = _names_pattern(names).sub(" ", description).casefold() if names else description.casefold()
     return next((tool for tool, pattern in _capabilities() if pattern.search(text)), None)
+
+
+@lru_cache(maxsize=1024)
+def _toolset(described: tuple[tuple[str, str], ...]) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The tools that are not decoys, and the first of them that documents each capability, by
+    (name, description): the same for every turn of an episode, and for every episode of a tool set."""
+    names = tuple(n for n, _ in described)
+    live = tuple(n for n, d in described if not _is_decoy(d))
+    by_capability: dict[str, str] = {}
+    for name, description in described:
+        if name in live:
+            tool = capability(description, names)
+            if tool is not None:
+                by_capability.setdefault(tool, name)
+    return live, by_capability
 
 
 class Refusal(Exception):
@@ -149,6 +185,23 @@ class Attempt:
     tool: str
     args: Any
     result: Any = None
+    normalized: Any = None
+    """``result`` through :func:`normalize` when it is a success, else ``None``."""
+
+
+@lru_cache(maxsize=1024)
+def _observation_text(text: str) -> tuple[Any, Any]:
+    """An observation decoded, and normalized when it is a success. Kept by its text: each turn
+    rereads every earlier observation of the episode. Shared between turns, so callers only read them."""
+    result = decode(text)
+    return result, None if result is None or is_error(result) else normalize(result)
+
+
+def _observation(content: Any) -> tuple[Any, Any]:
+    if isinstance(content, str):
+        return _observation_text(content)
+    result = decode(content)
+    return result, None if result is None or is_error(result) else normalize(result)
 
 
 @dataclass
@@ -172,7 +225,8 @@ class View:
                 pending[call["id"]] = attempt = Attempt(fn["name"], fn["arguments"])
                 view.attempts.setdefault(call["id"].rsplit(".", 1)[0], []).append(attempt)
             if m.get("role") == "tool" and m.get("tool_call_id") in pending:
-                pending[m["tool_call_id"]].result = decode(m["content"])
+                attempt = pending[m["tool_call_id"]]
+                attempt.result, attempt.normalized = _observation(m["content"])
         return view
 
     def last(self, step: str) -> Attempt | None:
@@ -182,9 +236,7 @@ class View:
     def done(self, step: str) -> Any:
         """The normalized result of a step if its last attempt succeeded, else ``None``."""
         last = self.last(step)
-        if last is None or last.result is None or is_error(last.result):
-            return None
-        return normalize(last.result)
+        return None if last is None else last.normalized
 
 
 class Planner:
@@ -194,14 +246,12 @@ class Planner:
         self.view = view
         self.task = view.task
         self.names = tuple(view.tools)
-        self.live = {n: s for n, s in view.tools.items() if not _is_decoy(s)}
-        self.by_capability: dict[str, str] = {}
-        for name, spec in self.live.items():
-            tool = capability(spec["function"]["description"], self.names)
-            if tool is not None:
-                self.by_capability.setdefault(tool, name)
+        live, by_capability = _toolset(tuple((n, s["function"]["description"]) for n, s in view.tools.items()))
+        self.live = {n: view.tools[n] for n in live}
+        self.by_capability: dict[str, str] = dict(by_capability)
         self.clean = _clean_params(self.task.domain)
         self._finished: dict[str, bool] = {}
+        self._final: dict[str, Step] = {}
 
     def next(self) -> Reply:
         task = self.task
@@ -302,6 +352,13 @@ class Planner:
     # Building calls.
 
     def final_step(self, call: Call) -> Step:
+        """The call that gives ``call``'s result, as the tools now are; kept per turn (the view is fixed)."""
+        step = self._final.get(call.id)
+        if step is None:
+            step = self._final[call.id] = self._final_step(call)
+        return step
+
+    def _final_step(self, call: Call) -> Step:
         name = self.by_capability[call.tool]
         spec = self.live[name]
         own = {p: (self.clean[call.tool].get(p, ""), v) for p, v in call.args.items()}
@@ -451,8 +508,9 @@ class Planner:
         return "; ".join(parts)
 
 
-def _is_decoy(spec: ToolSpec) -> bool:
-    text = spec["function"]["description"].casefold()
+@lru_cache(maxsize=4096)
+def _is_decoy(description: str) -> bool:
+    text = description.casefold()
     return any(marker in text for marker in vocab.DECOY_MARKERS)
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
+from functools import lru_cache
 from typing import Any, ClassVar
 
 from sandbox.domains import get_domain
@@ -197,11 +199,18 @@ class UnderspecifiedQuery(Perturbation):
         names = [c.args["name"] for c in task.plan if c.tool in FINDERS]
         if not task.solvable:
             return True
-        world = get_domain(task.domain).world(task.seed)
-        rows = world.places.values() if hasattr(world, "places") else world.patients.values()
-        return bool(names) and all(sum(r.name.casefold() == n.casefold() for r in rows) == 1 for n in names)
+        counts = _name_counts(task.domain, task.seed)
+        return bool(names) and all(counts[n.casefold()] == 1 for n in names)
 
     wrapper = _Underspecified
+
+
+@lru_cache(maxsize=8)
+def _name_counts(domain: str, seed: int) -> Counter[str]:
+    """How many places (or patients) of the world bear each name, casefolded."""
+    world = get_domain(domain).world(seed)
+    rows = world.places.values() if hasattr(world, "places") else world.patients.values()
+    return Counter(r.name.casefold() for r in rows)
 
 
 # Tool names.

@@ -1,6 +1,9 @@
 import json
+import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import sandbox
 from sandbox import ScriptedAgent, make_env, run_episode
@@ -27,6 +30,19 @@ def test_quotes_matches_whole_values_only():
     assert not quotes("It is 13.25 km away.", "3.2")
     assert not quotes("It is 3.25 km away.", "3.2")
     assert quotes("code: BK-ABCDE", "bk-abcde")
+
+
+_TEXT = st.text(alphabet="aAbBkK12._- :,\u00e9\u212a\u017f", max_size=12)
+
+
+@given(answer=_TEXT, value=st.one_of(_TEXT, st.text(alphabet="aAbBkK12._- :,\u00e9\u212a\u017f", max_size=3)))
+def test_quotes_is_the_token_regex(answer, value):
+    # quotes() reads ASCII text without a regex per value; it must agree with the definition everywhere.
+    pattern = r"(?<![\w.])" + re.escape(value.strip()) + r"(?!\w|\.\d)"
+    assert quotes(answer, value) == (re.search(pattern, answer, re.IGNORECASE) is not None)
+    if value.strip() and answer:
+        inside = answer[: len(answer) // 2] + value.swapcase() + answer[len(answer) // 2 :]
+        assert quotes(inside, value) == (re.search(pattern, inside, re.IGNORECASE) is not None)
 
 
 def test_garbage_is_a_parse_error_never_a_refusal():

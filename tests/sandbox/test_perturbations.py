@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from functools import cache
 
 import pytest
 
 from sandbox import OracleAgent
-from sandbox.case import Case, run_cases
+from sandbox.case import SANDBOX_VERSION, Case, run_cases
 from sandbox.perturbations import POOLS, get, names
 from sandbox.perturbations.bites import sample_tasks
 from sandbox.perturbations.registry import from_dict
@@ -71,6 +72,9 @@ def test_specs_round_trip_through_json(name: str) -> None:
         assert from_dict(data).label() == spec.label()
     case = Case(sample()[0], tuple(specs(name)[:1]))
     assert Case.from_dict(json.loads(json.dumps(case.to_dict()))).key() == case.key()
+    # The key is assembled from parts and kept; it must stay the hash of the whole case, or caches go stale.
+    blob = json.dumps([SANDBOX_VERSION, case.to_dict()], sort_keys=True, default=str)
+    assert case.key() == hashlib.sha256(blob.encode()).hexdigest()[:32] == Case(case.task, case.perturbations).key()
 
 
 @pytest.mark.parametrize("name", names())
