@@ -1,18 +1,20 @@
 """Batched generation for many conversations at once, keeping each one's KV cache between turns.
 
-One call takes, for every row, the full token ids of its prompt (the rendered conversation so
-far) and the KV cache it left behind last turn. A row reuses the longest prefix of its prompt
-whose keys and values are already known (its own cache, or a row before it in this batch, which
-shares the system prompt and tool specs on an episode's first turn) and prefills only the rest.
-Prefill runs row by row, each row inside its own slice of one preallocated, left-padded batch
-buffer; decoding then runs the whole batch, one forward pass a token, until each row has emitted
-an end-of-turn token. A prefix that every row shares is then kept once and read once per step
-(``prefix_attention``): on a CPU, reading each row's copy of a long system prompt is most of the
-cost of a decoding step. Finished rows leave the batch (compacting when half the rows are done),
-and every row's keys and values are cut back out into its own cache for the next turn.
+One call takes, for every row, the full token ids of its prompt (the rendered conversation so far) and
+the KV cache it left behind last turn. A row reuses the longest prefix of its prompt whose keys and
+values are already known (its own cache, or a shared one) and prefills only the rest.
 
-Keys are stored after rotary embedding, so moving them between buffers (to other columns) is
-exact as long as each token keeps its position id; padding columns are masked out.
+When the rows share a long prefix (the system prompt and tool specs), its keys and values are kept
+once: taken from a cache that holds them, or prefilled once for the whole batch. Every row's new tokens
+are then prefilled together, in one forward pass over a packed sequence (``prefix_attention.packed``),
+into one preallocated, left-padded batch buffer that holds each row's own tokens. Decoding runs the
+whole batch, one forward pass a token, until each row has emitted an end-of-turn token, reading the
+shared prefix once per step (``prefix_attention.shared_prefix``): on a CPU, reading each row's copy of
+a long system prompt would be most of the cost of a decoding step. Finished rows leave the batch
+(the last rows moving into their places), and every row's own keys and values are cut back out into
+its own cache for the next turn, which references the shared prefix instead of copying it.
+
+A batch of one, a model whose attention is not SDPA, or ``batched_prefill = False`` prefills row by row.
 """
 
 from __future__ import annotations
@@ -21,16 +23,19 @@ import contextlib
 import time
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from training import prefix_attention
+from training.kv_cache import KVState, buffer_cache, common_prefix, copy_pieces
 
-if TYPE_CHECKING:
-    import torch
+__all__ = ["BatchGenerator", "Completion", "KVState", "Sampling", "common_prefix"]
 
 MIN_SHARED_PREFIX = 64
 """Shorter shared prefixes are not worth a separate attention pass."""
+PACKED_TOKENS = 2048
+"""At most this many new tokens (but at least one row's) in one packed prefill pass: bounds its activations
+(2,048 was as fast as 8,192 and faster than 512 or 1,024 on this CPU)."""
 
 
 @dataclass
@@ -50,23 +55,6 @@ class Sampling:
 
 
 @dataclass
-class KVState:
-    """What one conversation leaves behind: its token ids and their keys and values, layer by layer."""
-
-    tokens: list[int] = field(default_factory=list)
-    kv: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list)
-    """Per layer ``(keys, values)``, each ``[kv_heads, len(tokens), head_dim]``."""
-
-    def prefix(self, n: int) -> KVState:
-        """A copy of the first ``n`` tokens' state."""
-        n = min(n, len(self.tokens))
-        return KVState(self.tokens[:n], [(k[:, :n].clone(), v[:, :n].clone()) for k, v in self.kv])
-
-    def nbytes(self) -> int:
-        return sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in self.kv)
-
-
-@dataclass
 class Completion:
     """One row's result. ``logprobs[i]`` is the log-probability of ``token_ids[i]`` under the
     distribution it was drawn from (``logits / temperature`` when sampling, the raw logits when greedy)."""
@@ -78,52 +66,8 @@ class Completion:
     reused: int  # prompt tokens whose keys and values came from a cache
 
 
-def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
-
-
 def row_seed(seed: int, key: str) -> int:
     return zlib.crc32(f"{seed}:{key}".encode())
-
-
-class _BufferLayer:
-    """A cache layer over a preallocated ``[batch, heads, capacity, dim]`` buffer (or a view of it):
-    appending writes in place, where a growing cache would copy all its keys every step."""
-
-    is_sliding = False
-    is_compileable = False
-    is_initialized = True
-
-    def __init__(self, keys: torch.Tensor, values: torch.Tensor, length: int):
-        self.keys_buf, self.values_buf, self.length = keys, values, length
-
-    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any):
-        end = self.length + key_states.shape[-2]
-        self.keys_buf[:, :, self.length : end] = key_states
-        self.values_buf[:, :, self.length : end] = value_states
-        self.length = end
-        return self.keys_buf[:, :, :end], self.values_buf[:, :, :end]
-
-    def get_seq_length(self) -> int:
-        return self.length
-
-    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
-        return self.length + query_length, 0
-
-    def get_max_length(self) -> int:
-        return -1
-
-
-def _buffer_cache(keys: list[torch.Tensor], values: list[torch.Tensor], length: int):
-    from transformers.cache_utils import Cache, CacheLayerMixin
-
-    # Registered, not inherited: the mixin's __init__ would allocate state we do not use.
-    CacheLayerMixin.register(_BufferLayer)
-    return Cache(layers=[_BufferLayer(k, v, length) for k, v in zip(keys, values, strict=True)])
 
 
 class BatchGenerator:
@@ -146,6 +90,8 @@ class BatchGenerator:
         self.device = next(model.parameters()).device
         self.dtype = next(model.parameters()).dtype
         self._torch = torch
+        self.batched_prefill = True
+        """Prefill a batch's rows in one packed forward pass (False: row by row, as a batch of one is)."""
         self.timings: dict[str, float] = {}
         """Seconds spent in the last call's prefill and decoding, and its decode steps."""
 
@@ -173,8 +119,9 @@ class BatchGenerator:
         """Complete every prompt. ``states[i]`` is row i's cache from its last turn (or None);
         A list of states is consumed (emptied as rows are prefilled, to free memory early).
         ``keys[i]`` seeds row i's sampling generator; ``shared`` are caches any row may copy a prefix
-        from (with ``share_prefixes``, so may later rows from earlier ones). Returns the completions
-        and the new states."""
+        from. With ``share_prefixes``, so may rows from each other: the prefix they all share is
+        computed once (row by row, a later row copies from an earlier one). Returns the completions and
+        the new states, which hold the shared prefix by reference."""
         torch = self._torch
         self.timings = {"prefill_s": 0.0, "decode_s": 0.0, "decode_steps": 0}
         with torch.inference_mode():
@@ -188,42 +135,16 @@ class BatchGenerator:
         if any(len(p) == 0 for p in prompts):
             raise ValueError("every prompt needs at least one token")
         lengths = [len(p) for p in prompts]
-        width = max(lengths)  # generated tokens start at this column, in every row
-        shape = (n, self.kv_heads, width + sampling.max_new_tokens, self.head_dim)
-        kbuf = [torch.empty(shape, dtype=self.dtype, device=self.device) for _ in range(self.layers)]
-        vbuf = [torch.empty(shape, dtype=self.dtype, device=self.device) for _ in range(self.layers)]
-        start = [width - length for length in lengths]  # each row's first column (left padding)
-        for buf in kbuf + vbuf:  # masked padding still meets the values (weight 0), so no NaN there
-            for i, s in enumerate(start):
-                buf[i, :, :s] = 0
-
         tick = time.perf_counter()
-        logits, reused = [], []
-        for i, prompt in enumerate(prompts):
-            keep = self._reuse(i, prompts, states, start, kbuf, vbuf, share_prefixes, shared)
-            ids = torch.tensor([prompt[keep:]], device=self.device)
-            positions = torch.arange(keep, len(prompt), device=self.device).unsqueeze(0)
-            view = _buffer_cache(
-                [k[i : i + 1, :, start[i] :] for k in kbuf], [v[i : i + 1, :, start[i] :] for v in vbuf], keep
-            )
-            logits.append(self._forward(ids, positions, view)[0])
-            reused.append(keep)
-            if isinstance(states, list):
-                states[i] = None  # consumed: free the old cache as soon as it is copied
-        del view  # it holds the prefill buffers, which decoding may not need
-        logits = torch.stack(logits)
+        if self.batched_prefill and n >= 2 and prefix_attention.supported(self.model):
+            prefill = self._prefill_packed
+        else:
+            prefill = self._prefill_rows
+        logits, kbuf, vbuf, start, width, prefix, reused = prefill(
+            prompts, states, sampling.max_new_tokens, share_prefixes, shared
+        )
         self.timings["prefill_s"] = time.perf_counter() - tick
         tick = time.perf_counter()
-
-        # Decoding reads every row's keys each step; a prefix that all rows share is read once.
-        prefix = None
-        common = min(common_prefix(prompts[0], p) for p in prompts)
-        if n >= 2 and common >= MIN_SHARED_PREFIX and prefix_attention.supported(self.model):
-            prefix = [
-                (k[0, :, start[0] : start[0] + common].clone(), v[0, :, start[0] : start[0] + common].clone())
-                for k, v in zip(kbuf, vbuf, strict=True)
-            ]
-            kbuf, vbuf, start, width = self._drop_prefix(kbuf, vbuf, start, width, common, sampling.max_new_tokens)
 
         generators = None
         if sampling.temperature > 0:
@@ -236,7 +157,7 @@ class BatchGenerator:
         batch = list(range(n))  # batch row -> prompt index
         live = [True] * n
         length = width  # columns filled in every row
-        cache = _buffer_cache(kbuf, vbuf, length)
+        cache = buffer_cache(kbuf, vbuf, length)
         mask = self._mask(start, kbuf[0].shape[2])
         context = prefix_attention.shared_prefix(self.model, prefix) if prefix else contextlib.nullcontext()
         with context:
@@ -254,23 +175,34 @@ class BatchGenerator:
                     if token in self.eos or len(out_ids[i]) >= sampling.max_new_tokens:
                         live[b] = False
                         # Its cache holds the prompt and every generated token but the last (never fed).
-                        kv = self._row_kv(kbuf, vbuf, b, start[b], length, prefix)
-                        new_states[i] = KVState(list(prompts[i]) + out_ids[i][:-1], kv)
+                        own = [
+                            (k[b, :, start[b] : length].clone(), v[b, :, start[b] : length].clone())
+                            for k, v in zip(kbuf, vbuf, strict=True)
+                        ]
+                        new_states[i] = KVState(list(prompts[i]) + out_ids[i][:-1], own, prefix or [])
                 if not any(live):
                     break
-                if 2 * sum(live) <= len(batch):
-                    # Compact: drop finished rows and the padding columns no remaining row needs.
-                    keep_rows = [b for b in range(len(batch)) if live[b]]
-                    left = min(start[b] for b in keep_rows)
-                    index = torch.tensor(keep_rows, device=self.device)
-                    kbuf = [k.index_select(0, index)[:, :, left:] for k in kbuf]
-                    vbuf = [v.index_select(0, index)[:, :, left:] for v in vbuf]
-                    logits = logits.index_select(0, index)
-                    batch = [batch[b] for b in keep_rows]
-                    start = [start[b] - left for b in keep_rows]
-                    live = [True] * len(batch)
-                    width, length = width - left, length - left
-                    cache = _buffer_cache(kbuf, vbuf, length)
+                if not all(live):
+                    # Finished rows leave the batch at once (a finished row costs as much as a live one
+                    # every step): the last live rows move into their places, in the same buffers, and the
+                    # padding columns no remaining row needs are cut off.
+                    count = sum(live)
+                    order = list(range(count))  # new batch row -> old one
+                    holes = [b for b in range(count) if not live[b]]
+                    movers = [b for b in range(count, len(batch)) if live[b]]
+                    for hole, mover in zip(holes, movers, strict=True):
+                        for buf in kbuf + vbuf:
+                            buf[hole, :, start[mover] : length] = buf[mover, :, start[mover] : length]
+                        order[hole] = mover
+                    left = min(start[b] for b in order)
+                    kbuf = [k[:count, :, left:] for k in kbuf]
+                    vbuf = [v[:count, :, left:] for v in vbuf]
+                    logits = logits[order]
+                    batch = [batch[b] for b in order]
+                    start = [start[b] - left for b in order]
+                    live = [True] * count
+                    length -= left
+                    cache = buffer_cache(kbuf, vbuf, length)
                     mask = self._mask(start, kbuf[0].shape[2])
                 feed = [out_ids[i][-1] if live[b] else self.pad for b, i in enumerate(batch)]
                 positions = [lengths[i] + len(out_ids[i]) - 1 for i in batch]
@@ -288,6 +220,149 @@ class BatchGenerator:
             Completion(out_ids[i], out_lps[i], finish[i], lengths[i] - reused[i], reused[i]) for i in range(n)
         ]
         return completions, new_states
+
+    def _buffers(self, own_lengths: list[int], max_new: int):
+        """Left-padded ``[rows, kv_heads, width + max_new, head_dim]`` buffers, one pair a layer, each
+        row's tokens ending at column ``width``; returns them, each row's first column and ``width``."""
+        torch = self._torch
+        width = max(own_lengths)
+        shape = (len(own_lengths), self.kv_heads, width + max_new, self.head_dim)
+        kbuf = [torch.empty(shape, dtype=self.dtype, device=self.device) for _ in range(self.layers)]
+        vbuf = [torch.empty(shape, dtype=self.dtype, device=self.device) for _ in range(self.layers)]
+        start = [width - length for length in own_lengths]
+        for buf in kbuf + vbuf:  # masked padding still meets the values (weight 0), so no NaN there
+            for i, s in enumerate(start):
+                buf[i, :, :s] = 0
+        return kbuf, vbuf, start, width
+
+    def _known(self, prompt, candidates) -> tuple[int, KVState | None]:
+        """The longest prefix of ``prompt`` (but its last token, which must run for its logits) whose keys
+        and values one of ``candidates`` holds, and that cache."""
+        keep, source = 0, None
+        for state in candidates:
+            if state is not None and (state.kv or state.shared):
+                known = min(common_prefix(state.tokens, prompt), len(prompt) - 1)
+                if known > keep:
+                    keep, source = known, state
+        return keep, source
+
+    def _prefill_packed(self, prompts, states, max_new, share_prefixes, shared):
+        """Every row's new tokens in one packed forward pass (a few, for very many tokens), after the
+        prefix all rows share. Returns the last tokens' logits, the batch buffers, each row's first
+        column, the column where generation starts, the shared prefix's keys and values (or None) and
+        each row's reused prompt tokens."""
+        torch = self._torch
+        n = len(prompts)
+        lengths = [len(p) for p in prompts]
+        known = [self._known(p, [states[i], *shared] if share_prefixes else [states[i]]) for i, p in enumerate(prompts)]
+        keep = [k for k, _ in known]
+        common = 0
+        if share_prefixes:
+            common = min(min(common_prefix(prompts[0], p) for p in prompts), min(lengths) - 1)
+            common = common if common >= MIN_SHARED_PREFIX else 0
+        prefix, reused = None, list(keep)
+        if common:
+            prefix, covered = self._prefix_kv(prompts[0][:common], [*states, *shared])
+            # The row that prefilled the prefix is charged with it; the others reused it.
+            owner = next((i for i in range(n) if keep[i] < common), None)
+            reused = [covered if i == owner else max(keep[i], common) for i in range(n)]
+
+        kbuf, vbuf, start, width = self._buffers([length - common for length in lengths], max_new)
+        done = [0] * n  # each row's own tokens already in the buffers
+        for i in range(n):
+            source = known[i][1]
+            if keep[i] > common:
+                done[i] = copy_pieces(source.pieces(common, keep[i]), kbuf, vbuf, i, start[i])
+            known[i] = None
+            if isinstance(states, list):
+                states[i] = None  # consumed: free the old cache as soon as it is copied
+        del source
+
+        logits = [None] * n
+        rows = list(range(n))
+        while rows:
+            group, total = [], 0
+            while rows and (not group or total + lengths[rows[0]] - common - done[rows[0]] <= PACKED_TOKENS):
+                group.append(rows.pop(0))
+                total += lengths[group[-1]] - common - done[group[-1]]
+            segments, ids, positions, batch_rows, columns = [], [], [], [], []
+            for i in group:
+                first = common + done[i]  # the row's first new token, in its prompt
+                count = lengths[i] - first
+                segments.append(prefix_attention.Segment(i, len(ids), count, start[i], width))
+                ids.extend(prompts[i][first:])
+                positions.extend(range(first, lengths[i]))
+                batch_rows.extend([i] * count)
+                columns.extend(range(width - count, width))
+            scatter = (torch.tensor(batch_rows, device=self.device), torch.tensor(columns, device=self.device))
+            last = torch.tensor([s.first + s.count - 1 for s in segments], device=self.device)
+            with prefix_attention.packed(self.model, prefix, segments):
+                out = self.model(
+                    input_ids=torch.tensor([ids], device=self.device),
+                    position_ids=torch.tensor([positions], device=self.device),
+                    # A prepared 4D mask is passed through untouched: packed attention needs none.
+                    attention_mask=torch.ones(1, 1, 1, 1, dtype=torch.bool, device=self.device),
+                    use_cache=True,
+                    logits_to_keep=last,
+                    **{self.cache_arg: buffer_cache(kbuf, vbuf, width, scatter)},
+                )
+            for s, row_logits in zip(segments, out.logits[0].float(), strict=True):
+                logits[s.row] = row_logits
+        return torch.stack(logits), kbuf, vbuf, start, width, prefix, reused
+
+    def _prefix_kv(self, tokens, candidates) -> tuple[list, int]:
+        """The keys and values of ``tokens``, a prefix of every prompt: those a cache already shares
+        when it holds exactly these, else a copy of the longest part a cache holds, the rest prefilled
+        here. Returns them and the number of tokens that came from a cache."""
+        torch = self._torch
+        covered, source = 0, None
+        for state in candidates:
+            if state is not None and (state.kv or state.shared):
+                known = min(common_prefix(state.tokens, tokens), len(tokens))
+                if known > covered:
+                    covered, source = known, state
+        if covered == len(tokens) and source.shared_len == covered:
+            return source.shared, covered
+        shape = (1, self.kv_heads, len(tokens), self.head_dim)
+        kbuf = [torch.empty(shape, dtype=self.dtype, device=self.device) for _ in range(self.layers)]
+        vbuf = [torch.empty(shape, dtype=self.dtype, device=self.device) for _ in range(self.layers)]
+        if covered:
+            copy_pieces(source.pieces(0, covered), kbuf, vbuf, 0, 0)
+        if covered < len(tokens):
+            ids = torch.tensor([tokens[covered:]], device=self.device)
+            positions = torch.arange(covered, len(tokens), device=self.device).unsqueeze(0)
+            self._forward(ids, positions, buffer_cache(kbuf, vbuf, covered))
+        return [(k[0], v[0]) for k, v in zip(kbuf, vbuf, strict=True)], covered
+
+    def _prefill_rows(self, prompts, states, max_new, share_prefixes, shared):
+        """Row by row, each in its own slice of the batch buffers; returns what ``_prefill_packed`` does."""
+        torch = self._torch
+        n = len(prompts)
+        kbuf, vbuf, start, width = self._buffers([len(p) for p in prompts], max_new)
+        logits, reused = [], []
+        for i, prompt in enumerate(prompts):
+            keep = self._reuse(i, prompts, states, start, kbuf, vbuf, share_prefixes, shared)
+            ids = torch.tensor([prompt[keep:]], device=self.device)
+            positions = torch.arange(keep, len(prompt), device=self.device).unsqueeze(0)
+            view = buffer_cache(
+                [k[i : i + 1, :, start[i] :] for k in kbuf], [v[i : i + 1, :, start[i] :] for v in vbuf], keep
+            )
+            logits.append(self._forward(ids, positions, view)[0])
+            reused.append(keep)
+            if isinstance(states, list):
+                states[i] = None  # consumed: free the old cache as soon as it is copied
+        del view  # it holds the prefill buffers, which decoding may not need
+
+        # Decoding reads every row's keys each step; a prefix that all rows share is read once.
+        prefix = None
+        common = min(common_prefix(prompts[0], p) for p in prompts)
+        if n >= 2 and common >= MIN_SHARED_PREFIX and prefix_attention.supported(self.model):
+            prefix = [
+                (k[0, :, start[0] : start[0] + common].clone(), v[0, :, start[0] : start[0] + common].clone())
+                for k, v in zip(kbuf, vbuf, strict=True)
+            ]
+            kbuf, vbuf, start, width = self._drop_prefix(kbuf, vbuf, start, width, common, max_new)
+        return torch.stack(logits), kbuf, vbuf, start, width, prefix, reused
 
     def _drop_prefix(self, kbuf, vbuf, start, width, common, max_new):
         """New left-padded buffers holding each row's tokens after the shared prefix."""
@@ -307,39 +382,21 @@ class BatchGenerator:
             out.append(moved)
         return out[0], out[1], new_start, rwidth
 
-    def _row_kv(self, kbuf, vbuf, b, first, length, prefix):
-        """Batch row b's keys and values, per layer ``[kv_heads, tokens, dim]``, as a copy."""
-        if prefix is None:
-            return [
-                (k[b, :, first:length].clone(), v[b, :, first:length].clone()) for k, v in zip(kbuf, vbuf, strict=True)
-            ]
-        torch = self._torch
-        return [
-            (torch.cat([pk, k[b, :, first:length]], dim=1), torch.cat([pv, v[b, :, first:length]], dim=1))
-            for (pk, pv), k, v in zip(prefix, kbuf, vbuf, strict=True)
-        ]
-
     def _reuse(self, i, prompts, states, start, kbuf, vbuf, share_prefixes, shared) -> int:
         """Copy into row i the keys and values of the longest prefix of its prompt already computed:
         by its own last turn, a shared cache, or an earlier row of this batch. Returns its length."""
         prompt = prompts[i]
-        limit = len(prompt) - 1  # always run the last token, for its logits
-        keep, source = 0, None
-        for state in [states[i], *shared] if share_prefixes else [states[i]]:
-            if state is not None and state.kv:
-                known = min(common_prefix(state.tokens, prompt), limit)
-                if known > keep:
-                    keep, source = known, state.kv
+        keep, state = self._known(prompt, [states[i], *shared] if share_prefixes else [states[i]])
+        pieces = state.pieces(0, keep) if keep else None
         if share_prefixes:
             for j in range(i):
-                common = min(common_prefix(prompts[j], prompt), limit)
+                common = min(common_prefix(prompts[j], prompt), len(prompt) - 1)
                 if common > keep:
                     keep = common
-                    source = [(k[j, :, start[j] :], v[j, :, start[j] :]) for k, v in zip(kbuf, vbuf, strict=True)]
+                    span = slice(start[j], start[j] + keep)
+                    pieces = [[(k[j, :, span], v[j, :, span])] for k, v in zip(kbuf, vbuf, strict=True)]
         if keep:
-            for layer, (k, v) in enumerate(source):
-                kbuf[layer][i, :, start[i] : start[i] + keep] = k[:, :keep]
-                vbuf[layer][i, :, start[i] : start[i] + keep] = v[:, :keep]
+            copy_pieces(pieces, kbuf, vbuf, i, start[i])
         return keep
 
     def _mask(self, start: list[int], columns: int):

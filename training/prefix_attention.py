@@ -1,25 +1,55 @@
-"""Decoding attention that reads a prefix shared by every row once, not once per row.
+"""Attention for batched generation: a prefix shared by every row read once, and a packed prefill.
 
-The episodes of a batch share a long prefix (the system prompt and the tool specs, a thousand
-tokens or more), and on a CPU decoding a batch spends most of its time reading keys and values.
-So while decoding, the shared prefix's keys and values are kept once (``[kv_heads, P, dim]``),
-each row's own tokens in the batch cache, and each layer computes attention over the two parts
-separately and merges them with their log-sum-exp (as flash attention merges blocks). The result is
-the same attention, up to float rounding.
+The episodes of a batch share a long prefix (the system prompt and the tool specs, several hundred
+tokens), and on a CPU decoding a batch spends much of its time reading keys and values. So the shared
+prefix's keys and values are kept once (``[kv_heads, P, dim]``), each row's own tokens in the batch
+cache, and each layer computes attention over the two parts separately and merges them with their
+log-sum-exp (as flash attention merges blocks). The result is the same attention, up to float rounding.
+
+Prefill runs every row's new tokens in one forward pass, packed end to end into a single sequence (no
+padding, so the linear layers do no wasted work); the cache scatters each token's keys into its row of
+the batch buffers, and attention here runs row by row: a row's new tokens attend to the shared prefix,
+to the row's earlier tokens and causally to each other.
 
 It runs as a registered attention implementation that falls back to plain SDPA outside
-:func:`shared_prefix`, and is switched on only around a decoding loop.
+:func:`shared_prefix` and :func:`packed`, and is switched on only around the forward passes that need it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 NAME = "openagent_prefix_sdpa"
-_prefix: contextvars.ContextVar[list | None] = contextvars.ContextVar("openagent_prefix", default=None)
+CPU_KERNEL = True
+"""Use SDPA's CPU kernel (a private op, where this torch has it) for each block; else plain matmuls."""
+
+
+@dataclass
+class Segment:
+    """One row's new tokens in a packed prefill: ``count`` tokens from ``first`` in the packed sequence,
+    whose keys go to columns ``end - count`` to ``end`` of batch row ``row``; the row's tokens start at
+    column ``start``. ``mask`` (additive, ``[rep * count, end - start]`` for ``rep`` query heads a kv
+    head: causal over the row's tokens) is filled in by :func:`packed`."""
+
+    row: int
+    first: int
+    count: int
+    start: int
+    end: int
+    mask: Any = None
+
+
+@dataclass
+class _Context:
+    prefix: list | None
+    segments: Sequence[Segment] | None = None
+
+
+_context: contextvars.ContextVar[_Context | None] = contextvars.ContextVar("openagent_prefix", default=None)
 _registered = False
 
 
@@ -40,53 +70,124 @@ def supported(model: Any) -> bool:
 
 
 @contextlib.contextmanager
-def shared_prefix(model: Any, kv: list) -> Iterator[None]:
-    """Within this block, the model's attention treats ``kv`` (per layer ``(keys, values)``, each
-    ``[kv_heads, P, dim]``) as a prefix before every row's keys and values."""
+def _use(model: Any, context: _Context) -> Iterator[None]:
     _register()
-    token = _prefix.set(kv)
+    token = _context.set(context)
     model.config._attn_implementation = NAME
     try:
         yield
     finally:
         model.config._attn_implementation = "sdpa"
-        _prefix.reset(token)
+        _context.reset(token)
+
+
+def shared_prefix(model: Any, kv: list) -> contextlib.AbstractContextManager[None]:
+    """Within this block, the model's attention treats ``kv`` (per layer ``(keys, values)``, each
+    ``[kv_heads, P, dim]``) as a prefix before every row's keys and values (one query token a row)."""
+    return _use(model, _Context(kv))
+
+
+def packed(model: Any, prefix: list | None, segments: Sequence[Segment]) -> contextlib.AbstractContextManager[None]:
+    """Within this block, a forward pass of one packed sequence (batch 1) is a prefill of the rows that
+    ``segments`` describe, each also attending to ``prefix`` (as in :func:`shared_prefix`) when given.
+    The cache must return the whole batch buffers (``BufferLayer`` with ``scatter``)."""
+    import torch
+
+    config = model.config.get_text_config(decoder=True)
+    rep = config.num_attention_heads // (getattr(config, "num_key_value_heads", None) or config.num_attention_heads)
+    device = next(model.parameters()).device
+    for s in segments:
+        own = s.end - s.start  # the row's earlier tokens, then its new ones
+        masked = torch.ones(s.count, own, dtype=torch.bool, device=device).triu(own - s.count + 1)
+        s.mask = torch.zeros(s.count, own, device=device).masked_fill(masked, float("-inf")).repeat(rep, 1)
+    return _use(model, _Context(prefix, segments))
 
 
 def _attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
-    import torch
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    prefix = _prefix.get()
-    if prefix is None or query.shape[2] != 1:
+    context = _context.get()
+    scale = scaling if scaling is not None else query.shape[-1] ** -0.5
+    if context is not None and context.segments is not None:
+        return _packed_attention(context, module, query, key, value, scale)
+    if context is None or query.shape[2] != 1:
         return sdpa_attention_forward(
             module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs
         )
-    pk, pv = prefix[module.layer_idx]  # [kv_heads, P, dim]
+    return _decode_attention(context, module, query, key, value, attention_mask, scale)
+
+
+def _partial(query, key, value, mask, scale):
+    """Attention of ``query`` ``[..., L, dim]`` over one block of keys, in float32, and each query's
+    log-sum-exp of scores, for :func:`_merge`. ``mask`` is additive (0 or -inf), of the query's dtype."""
+    import torch
+
+    if (
+        CPU_KERNEL
+        and query.device.type == "cpu"
+        and hasattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu")
+    ):
+        # SDPA's CPU kernel, which also returns the log-sum-exp: it reads the keys block by block, where
+        # the matmuls below write and read back every score.
+        out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+            query, key, value, attn_mask=mask, scale=scale
+        )
+        return out.float(), lse.float()
+    scores = torch.matmul(query.float() * scale, key.float().transpose(-1, -2))
+    if mask is not None:
+        scores = scores + mask
+    lse = torch.logsumexp(scores, dim=-1)
+    return torch.matmul(torch.exp(scores - lse.unsqueeze(-1)), value.float()), lse
+
+
+def _merge(out_a, lse_a, out_b, lse_b):
+    """Attention over two blocks of keys from each block's (as flash attention merges blocks)."""
+    import torch
+
+    lse = torch.logaddexp(lse_a, lse_b)
+    return out_a * torch.exp(lse_a - lse).unsqueeze(-1) + out_b * torch.exp(lse_b - lse).unsqueeze(-1)
+
+
+def _decode_attention(context, module, query, key, value, attention_mask, scale):
+    import torch
+
+    pk, pv = context.prefix[module.layer_idx]  # [kv_heads, P, dim]
     batch, heads, _, dim = query.shape
     kv_heads = key.shape[1]
     rep = heads // kv_heads
-    scale = scaling if scaling is not None else dim**-0.5
-    q = query.reshape(batch, kv_heads, rep, dim).float() * scale  # one query token per row
+    # One query token a row: the heads that share a kv head become that head's queries.
+    q = query.reshape(batch, kv_heads, rep, dim)
 
     # The prefix: all rows' queries against one copy of its keys.
-    qp = q.permute(1, 0, 2, 3).reshape(kv_heads, batch * rep, dim)
-    sp = torch.matmul(qp, pk.float().transpose(1, 2))  # [kv_heads, batch*rep, P]
-    mp = sp.amax(-1, keepdim=True)
-    ep = torch.exp(sp - mp)
-    lp = ep.sum(-1, keepdim=True)
-    op = torch.matmul(ep, pv.float())  # [kv_heads, batch*rep, dim]
-    mp, lp, op = (t.reshape(kv_heads, batch, rep, -1).permute(1, 0, 2, 3) for t in (mp, lp, op))
+    qp = q.transpose(0, 1).reshape(1, kv_heads, batch * rep, dim)
+    op, lp = _partial(qp, pk.unsqueeze(0), pv.unsqueeze(0), None, scale)
+    op, lp = op[0].view(kv_heads, batch, rep, dim).transpose(0, 1), lp[0].view(kv_heads, batch, rep).transpose(0, 1)
 
     # Each row's own tokens, masked (padding, finished rows).
-    sr = torch.matmul(q, key.float().transpose(2, 3))  # [batch, kv_heads, rep, S]
+    mask = None
     if attention_mask is not None:
         allowed = attention_mask[:, :, -1:, :] if attention_mask.dtype == torch.bool else attention_mask[:, :, -1:] > -1
-        sr = sr.masked_fill(~allowed, float("-inf"))
-    mr = sr.amax(-1, keepdim=True)
-    m = torch.maximum(mp, mr)
-    er = torch.exp(sr - m)
-    scale_p = torch.exp(mp - m)
-    out = (op * scale_p + torch.matmul(er, value.float())) / (lp * scale_p + er.sum(-1, keepdim=True))
+        mask = torch.zeros(allowed.shape, dtype=query.dtype, device=query.device).masked_fill(~allowed, float("-inf"))
+    orow, lrow = _partial(q, key, value, mask, scale)
+    out = _merge(op, lp, orow, lrow)
     # Back to the layout SDPA returns: [batch, 1, heads, dim].
     return out.reshape(batch, heads, 1, dim).transpose(1, 2).to(query.dtype), None
+
+
+def _packed_attention(context, module, query, key, value, scale):
+    """``query`` is ``[1, heads, T, dim]`` (every row's new tokens end to end), ``key`` and ``value`` the
+    whole batch buffers ``[batch, kv_heads, capacity, dim]``, the new tokens' keys already in place."""
+    _, heads, total, dim = query.shape
+    kv_heads = key.shape[1]
+    rep = heads // kv_heads
+    prefix = context.prefix[module.layer_idx] if context.prefix else None
+    out = query.new_empty(total, heads, dim)
+    for s in context.segments:
+        q = query[0, :, s.first : s.first + s.count].reshape(1, kv_heads, rep * s.count, dim)
+        k, v = key[s.row : s.row + 1, :, s.start : s.end], value[s.row : s.row + 1, :, s.start : s.end]
+        # A query always sees its own key, so no row of scores is all -inf.
+        o, lse = _partial(q, k, v, s.mask.to(query.dtype), scale)
+        if prefix is not None:
+            o = _merge(o, lse, *_partial(q, prefix[0].unsqueeze(0), prefix[1].unsqueeze(0), None, scale))
+        out[s.first : s.first + s.count] = o.view(heads, s.count, dim).transpose(0, 1)
+    return out.unsqueeze(0), None

@@ -117,6 +117,57 @@ def test_episodes_that_come_one_at_a_time_reuse_the_shared_system_prompt(tiny):
     assert shared.act(first_turns()[:1])[0].meta["reused"] == 0
 
 
+def full_kv(state, layer: int, part: int):
+    """One layer's keys (part 0) or values (part 1) of all a state's tokens, shared or not."""
+    return torch.cat([chunk[part] for chunk in state.pieces(0, len(state.tokens))[layer]], dim=1)
+
+
+@pytest.mark.parametrize(
+    ("share_prefixes", "packed_tokens"),
+    [(True, 8192), (False, 8192), (True, 40)],
+    ids=["shared-prefix", "no-shared-prefix", "several-passes"],
+)
+def test_packed_prefill_gives_what_row_by_row_prefill_gives(tiny, monkeypatch, share_prefixes, packed_tokens):
+    from training import generation
+
+    monkeypatch.setattr(generation, "PACKED_TOKENS", packed_tokens)
+    packed, rows = agent(tiny, share_prefixes=share_prefixes), agent(tiny, share_prefixes=share_prefixes)
+    rows.generator.batched_prefill = False
+    calls = []
+    prefill = packed.generator._prefill_packed
+    packed.generator._prefill_packed = lambda *args: calls.append(1) or prefill(*args)
+    turns = first_turns()
+    for _ in range(3):
+        a, b = packed.act(turns), rows.act(turns)
+        assert completions(a) == completions(b)
+        for x, y in zip(a, b, strict=True):
+            assert x.meta["logprobs"] == pytest.approx(y.meta["logprobs"], abs=1e-4)
+            assert x.meta["reused"] + x.meta["prefilled"] == len(x.meta["prompt_ids"])
+        for e in packed._states:
+            mine, theirs = packed._states[e], rows._states[e]
+            assert mine.tokens == theirs.tokens
+            for layer in range(len(mine.kv)):
+                for part in (0, 1):  # keys, values
+                    assert torch.allclose(full_kv(mine, layer, part), full_kv(theirs, layer, part), atol=1e-4)
+        turns = next_turns(turns, a)
+    assert len(calls) == 3
+
+
+def test_a_batch_prefills_its_shared_prefix_once_and_keeps_it_once(tiny):
+    from training.generation import common_prefix
+
+    a = agent(tiny)
+    replies = a.act(first_turns())
+    prompts = [r.meta["prompt_ids"] for r in replies]
+    common = min(common_prefix(prompts[0], p) for p in prompts)
+    assert common >= 64, "the tiny template's system prompt and tools should be a long shared prefix"
+    assert replies[0].meta["reused"] == 0 and all(r.meta["reused"] >= common for r in replies[1:])
+    states = list(a._states.values())
+    assert all(s.shared_len == common for s in states)
+    assert len({id(s.shared[0][0]) for s in states}) == 1, "one copy of the prefix for every episode"
+    assert all(s.kv[0][0].shape[1] == len(s.tokens) - common for s in states), "the episodes' own tokens only"
+
+
 def test_each_row_stops_at_its_own_end_of_turn(tiny):
     a = agent(tiny, max_new_tokens=12)
     free = completions(a.act(first_turns("free")))
@@ -199,11 +250,13 @@ def test_sandbox_episodes_run_end_to_end_and_batching_changes_no_outcome(tiny):
         assert b.meta and all("completion_ids" in m and "logprobs" in m for m in b.meta)
 
 
-def test_shared_prefix_attention_equals_attention_over_the_whole_sequence():
+@pytest.mark.parametrize("cpu_kernel", [True, False], ids=["sdpa-cpu-kernel", "matmuls"])
+def test_shared_prefix_attention_equals_attention_over_the_whole_sequence(monkeypatch, cpu_kernel):
     from types import SimpleNamespace
 
     from training import prefix_attention
 
+    monkeypatch.setattr(prefix_attention, "CPU_KERNEL", cpu_kernel)
     torch.manual_seed(0)
     batch, heads, kv_heads, dim, shared, own = 3, 6, 2, 16, 20, 7
     query = torch.randn(batch, heads, 1, dim)
@@ -211,13 +264,47 @@ def test_shared_prefix_attention_equals_attention_over_the_whole_sequence():
     key, value = torch.randn(batch, kv_heads, own, dim), torch.randn(batch, kv_heads, own, dim)
     allowed = torch.ones(batch, 1, 1, own, dtype=torch.bool)
     allowed[0, ..., :3] = False  # left padding of row 0
-    token = prefix_attention._prefix.set([(pk, pv)])
+    token = prefix_attention._context.set(prefix_attention._Context([(pk, pv)]))
     try:
         out, _ = prefix_attention._attention(SimpleNamespace(layer_idx=0), query, key, value, allowed)
     finally:
-        prefix_attention._prefix.reset(token)
+        prefix_attention._context.reset(token)
     full_k = torch.cat([pk.expand(batch, -1, -1, -1), key], dim=2).repeat_interleave(heads // kv_heads, dim=1)
     full_v = torch.cat([pv.expand(batch, -1, -1, -1), value], dim=2).repeat_interleave(heads // kv_heads, dim=1)
     full_mask = torch.cat([torch.ones(batch, 1, 1, shared, dtype=torch.bool), allowed], dim=-1)
     expected = torch.nn.functional.scaled_dot_product_attention(query, full_k, full_v, attn_mask=full_mask)
     assert torch.allclose(out, expected.transpose(1, 2), atol=1e-5)
+
+
+@pytest.mark.parametrize("cpu_kernel", [True, False], ids=["sdpa-cpu-kernel", "matmuls"])
+def test_packed_prefill_attention_equals_attention_row_by_row(monkeypatch, cpu_kernel):
+    from types import SimpleNamespace
+
+    from training import prefix_attention
+
+    monkeypatch.setattr(prefix_attention, "CPU_KERNEL", cpu_kernel)
+    torch.manual_seed(0)
+    heads, kv_heads, dim, shared, width = 6, 2, 16, 20, 9
+    rep = heads // kv_heads
+    # Row 0: 4 earlier tokens and 5 new ones; row 1: 2 columns of padding, 7 new tokens.
+    segments = [prefix_attention.Segment(0, 0, 5, 0, width), prefix_attention.Segment(1, 5, 7, 2, width)]
+    for s in segments:
+        own = s.end - s.start
+        masked = torch.ones(s.count, own, dtype=torch.bool).triu(own - s.count + 1)
+        s.mask = torch.zeros(s.count, own).masked_fill(masked, float("-inf")).repeat(rep, 1)
+    query = torch.randn(1, heads, 12, dim)
+    key, value = torch.randn(2, kv_heads, width + 3, dim), torch.randn(2, kv_heads, width + 3, dim)
+    pk, pv = torch.randn(kv_heads, shared, dim), torch.randn(kv_heads, shared, dim)
+    token = prefix_attention._context.set(prefix_attention._Context([(pk, pv)], segments))
+    try:
+        out, _ = prefix_attention._attention(SimpleNamespace(layer_idx=0), query, key, value, None)
+    finally:
+        prefix_attention._context.reset(token)
+    for s in segments:
+        q = query[:, :, s.first : s.first + s.count]
+        k = torch.cat([pk, key[s.row, :, s.start : s.end]], dim=1).repeat_interleave(rep, dim=0).unsqueeze(0)
+        v = torch.cat([pv, value[s.row, :, s.start : s.end]], dim=1).repeat_interleave(rep, dim=0).unsqueeze(0)
+        own = s.end - s.start
+        allowed = torch.ones(s.count, shared + own, dtype=torch.bool).tril(shared + own - s.count)
+        expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+        assert torch.allclose(out[:, s.first : s.first + s.count], expected.transpose(1, 2), atol=1e-5)
