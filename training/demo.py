@@ -30,6 +30,9 @@ class DemoConfig:
     """What the demo trains and how it evaluates."""
 
     dir: str = field(default="", metadata={"help": "where checkpoints and the episode cache go (default: cache dir)"})
+    base: str = field(
+        default="default", metadata={"help": "base checkpoint directory, or 'default' for SmolLM2-135M-Instruct"}
+    )
     sft_steps: list[int] = field(
         default_factory=lambda: [25, 50, 100], metadata={"help": "SFT step counts to evaluate (one run, exported)"}
     )
@@ -91,7 +94,15 @@ def _say(message: str) -> None:
 
 
 def _train_configs(cfg: DemoConfig, root: Path) -> dict[str, SFTConfig]:
-    common = dict(batch_size=cfg.batch_size, episodes=cfg.episodes, lr=cfg.lr, warmup=3, seed=cfg.seed, save_every=2)
+    common = dict(
+        base=cfg.base,
+        batch_size=cfg.batch_size,
+        episodes=cfg.episodes,
+        lr=cfg.lr,
+        warmup=3,
+        seed=cfg.seed,
+        save_every=2,
+    )
     last = max(cfg.sft_steps)
     runs = {"sft": SFTConfig(out=str(root / "sft"), steps=last, export_at=cfg.sft_steps[:-1], **common)}
     if cfg.paft_steps and "paft" in cfg.agents:
@@ -128,7 +139,7 @@ def _agent_dirs(cfg: DemoConfig, runs: dict[str, SFTConfig]) -> dict[str, str]:
     specs: dict[str, str] = {}
     for name in cfg.agents:
         if name == "base":
-            specs["base (untrained)"] = "hf:default"
+            specs["base (untrained)"] = f"hf:{cfg.base}"
         elif name == "sft":
             out = Path(runs["sft"].out)
             for steps in cfg.sft_steps:
@@ -205,7 +216,8 @@ def run(cfg: DemoConfig) -> int:
     root = Path(cfg.dir).expanduser() if cfg.dir else openagent_home() / ("demo-quick" if cfg.quick else "demo")
     root.mkdir(parents=True, exist_ok=True)
     _say(f"working in {root} (seed {cfg.seed})")
-    prepare_default_base()
+    if cfg.base in ("", "default"):
+        prepare_default_base()
     runs = _train_configs(cfg, root)
     timings: dict[str, float] = {}
     for name, run_cfg in runs.items():

@@ -1,0 +1,39 @@
+"""``openagent demo`` end to end at toy scale: a tiny random base, two SFT exports, the reference rows."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("peft")
+
+
+def test_demo_trains_evaluates_writes_the_table_and_reuses_its_checkpoints(tmp_path, capsys):
+    from pytest_openagent.cli import main
+    from training.base import prepare_default_base
+    from training.tiny import build_tiny_model
+
+    base = build_tiny_model(tmp_path / "base", tokenizer_from=prepare_default_base())
+    argv = [
+        "demo", "--base", str(base), "--dir", str(tmp_path / "demo"), "--agents", "sft,oracle,static",
+        "--sft-steps", "1,2", "--batch-size", "2", "--episodes", "4", "--n", "1", "--rl-steps", "0",
+        "--json", str(tmp_path / "table.json"),
+    ]  # fmt: skip
+
+    assert main(argv) == 0
+    first = capsys.readouterr()
+    assert "sft: training 2 steps" in first.err
+    for row in ("SFT-1", "SFT-2", "oracle", "static"):
+        assert row in first.out
+    table = json.loads((tmp_path / "table.json").read_text())
+    assert list(table["rows"]) == ["SFT-1", "SFT-2", "oracle", "static"]
+    assert table["rows"]["oracle"]["clean"] == 1.0
+    assert (tmp_path / "demo" / "sft" / "step-1" / "model.safetensors").is_file()
+
+    assert main(argv) == 0  # the second run trains nothing
+    second = capsys.readouterr()
+    assert "reusing" in second.err and "training" not in second.err
+    assert json.loads((tmp_path / "table.json").read_text())["rows"] == table["rows"]
