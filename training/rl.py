@@ -153,7 +153,7 @@ def row_logprobs(model: Any, rows: Sequence[Row], pad_id: int, temperature: floa
     input_ids, targets = input_ids.to(device), targets.to(device)
     cache = None
     if p:
-        prefix = body(input_ids=torch.tensor([first[:p]], device=device), use_cache=True).past_key_values
+        prefix = body(input_ids=torch.tensor([first[:p]], device=device), use_cache=True).cache
         cache = DynamicCache(
             ddp_cache_data=[
                 (layer.keys.expand(len(rows), -1, -1, -1), layer.values.expand(len(rows), -1, -1, -1))

@@ -53,7 +53,7 @@ def batch_loss(model: Any, batch: Any) -> Any:
     rows = batch.input_ids.shape[0]
     cache = None
     if batch.prefix.shape[1]:
-        prefix_cache = body(input_ids=batch.prefix, use_cache=True).past_key_values
+        prefix_cache = body(input_ids=batch.prefix, use_cache=True).cache
         cache = DynamicCache(
             ddp_cache_data=[
                 (layer.keys.expand(rows, -1, -1, -1), layer.values.expand(rows, -1, -1, -1))
