@@ -125,10 +125,9 @@ def _trained(cfg: SFTConfig) -> bool:
 
 def _stale_checkpoints(cfg: SFTConfig) -> bool:
     """Whether ``cfg.out`` holds checkpoints of a run with other options (the demo then starts over)."""
-    from training.sft import config_changes, latest_checkpoint
+    from training.sft import config_changes
 
-    last = latest_checkpoint(Path(cfg.out))
-    changes = config_changes(last, cfg.to_dict()) if last is not None else []
+    changes = config_changes(Path(cfg.out), cfg.to_dict())
     if changes:
         _say(f"{cfg.out}: its checkpoints are of other options ({'; '.join(changes)}); starting over")
     return bool(changes)

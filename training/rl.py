@@ -304,7 +304,7 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
     if last is not None:
         import json
 
-        refuse_other_config(last, cfg.to_dict())
+        refuse_other_config(out, cfg.to_dict())
         start = load_checkpoint(last, policy, optimizer, scheduler)
         history = list(json.loads((last / "state.json").read_text()).get("history", []))
         accelerator.print(f"openagent train rl: resuming from {last} (step {start} of {cfg.steps})")

@@ -37,7 +37,7 @@ def rl_agents(
     """``{"RL (completion)": dir, "RL (refusal-aware)": dir}`` trained from ``sft_dir`` under ``root``; a finished
     directory is reused unless ``retrain``; ``steps == 0`` trains nothing and returns ``{}``."""
     from training.rl import RLConfig, train
-    from training.sft import config_changes, latest_checkpoint
+    from training.sft import config_changes
 
     if settings.steps <= 0:
         return {}
@@ -52,8 +52,7 @@ def rl_agents(
                 tasks_per_step=settings.tasks_per_step, reward=reward, seed=settings.seed, progress=progress,
                 save_every=1,
             )  # fmt: skip
-            last = latest_checkpoint(out)
-            cfg.resume = not retrain and not (last is not None and config_changes(last, cfg.to_dict()))
+            cfg.resume = not retrain and not config_changes(out, cfg.to_dict())
             train(cfg)
         agents[f"RL ({reward})"] = out
     return agents

@@ -146,7 +146,7 @@ def train(cfg: SFTConfig, examples: list | None = None, data_meta: dict | None =
     start = 0
     last = latest_checkpoint(out) if cfg.resume else None
     if last is not None:
-        refuse_other_config(last, cfg.to_dict())
+        refuse_other_config(out, cfg.to_dict())
         start = load_checkpoint(last, model, optimizer, scheduler)
         accelerator.print(f"openagent train: resuming from {last} (step {start} of {cfg.steps})")
 
@@ -272,24 +272,26 @@ def latest_checkpoint(out: Path) -> Path | None:
     return done[-1] if done else None
 
 
-def config_changes(checkpoint: Path, config: dict) -> list[str]:
-    """What differs between the run that wrote ``checkpoint`` and ``config`` (run settings aside)."""
-    saved = json.loads((checkpoint / "state.json").read_text()).get("config")
+def config_changes(out: Path, config: dict) -> list[str]:
+    """What differs between the run whose last checkpoint is in ``out`` and ``config`` (run settings aside);
+    empty when there is no checkpoint or it records no config."""
+    last = latest_checkpoint(out)
+    saved = json.loads((last / "state.json").read_text()).get("config") if last is not None else None
     if saved is None:
         return []
     saved = json.loads(json.dumps(saved, default=str))
     config = json.loads(json.dumps(config, default=str))
-    ignore = RUN_SETTINGS | {"export_at"}
-    keys = sorted((set(saved) | set(config)) - ignore)
+    keys = sorted((set(saved) | set(config)) - RUN_SETTINGS - {"export_at"})
     return [f"{k}: {saved.get(k)!r} -> {config.get(k)!r}" for k in keys if saved.get(k) != config.get(k)]
 
 
-def refuse_other_config(checkpoint: Path, config: dict) -> None:
-    changes = config_changes(checkpoint, config)
+def refuse_other_config(out: Path, config: dict) -> None:
+    changes = config_changes(out, config)
     if changes:
         raise SystemExit(
-            f"openagent train: {checkpoint} was written by a run with other options ({'; '.join(changes)}). "
-            "Rerun with the same options to resume it, or pass --no-resume (or another --out) to start over."
+            f"openagent train: the checkpoints in {out} were written by a run with other options "
+            f"({'; '.join(changes)}). Rerun with the same options to resume it, or pass --no-resume "
+            "(or another --out) to start over."
         )
 
 
