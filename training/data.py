@@ -4,8 +4,8 @@ The oracle plays each training case through the sandbox; its conversation (``Epi
 rendered with the checkpoint's own chat template and the case's tool specs is the example, and
 the template's ``{% generation %}`` block marks the tokens the loss sees (the assistant's calls,
 answers and end-of-turn marker). About 80% of an episode's tokens are the system prompt and the
-tool specs, identical across clean episodes: batches group examples with the same opening so the
-trainer computes that prefix once per step (see ``training.sft``).
+tool specs, identical across clean episodes: the trainer computes a batch's common prefix once per
+step and the rows' suffixes packed into one sequence (see ``training.sft``).
 """
 
 from __future__ import annotations
@@ -89,30 +89,22 @@ def encode_all(tokenizer: Any, trajectories: Sequence[Trajectory], max_length: i
 def plan_batches(examples: Sequence[Example], batch_size: int, steps: int, seed: int) -> list[list[int]]:
     """The index batches of every step, fixed by ``seed`` so that a resumed run sees the same data.
 
-    Each pass over the data shuffles, then sorts by opening (the tokens before the first
-    assistant token's turn, up to 256 of them: system prompt + tool specs) and coarse length, so
-    a batch shares its prefix and wastes little padding; the batches' order is shuffled again.
+    Each pass over the data is a plain shuffle. Batches are not grouped by length: an episode's length
+    follows its task family, so length-sorted batches held one family each and every step pulled the
+    model towards one plan (the SFT-100 run trained that way reached 57% clean success). Packing the
+    rows (see :func:`collate`) makes mixed lengths cost no padding.
     """
     if not examples:
         raise ValueError("no training examples: the oracle produced no good trajectory for the cases")
     batches: list[list[int]] = []
     epoch = 0
     while len(batches) < steps:
-        r = random.Random(child_seed(seed, "epoch", epoch))
         order = list(range(len(examples)))
-        r.shuffle(order)
-        order.sort(key=lambda i: (_opening(examples[i]), len(examples[i]) // 64))
+        random.Random(child_seed(seed, "epoch", epoch)).shuffle(order)
         chunk = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
-        chunk = [b for b in chunk if len(b) == batch_size] or chunk  # drop the ragged tail unless it is all
-        r.shuffle(chunk)
-        batches.extend(chunk)
+        batches.extend([b for b in chunk if len(b) == batch_size] or chunk)  # drop the ragged tail unless it is all
         epoch += 1
     return batches[:steps]
-
-
-def _opening(example: Example) -> tuple[int, ...]:
-    # The prefix identity, cheap: a hash-free tuple slice of the tokens before the user's turn.
-    return tuple(example.ids[: min(example.first_label, 4096)][-256:])
 
 
 def common_prefix(rows: Sequence[Example]) -> int:
@@ -127,34 +119,39 @@ def common_prefix(rows: Sequence[Example]) -> int:
 
 @dataclass
 class Batch:
-    """``prefix`` (1 × P) shared by all rows; ``input_ids``/``labels`` (B × S) are the rows' suffixes.
-
-    ``labels`` holds the token id where the loss applies and -100 elsewhere (padding included).
-    """
+    """``prefix`` (1 × P) shared by all rows; ``input_ids`` (1 × T) the rows' suffixes packed end to end,
+    ``counts`` each suffix's length; ``targets`` (T) the next token that each position predicts where the
+    loss applies, -100 elsewhere (and at each suffix's last token, which predicts nothing)."""
 
     prefix: Any
     input_ids: Any
-    labels: Any
-    tokens: int
-    label_tokens: int
+    counts: Any
+    targets: Any
+    tokens: int = 0
+    label_tokens: int = 0
 
     def to(self, device: Any) -> Batch:
-        self.prefix, self.input_ids, self.labels = (t.to(device) for t in (self.prefix, self.input_ids, self.labels))
+        self.prefix, self.input_ids, self.counts, self.targets = (
+            t.to(device) for t in (self.prefix, self.input_ids, self.counts, self.targets)
+        )
         return self
 
 
-def collate(rows: Sequence[Example], pad_id: int, share_prefix: bool = True) -> Batch:
+def collate(rows: Sequence[Example], share_prefix: bool = True) -> Batch:
     import torch
 
     p = common_prefix(rows) if share_prefix else 0
-    width = max(len(r) for r in rows) - p
-    input_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    labels = torch.full((len(rows), width), -100, dtype=torch.long)
-    for i, r in enumerate(rows):
-        suffix = torch.tensor(r.ids[p:], dtype=torch.long)
-        input_ids[i, : len(suffix)] = suffix
-        keep = torch.tensor(r.labels[p:], dtype=torch.bool)
-        labels[i, : len(suffix)] = torch.where(keep, suffix, torch.full_like(suffix, -100))
-    prefix = torch.tensor([rows[0].ids[:p]], dtype=torch.long)
-    label_tokens = sum(sum(r.labels) for r in rows)
-    return Batch(prefix, input_ids, labels, tokens=sum(len(r) for r in rows), label_tokens=label_tokens)
+    ids: list[int] = []
+    targets: list[int] = []
+    for r in rows:
+        ids.extend(r.ids[p:])
+        targets.extend(t if keep else -100 for t, keep in zip(r.ids[p + 1 :], r.labels[p + 1 :], strict=True))
+        targets.append(-100)
+    return Batch(
+        prefix=torch.tensor([rows[0].ids[:p]], dtype=torch.long),
+        input_ids=torch.tensor([ids], dtype=torch.long),
+        counts=torch.tensor([len(r) - p for r in rows], dtype=torch.long),
+        targets=torch.tensor(targets, dtype=torch.long),
+        tokens=sum(len(r) for r in rows),
+        label_tokens=sum(sum(r.labels) for r in rows),
+    )

@@ -6,10 +6,10 @@ prefix's keys and values are kept once (``[kv_heads, P, dim]``), each row's own 
 cache, and each layer computes attention over the two parts separately and merges them with their
 log-sum-exp (as flash attention merges blocks). The result is the same attention, up to float rounding.
 
-Prefill runs every row's new tokens in one forward pass, packed end to end into a single sequence (no
-padding, so the linear layers do no wasted work); the cache scatters each token's keys into its row of
-the batch buffers, and attention here runs row by row: a row's new tokens attend to the shared prefix,
-to the row's earlier tokens and causally to each other.
+Prefill (and the SFT loss, ``training.sft.batch_loss``) runs every row's new tokens in one forward pass,
+packed end to end into a single sequence (no padding, so the linear layers do no wasted work); the cache
+scatters each token's keys into its row of the batch buffers, and attention here runs row by row: a row's
+new tokens attend to the shared prefix, to the row's earlier tokens and causally to each other.
 
 It runs as a registered attention implementation that falls back to plain SDPA outside
 :func:`shared_prefix` and :func:`packed`, and is switched on only around the forward passes that need it.
@@ -90,7 +90,8 @@ def shared_prefix(model: Any, kv: list) -> contextlib.AbstractContextManager[Non
 def packed(model: Any, prefix: list | None, segments: Sequence[Segment]) -> contextlib.AbstractContextManager[None]:
     """Within this block, a forward pass of one packed sequence (batch 1) is a prefill of the rows that
     ``segments`` describe, each also attending to ``prefix`` (as in :func:`shared_prefix`) when given.
-    The cache must return the whole batch buffers (``BufferLayer`` with ``scatter``)."""
+    In generation the cache returns the whole batch buffers (``BufferLayer`` with ``scatter``); in
+    training there is no cache, and each segment is row 0 of the packed sequence's own keys."""
     import torch
 
     config = model.config.get_text_config(decoder=True)
@@ -125,6 +126,7 @@ def _partial(query, key, value, mask, scale):
     if (
         CPU_KERNEL
         and query.device.type == "cpu"
+        and not (torch.is_grad_enabled() and query.requires_grad)  # the kernel's log-sum-exp has no gradient
         and hasattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu")
     ):
         # SDPA's CPU kernel, which also returns the log-sum-exp: it reads the keys block by block, where
@@ -177,11 +179,15 @@ def _decode_attention(context, module, query, key, value, attention_mask, scale)
 def _packed_attention(context, module, query, key, value, scale):
     """``query`` is ``[1, heads, T, dim]`` (every row's new tokens end to end), ``key`` and ``value`` the
     whole batch buffers ``[batch, kv_heads, capacity, dim]``, the new tokens' keys already in place."""
+    import torch
+
     _, heads, total, dim = query.shape
     kv_heads = key.shape[1]
     rep = heads // kv_heads
     prefix = context.prefix[module.layer_idx] if context.prefix else None
     out = query.new_empty(total, heads, dim)
+    if torch.is_grad_enabled() and query.requires_grad:
+        return _packed_training_attention(context, query, key, value, prefix, scale, out)
     for s in context.segments:
         q = query[0, :, s.first : s.first + s.count].reshape(1, kv_heads, rep * s.count, dim)
         k, v = key[s.row : s.row + 1, :, s.start : s.end], value[s.row : s.row + 1, :, s.start : s.end]
@@ -190,4 +196,26 @@ def _packed_attention(context, module, query, key, value, scale):
         if prefix is not None:
             o = _merge(o, lse, *_partial(q, prefix[0].unsqueeze(0), prefix[1].unsqueeze(0), None, scale))
         out[s.first : s.first + s.count] = o.view(heads, s.count, dim).transpose(0, 1)
+    return out.unsqueeze(0), None
+
+
+def _packed_training_attention(context, query, key, value, prefix, scale, out):
+    """The same attention with gradients (the SFT loss): each segment's queries over the prefix's keys
+    and its own, concatenated, in one SDPA call whose CPU kernel has a backward pass (the merge above
+    would need the gradient of a log-sum-exp that kernel does not give)."""
+    import torch
+    import torch.nn.functional as F
+
+    p = prefix[0].shape[1] if prefix is not None else 0
+    for s in context.segments:
+        k, v = key[s.row : s.row + 1, :, s.start : s.end], value[s.row : s.row + 1, :, s.start : s.end]
+        if prefix is not None:
+            k, v = torch.cat([prefix[0].unsqueeze(0), k], dim=2), torch.cat([prefix[1].unsqueeze(0), v], dim=2)
+        own = s.end - s.start
+        allowed = torch.ones(s.count, p + own, dtype=torch.bool, device=query.device)
+        allowed[:, p:] = torch.ones(s.count, own, dtype=torch.bool, device=query.device).tril(own - s.count)
+        o = F.scaled_dot_product_attention(
+            query[:, :, s.first : s.first + s.count], k, v, attn_mask=allowed, scale=scale, enable_gqa=True
+        )
+        out[s.first : s.first + s.count] = o[0].transpose(0, 1)
     return out.unsqueeze(0), None

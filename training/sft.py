@@ -3,8 +3,9 @@
 Where the time goes: an episode here is about 1,450 tokens, of which about 1,200 are the system
 prompt and the tool specs, the same in every clean episode, and only about 100 are the
 assistant's (the loss). So each step runs the batch's common prefix once (batch 1, with
-gradients, its KV cache broadcast to the batch) and then only the rows' suffixes, and projects
-onto the vocabulary only the positions the loss reads. The gradients are exactly those of
+gradients) and then only the rows' suffixes, packed end to end into one sequence with no padding
+(``training.prefix_attention.packed``), and projects onto the vocabulary only the positions the loss
+reads. The gradients are exactly those of
 running each full row (``tests/training/test_sft.py`` checks it).
 
 One CPU here; several GPUs or nodes through ``accelerate launch`` unchanged (each process takes
@@ -43,29 +44,37 @@ def resolve_base(base: str) -> Path:
 
 
 def batch_loss(model: Any, batch: Any) -> Any:
-    """Mean cross-entropy over the batch's label tokens, the shared prefix computed once."""
+    """Mean cross-entropy over the batch's label tokens: the shared prefix computed once (batch 1), then
+    every row's suffix in one packed sequence that attends to that prefix and causally to itself."""
+    import torch
     import torch.nn.functional as F
-    from transformers import DynamicCache
+
+    from training import prefix_attention
 
     causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model
     body = getattr(causal_lm, causal_lm.base_model_prefix)
     head = causal_lm.get_output_embeddings()
-    rows = batch.input_ids.shape[0]
-    cache = None
-    if batch.prefix.shape[1]:
-        prefix_cache = body(input_ids=batch.prefix, use_cache=True).cache
-        cache = DynamicCache(
-            ddp_cache_data=[
-                (layer.keys.expand(rows, -1, -1, -1), layer.values.expand(rows, -1, -1, -1))
-                for layer in prefix_cache.layers
-            ]
-        )
-    hidden = body(input_ids=batch.input_ids, cache=cache, use_cache=cache is not None).last_hidden_state
-    # Position t predicts token t + 1; project only the positions whose next token is a label.
-    targets = batch.labels[:, 1:]
-    keep = targets != -100
-    logits = head(hidden[:, :-1][keep])
-    return F.cross_entropy(logits.float(), targets[keep])
+    p = batch.prefix.shape[1]
+    prefix = None
+    if p:
+        cache = body(input_ids=batch.prefix, use_cache=True).cache
+        prefix = [(layer.keys[0], layer.values[0]) for layer in cache.layers]
+    segments, first = [], 0
+    for count in batch.counts.tolist():
+        segments.append(prefix_attention.Segment(0, first, count, first, first + count))
+        first += count
+    positions = torch.cat([torch.arange(p, p + s.count, device=batch.input_ids.device) for s in segments])
+    with prefix_attention.packed(causal_lm, prefix, segments):
+        hidden = body(
+            input_ids=batch.input_ids,
+            position_ids=positions.unsqueeze(0),
+            # A prepared 4D mask is passed through untouched: packed attention needs none.
+            attention_mask=torch.ones(1, 1, 1, 1, dtype=torch.bool, device=batch.input_ids.device),
+            use_cache=False,
+        ).last_hidden_state[0]
+    keep = batch.targets != -100
+    logits = head(hidden[keep])  # only the positions whose next token is a label
+    return F.cross_entropy(logits.float(), batch.targets[keep])
 
 
 def loss_module(model: Any) -> Any:
@@ -78,10 +87,10 @@ def loss_module(model: Any) -> Any:
             super().__init__()
             self.model = model
 
-        def forward(self, prefix: Any, input_ids: Any, labels: Any) -> Any:
+        def forward(self, prefix: Any, input_ids: Any, counts: Any, targets: Any) -> Any:
             from training.data import Batch
 
-            return batch_loss(self.model, Batch(prefix, input_ids, labels, 0, 0))
+            return batch_loss(self.model, Batch(prefix, input_ids, counts, targets))
 
     return SFTLoss(model)
 
@@ -133,7 +142,6 @@ def train(cfg: SFTConfig, examples: list | None = None, data_meta: dict | None =
         from training.paft import build_examples
 
         examples, data_meta = build_examples(cfg, tokenizer)
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     plan = plan_batches(examples, cfg.batch_size, cfg.steps, cfg.seed)
 
     bf16 = cfg.bf16 and _bf16_ok()
@@ -161,10 +169,10 @@ def train(cfg: SFTConfig, examples: list | None = None, data_meta: dict | None =
     t_start, tokens_done, label_done = time.perf_counter(), 0, 0
     for step in range(start, cfg.steps):
         rows = [examples[i] for i in plan[step]][rank::world]
-        batch = collate(rows, pad_id, cfg.share_prefix)
+        batch = collate(rows, cfg.share_prefix)
         batch.to(accelerator.device)
         with accelerator.autocast():
-            loss = wrapped(batch.prefix, batch.input_ids, batch.labels)
+            loss = wrapped(batch.prefix, batch.input_ids, batch.counts, batch.targets)
         accelerator.backward(loss)
         if cfg.grad_clip:
             accelerator.clip_grad_norm_(params, cfg.grad_clip)
