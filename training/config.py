@@ -58,6 +58,12 @@ class SFTConfig:
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     progress: bool = field(default=True, metadata={"help": "show a progress bar with loss and throughput"})
 
+    rename_cities: float = field(
+        default=0.5,
+        metadata={"help": "share of training episodes whose city is renamed to one outside the sandbox "
+                  "(teaches copying names, not the train split's eight; 0: off)"},
+    )  # fmt: skip
+
     # PAFT: a share alpha of the episodes is perturbed (train pool only); 0 is plain SFT.
     alpha: float = field(
         default=0.0,

@@ -129,12 +129,33 @@ def build_examples(cfg: SFTConfig, tokenizer: Any) -> tuple[list, dict]:
     else:
         names, cases = [], [Case(t) for t in train_tasks]
     trajectories = gold_trajectories(cases)
+    renamed = rename_share(trajectories, cfg.domain, cfg.rename_cities, cfg.seed)
     examples = encode_all(tokenizer, trajectories, cfg.max_length)
     used = Counter(p.name for c in cases for p in c.perturbations)
     perturbed = sum(1 for e in examples if e.perturbations)
     meta = {
         "domain": cfg.domain, "split": "train", "tasks": len(train_tasks), "cases": len(cases),
         "examples": len(examples), "alpha": cfg.alpha, "perturbed_examples": perturbed,
-        "pool": "train", "perturbations": dict(sorted(used.items())), "candidates": names,
+        "renamed_cities": renamed, "pool": "train", "perturbations": dict(sorted(used.items())), "candidates": names,
     }  # fmt: skip
     return examples, meta
+
+
+def rename_share(trajectories: list, domain: str, share: float, seed: int) -> int:
+    """Rename the city of a share of ``trajectories`` in place (POI only); returns how many changed."""
+    from training.rename import rename_cities
+
+    if not 0 <= share <= 1:
+        raise ValueError(f"rename_cities must be in [0, 1], got {share}")
+    if domain != "poi" or not share:
+        return 0
+    from sandbox.domains.poi.world import CITY_SPLIT
+
+    r = random.Random(child_seed(seed, "rename"))
+    changed = 0
+    for t in trajectories:
+        if r.random() < share:
+            messages = rename_cities(t.messages, CITY_SPLIT["train"], r)
+            changed += messages is not t.messages
+            t.messages = messages
+    return changed
