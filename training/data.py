@@ -10,6 +10,7 @@ step and the rows' suffixes packed into one sequence (see ``training.sft``).
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -117,9 +118,35 @@ def common_prefix(rows: Sequence[Example]) -> int:
     return max(n, 0)
 
 
+GROUP_OVERHEAD = 64
+"""Tokens a group's extra prefix pass is counted as costing, so rows are split off only for a real gain."""
+
+
+def prefix_groups(rows: Sequence[Example]) -> list[list[int]]:
+    """The rows split into groups, each of which computes its common prefix once, so as to run the fewest
+    tokens. Clean rows share the system prompt and tool specs; a perturbed row (a renamed tool, another
+    description) leaves that prefix early, and in one group with the clean rows it would cut everyone's
+    shared part short. Sorted by opening, the best split into runs is found exactly (a batch is small)."""
+    order = sorted(range(len(rows)), key=lambda i: rows[i].ids[: rows[i].first_label])
+    n = len(order)
+    best, start = [0] + [math.inf] * n, [0] * (n + 1)  # fewest tokens for the first j rows; where its last run starts
+    for j in range(1, n + 1):
+        for i in range(j):
+            group = [rows[k] for k in order[i:j]]
+            p = common_prefix(group)
+            cost = best[i] + GROUP_OVERHEAD + p + sum(len(r) - p for r in group)
+            if cost < best[j]:
+                best[j], start[j] = cost, i
+    groups, j = [], n
+    while j:
+        groups.append(order[start[j] : j])
+        j = start[j]
+    return groups[::-1]
+
+
 @dataclass
-class Batch:
-    """``prefix`` (1 × P) shared by all rows; ``input_ids`` (1 × T) the rows' suffixes packed end to end,
+class Packed:
+    """Rows that share ``prefix`` (1 × P): ``input_ids`` (1 × T) their suffixes packed end to end,
     ``counts`` each suffix's length; ``targets`` (T) the next token that each position predicts where the
     loss applies, -100 elsewhere (and at each suffix's last token, which predicts nothing)."""
 
@@ -127,31 +154,45 @@ class Batch:
     input_ids: Any
     counts: Any
     targets: Any
+
+    def to(self, device: Any) -> Packed:
+        return Packed(*(t.to(device) for t in (self.prefix, self.input_ids, self.counts, self.targets)))
+
+
+@dataclass
+class Batch:
+    """One step's rows, in groups that each share a prefix."""
+
+    groups: list[Packed]
     tokens: int = 0
     label_tokens: int = 0
 
     def to(self, device: Any) -> Batch:
-        self.prefix, self.input_ids, self.counts, self.targets = (
-            t.to(device) for t in (self.prefix, self.input_ids, self.counts, self.targets)
-        )
+        self.groups = [g.to(device) for g in self.groups]
         return self
 
 
-def collate(rows: Sequence[Example], share_prefix: bool = True) -> Batch:
+def pack(rows: Sequence[Example], p: int) -> Packed:
     import torch
 
-    p = common_prefix(rows) if share_prefix else 0
     ids: list[int] = []
     targets: list[int] = []
     for r in rows:
         ids.extend(r.ids[p:])
         targets.extend(t if keep else -100 for t, keep in zip(r.ids[p + 1 :], r.labels[p + 1 :], strict=True))
         targets.append(-100)
-    return Batch(
+    return Packed(
         prefix=torch.tensor([rows[0].ids[:p]], dtype=torch.long),
         input_ids=torch.tensor([ids], dtype=torch.long),
         counts=torch.tensor([len(r) - p for r in rows], dtype=torch.long),
         targets=torch.tensor(targets, dtype=torch.long),
-        tokens=sum(len(r) for r in rows),
-        label_tokens=sum(sum(r.labels) for r in rows),
     )
+
+
+def collate(rows: Sequence[Example], share_prefix: bool = True) -> Batch:
+    if share_prefix:
+        groups = [[rows[i] for i in g] for g in prefix_groups(rows)]
+        packed = [pack(g, common_prefix(g)) for g in groups]
+    else:
+        packed = [pack(rows, 0)]
+    return Batch(packed, tokens=sum(len(r) for r in rows), label_tokens=sum(sum(r.labels) for r in rows))

@@ -1,12 +1,13 @@
 """Supervised fine-tuning: a plain loop on ``accelerate`` that a reader follows top to bottom.
 
-Where the time goes: an episode here is about 1,450 tokens, of which about 1,200 are the system
-prompt and the tool specs, the same in every clean episode, and only about 100 are the
-assistant's (the loss). So each step runs the batch's common prefix once (batch 1, with
-gradients) and then only the rows' suffixes, packed end to end into one sequence with no padding
+Where the time goes: a POI episode here is about 880 tokens, of which about 620 are the system
+prompt and the tool specs, the same in every clean episode, and only about 105 are the
+assistant's (the loss). So each step runs each group of rows' common prefix once (batch 1, with
+gradients; clean rows form one group, a perturbed row with other tool specs may form its own) and
+then only the rows' suffixes, packed end to end into one sequence with no padding
 (``training.prefix_attention.packed``), and projects onto the vocabulary only the positions the loss
-reads. The gradients are exactly those of
-running each full row (``tests/training/test_sft.py`` checks it).
+reads. The gradients are those of running each full row, up to float rounding
+(``tests/training/test_sft.py`` checks it).
 
 One CPU here; several GPUs or nodes through ``accelerate launch`` unchanged (each process takes
 its share of every step's rows).
@@ -44,37 +45,48 @@ def resolve_base(base: str) -> Path:
 
 
 def batch_loss(model: Any, batch: Any) -> Any:
-    """Mean cross-entropy over the batch's label tokens: the shared prefix computed once (batch 1), then
-    every row's suffix in one packed sequence that attends to that prefix and causally to itself."""
-    import torch
+    """Mean cross-entropy over the batch's label tokens. Each group of rows computes its shared prefix
+    once (batch 1), then its rows' suffixes in one packed sequence that attends to that prefix and
+    causally to itself."""
     import torch.nn.functional as F
+
+    total, labels = 0, 0
+    for group in batch.groups:
+        logits, targets = _group_logits(model, group)
+        total = total + F.cross_entropy(logits.float(), targets, reduction="sum")
+        labels += targets.numel()
+    return total / labels
+
+
+def _group_logits(model: Any, group: Any) -> tuple[Any, Any]:
+    """The logits of the positions whose next token is a label, and those labels."""
+    import torch
 
     from training import prefix_attention
 
     causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model
     body = getattr(causal_lm, causal_lm.base_model_prefix)
-    head = causal_lm.get_output_embeddings()
-    p = batch.prefix.shape[1]
+    device = group.input_ids.device
+    p = group.prefix.shape[1]
     prefix = None
     if p:
-        cache = body(input_ids=batch.prefix, use_cache=True).cache
+        cache = body(input_ids=group.prefix, use_cache=True).cache
         prefix = [(layer.keys[0], layer.values[0]) for layer in cache.layers]
     segments, first = [], 0
-    for count in batch.counts.tolist():
+    for count in group.counts.tolist():
         segments.append(prefix_attention.Segment(0, first, count, first, first + count))
         first += count
-    positions = torch.cat([torch.arange(p, p + s.count, device=batch.input_ids.device) for s in segments])
+    positions = torch.cat([torch.arange(p, p + s.count, device=device) for s in segments])
     with prefix_attention.packed(causal_lm, prefix, segments):
         hidden = body(
-            input_ids=batch.input_ids,
+            input_ids=group.input_ids,
             position_ids=positions.unsqueeze(0),
             # A prepared 4D mask is passed through untouched: packed attention needs none.
-            attention_mask=torch.ones(1, 1, 1, 1, dtype=torch.bool, device=batch.input_ids.device),
+            attention_mask=torch.ones(1, 1, 1, 1, dtype=torch.bool, device=device),
             use_cache=False,
         ).last_hidden_state[0]
-    keep = batch.targets != -100
-    logits = head(hidden[keep])  # only the positions whose next token is a label
-    return F.cross_entropy(logits.float(), batch.targets[keep])
+    keep = group.targets != -100
+    return causal_lm.get_output_embeddings()(hidden[keep]), group.targets[keep]
 
 
 def loss_module(model: Any) -> Any:
@@ -87,10 +99,10 @@ def loss_module(model: Any) -> Any:
             super().__init__()
             self.model = model
 
-        def forward(self, prefix: Any, input_ids: Any, counts: Any, targets: Any) -> Any:
+        def forward(self, groups: list) -> Any:
             from training.data import Batch
 
-            return batch_loss(self.model, Batch(prefix, input_ids, counts, targets))
+            return batch_loss(self.model, Batch(groups))
 
     return SFTLoss(model)
 
@@ -172,7 +184,7 @@ def train(cfg: SFTConfig, examples: list | None = None, data_meta: dict | None =
         batch = collate(rows, cfg.share_prefix)
         batch.to(accelerator.device)
         with accelerator.autocast():
-            loss = wrapped(batch.prefix, batch.input_ids, batch.counts, batch.targets)
+            loss = wrapped(batch.groups)
         accelerator.backward(loss)
         if cfg.grad_clip:
             accelerator.clip_grad_norm_(params, cfg.grad_clip)

@@ -52,8 +52,20 @@ def test_labels_cover_only_the_assistant_turns(tokenizer, examples):
     assert "<tools>" not in text and "<tool_response>" not in text and "You complete" not in text
 
 
-def test_packed_batches_give_the_loss_and_gradients_of_plain_rows(base, tokenizer, examples):
-    """The shared prefix run once and the suffixes packed (with or without a prefix) compute what a
+@pytest.fixture(scope="module")
+def perturbed_example(tokenizer, examples):
+    """A training example whose tool specs differ from the clean ones (a PAFT row)."""
+    from training.paft import build_examples
+
+    mixed, _ = build_examples(SFTConfig(episodes=24, alpha=1.0, families=["symbolic"]), tokenizer)
+    return next(e for e in mixed if e.perturbations)
+
+
+@pytest.mark.parametrize("with_perturbed", [False, True], ids=["clean", "with-perturbed"])
+def test_packed_batches_give_the_loss_and_gradients_of_plain_rows(
+    base, tokenizer, examples, perturbed_example, with_perturbed
+):
+    """Each group's prefix run once and the suffixes packed (with or without prefixes) compute what a
     plain forward pass of each whole row does, up to float rounding."""
     import torch.nn.functional as F
 
@@ -62,6 +74,8 @@ def test_packed_batches_give_the_loss_and_gradients_of_plain_rows(base, tokenize
 
     model, _ = load_model(_cfg(base, "unused"), base)
     rows = [e for e in examples if e.family != examples[0].family][:2] + examples[:1]  # mixed lengths
+    if with_perturbed:
+        rows.insert(1, perturbed_example)
 
     def plain_rows():
         total, n = 0, 0
@@ -74,8 +88,17 @@ def test_packed_batches_give_the_loss_and_gradients_of_plain_rows(base, tokenize
 
     def packed(share):
         batch = collate(rows, share)
-        assert (batch.prefix.shape[1] > 500) == share
-        assert batch.input_ids.shape[1] == sum(len(r) for r in rows) - len(rows) * batch.prefix.shape[1]
+        prefixes = sorted(g.prefix.shape[1] for g in batch.groups)
+        if not share:
+            assert prefixes == [0]
+        elif with_perturbed:  # the perturbed row runs apart, so the clean rows still share their whole opening
+            assert len(prefixes) == 2 and prefixes[-1] > 500
+        else:
+            assert len(prefixes) == 1 and prefixes[0] > 500
+        # No padding: each token is run once, a group's prefix once for all its rows.
+        computed = sum(g.prefix.shape[1] + g.input_ids.shape[1] for g in batch.groups)
+        shared = sum((len(g.counts) - 1) * g.prefix.shape[1] for g in batch.groups)
+        assert computed == sum(len(r) for r in rows) - shared
         return batch_loss(model, batch)
 
     results = []
