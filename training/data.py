@@ -122,24 +122,26 @@ GROUP_OVERHEAD = 64
 """Tokens a group's extra prefix pass is counted as costing, so rows are split off only for a real gain."""
 
 
-def prefix_groups(rows: Sequence[Example]) -> list[list[int]]:
+def prefix_groups(rows: Sequence[Example]) -> list[tuple[list[int], int]]:
     """The rows split into groups, each of which computes its common prefix once, so as to run the fewest
     tokens. Clean rows share the system prompt and tool specs; a perturbed row (a renamed tool, another
     description) leaves that prefix early, and in one group with the clean rows it would cut everyone's
-    shared part short. Sorted by opening, the best split into runs is found exactly (a batch is small)."""
+    shared part short. Sorted by opening, the best split into runs is found exactly (a batch is small).
+    Returns each group's row indices and the length of its common prefix."""
     order = sorted(range(len(rows)), key=lambda i: rows[i].ids[: rows[i].first_label])
     n = len(order)
     best, start = [0] + [math.inf] * n, [0] * (n + 1)  # fewest tokens for the first j rows; where its last run starts
+    shared = [0] * (n + 1)  # the common prefix of that last run
     for j in range(1, n + 1):
         for i in range(j):
             group = [rows[k] for k in order[i:j]]
             p = common_prefix(group)
             cost = best[i] + GROUP_OVERHEAD + p + sum(len(r) - p for r in group)
             if cost < best[j]:
-                best[j], start[j] = cost, i
+                best[j], start[j], shared[j] = cost, i, p
     groups, j = [], n
     while j:
-        groups.append(order[start[j] : j])
+        groups.append((order[start[j] : j], shared[j]))
         j = start[j]
     return groups[::-1]
 
@@ -191,8 +193,7 @@ def pack(rows: Sequence[Example], p: int) -> Packed:
 
 def collate(rows: Sequence[Example], share_prefix: bool = True) -> Batch:
     if share_prefix:
-        groups = [[rows[i] for i in g] for g in prefix_groups(rows)]
-        packed = [pack(g, common_prefix(g)) for g in groups]
+        packed = [pack([rows[i] for i in group], p) for group, p in prefix_groups(rows)]
     else:
         packed = [pack(rows, 0)]
     return Batch(packed, tokens=sum(len(r) for r in rows), label_tokens=sum(sum(r.labels) for r in rows))

@@ -121,6 +121,7 @@ def build_examples(cfg: SFTConfig, tokenizer: Any) -> tuple[list, dict]:
     from sandbox import tasks
     from sandbox.case import Case
     from training.data import encode_all, gold_trajectories
+    from training.rename import rename_share
 
     train_tasks = tasks(cfg.domain, "train", cfg.episodes, cfg.seed)
     if cfg.alpha > 0:
@@ -139,23 +140,3 @@ def build_examples(cfg: SFTConfig, tokenizer: Any) -> tuple[list, dict]:
         "renamed_cities": renamed, "pool": "train", "perturbations": dict(sorted(used.items())), "candidates": names,
     }  # fmt: skip
     return examples, meta
-
-
-def rename_share(trajectories: list, domain: str, share: float, seed: int) -> int:
-    """Rename the city of a share of ``trajectories`` in place (POI only); returns how many changed."""
-    from training.rename import rename_cities
-
-    if not 0 <= share <= 1:
-        raise ValueError(f"rename_cities must be in [0, 1], got {share}")
-    if domain != "poi" or not share:
-        return 0
-    from sandbox.domains.poi.world import CITY_SPLIT
-
-    r = random.Random(child_seed(seed, "rename"))
-    changed = 0
-    for t in trajectories:
-        if r.random() < share:
-            messages = rename_cities(t.messages, CITY_SPLIT["train"], r)
-            changed += messages is not t.messages
-            t.messages = messages
-    return changed

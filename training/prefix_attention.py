@@ -32,8 +32,9 @@ CPU_KERNEL = True
 class Segment:
     """One row's new tokens in a packed prefill: ``count`` tokens from ``first`` in the packed sequence,
     whose keys go to columns ``end - count`` to ``end`` of batch row ``row``; the row's tokens start at
-    column ``start``. ``mask`` (additive, ``[rep * count, end - start]`` for ``rep`` query heads a kv
-    head: causal over the row's tokens) is filled in by :func:`packed`."""
+    column ``start``. ``mask`` is filled in by :func:`packed`: additive, ``[rep * count, end - start]`` for
+    ``rep`` query heads a kv head, causal over the row's tokens; with gradients (training) boolean,
+    ``[count, P + end - start]``, over the prefix's keys too."""
 
     row: int
     first: int
@@ -47,6 +48,7 @@ class Segment:
 class _Context:
     prefix: list | None
     segments: Sequence[Segment] | None = None
+    training: bool = False
 
 
 _context: contextvars.ContextVar[_Context | None] = contextvars.ContextVar("openagent_prefix", default=None)
@@ -97,11 +99,16 @@ def packed(model: Any, prefix: list | None, segments: Sequence[Segment]) -> cont
     config = model.config.get_text_config(decoder=True)
     rep = config.num_attention_heads // (getattr(config, "num_key_value_heads", None) or config.num_attention_heads)
     device = next(model.parameters()).device
+    p = prefix[0][0].shape[1] if prefix else 0
+    training = torch.is_grad_enabled()
     for s in segments:
         own = s.end - s.start  # the row's earlier tokens, then its new ones
-        masked = torch.ones(s.count, own, dtype=torch.bool, device=device).triu(own - s.count + 1)
-        s.mask = torch.zeros(s.count, own, device=device).masked_fill(masked, float("-inf")).repeat(rep, 1)
-    return _use(model, _Context(prefix, segments))
+        causal = torch.ones(s.count, own, dtype=torch.bool, device=device).tril(own - s.count)
+        if training:  # a boolean mask over the prefix's keys and the row's, for one SDPA call
+            s.mask = torch.cat([torch.ones(s.count, p, dtype=torch.bool, device=device), causal], dim=1)
+        else:
+            s.mask = torch.zeros(s.count, own, device=device).masked_fill(~causal, float("-inf")).repeat(rep, 1)
+    return _use(model, _Context(prefix, segments, training))
 
 
 def _attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
@@ -110,7 +117,8 @@ def _attention(module, query, key, value, attention_mask, scaling=None, dropout=
     context = _context.get()
     scale = scaling if scaling is not None else query.shape[-1] ** -0.5
     if context is not None and context.segments is not None:
-        return _packed_attention(context, module, query, key, value, scale)
+        packed_attention = _packed_training_attention if context.training else _packed_attention
+        return packed_attention(context, module, query, key, value, scale)
     if context is None or query.shape[2] != 1:
         return sdpa_attention_forward(
             module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs
@@ -179,15 +187,11 @@ def _decode_attention(context, module, query, key, value, attention_mask, scale)
 def _packed_attention(context, module, query, key, value, scale):
     """``query`` is ``[1, heads, T, dim]`` (every row's new tokens end to end), ``key`` and ``value`` the
     whole batch buffers ``[batch, kv_heads, capacity, dim]``, the new tokens' keys already in place."""
-    import torch
-
     _, heads, total, dim = query.shape
     kv_heads = key.shape[1]
     rep = heads // kv_heads
     prefix = context.prefix[module.layer_idx] if context.prefix else None
     out = query.new_empty(total, heads, dim)
-    if torch.is_grad_enabled() and query.requires_grad:
-        return _packed_training_attention(context, query, key, value, prefix, scale, out)
     for s in context.segments:
         q = query[0, :, s.first : s.first + s.count].reshape(1, kv_heads, rep * s.count, dim)
         k, v = key[s.row : s.row + 1, :, s.start : s.end], value[s.row : s.row + 1, :, s.start : s.end]
@@ -199,23 +203,21 @@ def _packed_attention(context, module, query, key, value, scale):
     return out.unsqueeze(0), None
 
 
-def _packed_training_attention(context, query, key, value, prefix, scale, out):
+def _packed_training_attention(context, module, query, key, value, scale):
     """The same attention with gradients (the SFT loss): each segment's queries over the prefix's keys
     and its own, concatenated, in one SDPA call whose CPU kernel has a backward pass (the merge above
     would need the gradient of a log-sum-exp that kernel does not give)."""
     import torch
     import torch.nn.functional as F
 
-    p = prefix[0].shape[1] if prefix is not None else 0
+    prefix = context.prefix[module.layer_idx] if context.prefix else None
+    out = query.new_empty(query.shape[2], query.shape[1], query.shape[3])
     for s in context.segments:
         k, v = key[s.row : s.row + 1, :, s.start : s.end], value[s.row : s.row + 1, :, s.start : s.end]
         if prefix is not None:
             k, v = torch.cat([prefix[0].unsqueeze(0), k], dim=2), torch.cat([prefix[1].unsqueeze(0), v], dim=2)
-        own = s.end - s.start
-        allowed = torch.ones(s.count, p + own, dtype=torch.bool, device=query.device)
-        allowed[:, p:] = torch.ones(s.count, own, dtype=torch.bool, device=query.device).tril(own - s.count)
         o = F.scaled_dot_product_attention(
-            query[:, :, s.first : s.first + s.count], k, v, attn_mask=allowed, scale=scale, enable_gqa=True
+            query[:, :, s.first : s.first + s.count], k, v, attn_mask=s.mask, scale=scale, enable_gqa=True
         )
         out[s.first : s.first + s.count] = o[0].transpose(0, 1)
     return out.unsqueeze(0), None

@@ -17,6 +17,8 @@ import random
 import re
 from typing import Any
 
+from sandbox.seeds import child_seed
+
 OTHER_CITIES = (
     "Aarhus", "Antwerp", "Athens", "Barcelona", "Basel", "Belgrade", "Bergen", "Bilbao", "Bologna", "Bordeaux",
     "Bratislava", "Bremen", "Brno", "Bruges", "Brussels", "Bucharest", "Budapest", "Cadiz", "Cardiff", "Cologne",
@@ -49,3 +51,21 @@ def _replace(value: Any, sub: Any) -> Any:
     if isinstance(value, list | tuple):
         return type(value)(_replace(v, sub) for v in value)
     return value
+
+
+def rename_share(trajectories: list, domain: str, share: float, seed: int) -> int:
+    """Rename the city of a share of ``trajectories`` in place (POI only); returns how many changed."""
+    if not 0 <= share <= 1:
+        raise ValueError(f"rename_cities must be in [0, 1], got {share}")
+    if domain != "poi" or not share:
+        return 0
+    from sandbox.domains.poi.world import CITY_SPLIT  # the POI domain's own cities
+
+    r = random.Random(child_seed(seed, "rename"))
+    changed = 0
+    for t in trajectories:
+        if r.random() < share:
+            messages = rename_cities(t.messages, CITY_SPLIT["train"], r)
+            changed += messages is not t.messages
+            t.messages = messages
+    return changed

@@ -9,8 +9,7 @@ import pytest
 from sandbox import OracleAgent, make_env, run_episode, tasks
 from sandbox.domains.poi.world import CITIES, CITY_SPLIT
 from training.data import Trajectory
-from training.paft import rename_share
-from training.rename import OTHER_CITIES, rename_cities
+from training.rename import OTHER_CITIES, rename_cities, rename_share
 
 
 def _gold(task):
