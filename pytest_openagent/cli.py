@@ -35,6 +35,10 @@ def _configure_eval(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the drawn cases (default 0)")
     p.add_argument("--domain", default="poi", help="poi, medical or all (default poi)")
     p.add_argument("--max-stack", type=int, default=1, help="most perturbations per case (default 1)")
+    p.add_argument(
+        "--pool", choices=("eval", "train"), default="eval",
+        help="the perturbations' held-out texts (eval, default) or those training uses (train)",
+    )  # fmt: skip
     p.add_argument("--batch-size", type=int, default=64, help="episodes per agent batch (default 64)")
     p.add_argument("--cache-dir", default=".openagent_cache", help="episode cache folder (default .openagent_cache)")
     p.add_argument("--no-cache", action="store_true", help="run every episode afresh")
@@ -59,7 +63,7 @@ def _run_eval(args: argparse.Namespace) -> int:
         report = evaluate(
             agent, _tiers(args.tiers), n=args.n, seed=args.seed, domain=args.domain,
             names=args.names.split(",") if args.names else None, max_stack=args.max_stack,
-            batch_size=args.batch_size, cache_dir=None if args.no_cache else args.cache_dir,
+            batch_size=args.batch_size, cache_dir=None if args.no_cache else args.cache_dir, pool=args.pool,
         )  # fmt: skip
     except (AgentSpecError, GateError, ValueError) as exc:
         raise UsageFailure(str(exc)) from None

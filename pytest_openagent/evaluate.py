@@ -73,11 +73,13 @@ def evaluate(
     batch_size: int = 64,
     cache_dir: str | Path | None = DEFAULT_CACHE_DIR,
     max_steps: int | None = None,
+    pool: Pool = "eval",
 ) -> Report:
     """Evaluate ``agent`` (an object or a spec such as ``"oracle"``) on ``n`` cases per tier and their clean twins.
 
     Cases go to the agent in batches of ``batch_size`` (a model agent generates for a batch at once);
-    episodes are cached under ``cache_dir`` (``None`` turns the disk cache off).
+    episodes are cached under ``cache_dir`` (``None`` turns the disk cache off). ``pool`` picks the
+    perturbations' names and texts: ``"eval"`` (held out from training) or ``"train"`` (what PAFT trains on).
     """
     spec = agent if isinstance(agent, str) else None
     if spec is not None:
@@ -85,7 +87,7 @@ def evaluate(
 
         agent = load_agent(spec)
     names = list(names) if names is not None else None
-    cases = draw_cases(tiers, n, seed, domain, split, names, max_stack)
+    cases = draw_cases(tiers, n, seed, domain, split, names, max_stack, pool)
     cache = EpisodeCache(prepare(Path(cache_dir)) / "episodes" if cache_dir is not None else None)
     fp = fingerprint(agent)
     records = []
@@ -98,6 +100,6 @@ def evaluate(
         cache.flush()
     meta = {
         "agent": spec or fp, "seed": seed, "n": n, "tiers": registry.normalize_tiers(tiers),
-        "domain": domain, "split": split, "sandbox_version": SANDBOX_VERSION,
+        "domain": domain, "split": split, "pool": pool, "sandbox_version": SANDBOX_VERSION,
     }  # fmt: skip
     return Report(records, meta)

@@ -66,6 +66,14 @@ def test_evaluate_is_deterministic_batched_and_cached(tmp_path):
     assert report.check("clean.success>=1 all.success>=1").ok
 
 
+def test_evaluate_draws_from_the_pool_asked_for():
+    train = openagent.evaluate("oracle", tiers=1, n=4, cache_dir=None, pool="train")
+    held_out = openagent.evaluate("oracle", tiers=1, n=4, cache_dir=None)
+    assert all(",train" in r.label for r in train.records), [r.label for r in train.records]
+    assert all(",eval" in r.label for r in held_out.records), [r.label for r in held_out.records]
+    assert (train.meta["pool"], held_out.meta["pool"]) == ("train", "eval")
+
+
 def test_report_round_trips_and_gates(tmp_path):
     from sandbox.perturbations import names
 
