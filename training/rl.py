@@ -355,7 +355,9 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
             scheduler.step()
 
         t_step = time.perf_counter() - t0
-        record = _step_record(step + 1, episodes, rewards, rows, n_tokens, totals, t_rollout, t_step, agent_stats)
+        record = _step_record(
+            step + 1, episodes, rewards, cfg.group, rows, n_tokens, totals, t_rollout, t_step, agent_stats
+        )
         history.append(record)
         if bar is not None:
             bar.set_postfix(
@@ -381,13 +383,16 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
 
 
 def _step_record(
-    step: int, episodes: list[Episode], rewards: list[float], rows: list[Row], n_tokens: int, totals: Counter,
-    t_rollout: float, t_step: float, agent_stats: dict[str, Any],
+    step: int, episodes: list[Episode], rewards: list[float], group: int, rows: list[Row], n_tokens: int,
+    totals: Counter, t_rollout: float, t_step: float, agent_stats: dict[str, Any],
 ) -> dict[str, Any]:  # fmt: skip
     unsolvable = [ep for ep in episodes if not ep.solvable]
+    groups = [rewards[g : g + group] for g in range(0, len(rewards), group)]
     return {
         "step": step,
         "reward": round(sum(rewards) / len(rewards), 4),
+        "groups": len(groups),
+        "signal_groups": sum(len(set(g)) > 1 for g in groups),  # the groups whose rewards differ: GRPO's only signal
         "success": round(sum(ep.outcome == "success" for ep in episodes) / len(episodes), 4),
         "refusal_rate": round(sum(ep.outcome == "refused" for ep in unsolvable) / len(unsolvable), 4)
         if unsolvable else None,

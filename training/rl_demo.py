@@ -97,7 +97,7 @@ def demo_note(rows: dict[str, dict[str, Any]], sft_label: str, root: str | Path,
         row = rows.get(label(steps, reward))
         if row is None:
             continue
-        curve = " ".join(f"{r:.2f}" for r in reward_curve(Path(root) / f"rl-{reward}"))
+        curve = curve_text(Path(root) / f"rl-{reward}")
         lines.append(f"{label(steps, reward)}: training reward by step {curve}; clean success {pct(row['clean'])} "
                      f"(from {sft_label}: {pct(sft['clean'])}); tier-4 refusal {pct(row['refusal_t4'])} "
                      f"(from {pct(sft['refusal_t4'])})")  # fmt: skip
@@ -110,6 +110,17 @@ def demo_note(rows: dict[str, dict[str, Any]], sft_label: str, root: str | Path,
                      f"rate by {-100 * drop:+.1f} points from SFT, and the refusal-aware reward ended "
                      f"{100 * gap:+.1f} points above it.")  # fmt: skip
     return "\n".join(lines)
+
+
+def curve_text(directory: str | Path) -> str:
+    """The reward by step and, where recorded, how many task groups had rewards that differed (the only
+    ones that teach GRPO anything): each step draws other tasks, so the curve also moves with their mix."""
+    history = json.loads((Path(directory) / "openagent-train.json").read_text()).get("history", [])
+    text = " ".join(f"{h['reward']:.2f}" for h in history)
+    if history and all("signal_groups" in h for h in history):
+        varied = " ".join(f"{h['signal_groups']}/{h['groups']}" for h in history)
+        text += f" (groups whose rewards differed: {varied})"
+    return text
 
 
 def reward_curve(directory: str | Path) -> list[float]:

@@ -183,6 +183,7 @@ def test_lora_with_kl_resumes_after_an_interruption(tiny, tmp_path):
     history = _history(out)
     assert [h["step"] for h in history] == [1, 2, 3, 4]
     assert all("kl" in h for h in history if h["rows"])
+    assert all((h["rows"] > 0) == (h["signal_groups"] > 0) and h["groups"] == 2 for h in history), history
     assert not any(p.name.startswith("adapter") for p in out.iterdir())  # LoRA merged into a plain checkpoint
 
 
@@ -205,7 +206,7 @@ def test_the_demo_note_says_with_figures_whether_boundary_blindness_showed(tmp_p
 
     for reward, curve in (("completion", [0.5, 0.7]), ("refusal-aware", [0.6, 0.8])):
         (tmp_path / f"rl-{reward}").mkdir()
-        history = [{"step": i + 1, "reward": r} for i, r in enumerate(curve)]
+        history = [{"step": i + 1, "reward": r, "signal_groups": i, "groups": 4} for i, r in enumerate(curve)]
         (tmp_path / f"rl-{reward}" / "openagent-train.json").write_text(json.dumps({"history": history}))
     assert list(demo_specs("sft", tmp_path, 2)) == ["RL-2 (completion)", "RL-2 (refusal-aware)"]
     assert demo_specs("sft", tmp_path, 0) == {}
@@ -215,7 +216,8 @@ def test_the_demo_note_says_with_figures_whether_boundary_blindness_showed(tmp_p
         "RL-2 (refusal-aware)": {"clean": 0.84, "refusal_t4": 0.7},
     }
     note = demo_note(rows, "SFT-40", tmp_path, 2)
-    assert "RL-2 (completion): training reward by step 0.50 0.70; clean success 85.0% (from SFT-40: 80.0%)" in note
+    assert "RL-2 (completion): training reward by step 0.50 0.70 (groups whose rewards differed: 0/4 1/4)" in note
+    assert "clean success 85.0% (from SFT-40: 80.0%)" in note
     assert "Boundary blindness showed at this scale" in note and "-40.0 points from SFT" in note and "+50.0" in note
     rows["RL-2 (completion)"]["refusal_t4"] = 0.65
     assert "did not show" in demo_note(rows, "SFT-40", tmp_path, 2)
