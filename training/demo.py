@@ -170,6 +170,7 @@ def summarize(report: Any) -> dict[str, Any]:
         row[f"delta_{tier}"] = None if r is None else round(r.delta.points, 1)
     tier4 = report.row("internalization")
     row["refusal_t4"] = value(tier4.refusal) if tier4 else None
+    row["refusal_t4_k"], row["refusal_t4_n"] = (tier4.refusal.k, tier4.refusal.n) if tier4 else (0, 0)
     everything = report.row("all")
     row["tool_errors"] = value(everything.tool_errors) if everything else None
     return row

@@ -106,9 +106,20 @@ def demo_note(rows: dict[str, dict[str, Any]], sft_label: str, root: str | Path,
         drop = sft["refusal_t4"] - completion["refusal_t4"]
         gap = aware["refusal_t4"] - completion["refusal_t4"]
         shown = "showed" if drop > 0 and gap > 0 else "did not show"
+        noise = ""
+        if shown == "showed" and sft.get("refusal_t4_n") and completion.get("refusal_t4_n"):
+            from sandbox.metrics import Delta, Rate
+
+            change = Delta(Rate(completion["refusal_t4_k"], completion["refusal_t4_n"]),
+                           Rate(sft["refusal_t4_k"], sft["refusal_t4_n"]))  # fmt: skip
+            low, high = change.interval
+            if high >= 0:
+                shown = "pointed that way, within the noise,"
+                noise = (f" With {sft['refusal_t4_n']} unsolvable cases the change's 95% interval is "
+                         f"[{low:+.1f}, {high:+.1f}] points: evaluate more cases (--n) to tell.")  # fmt: skip
         lines.append(f"Boundary blindness {shown} at this scale: the completion-only reward moved the tier-4 refusal "
                      f"rate by {-100 * drop:+.1f} points from SFT, and the refusal-aware reward ended "
-                     f"{100 * gap:+.1f} points above it.")  # fmt: skip
+                     f"{100 * gap:+.1f} points above it.{noise}")  # fmt: skip
     return "\n".join(lines)
 
 

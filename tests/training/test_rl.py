@@ -219,5 +219,11 @@ def test_the_demo_note_says_with_figures_whether_boundary_blindness_showed(tmp_p
     assert "RL-2 (completion): training reward by step 0.50 0.70 (groups whose rewards differed: 0/4 1/4)" in note
     assert "clean success 85.0% (from SFT-40: 80.0%)" in note
     assert "Boundary blindness showed at this scale" in note and "-40.0 points from SFT" in note and "+50.0" in note
-    rows["RL-2 (completion)"]["refusal_t4"] = 0.65
+    assert "within the noise" not in note  # no counts given: no interval claimed
+    counts = {"SFT-40": (13, 18), "RL-2 (completion)": (11, 18), "RL-2 (refusal-aware)": (13, 18)}
+    for name, (k, n) in counts.items():
+        rows[name].update(refusal_t4=k / n, refusal_t4_k=k, refusal_t4_n=n)
+    note = demo_note(rows, "SFT-40", tmp_path, 2)
+    assert "pointed that way, within the noise," in note and "With 18 unsolvable cases" in note
+    rows["RL-2 (completion)"].update(refusal_t4=0.75, refusal_t4_k=0, refusal_t4_n=0)
     assert "did not show" in demo_note(rows, "SFT-40", tmp_path, 2)
