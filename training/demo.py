@@ -51,16 +51,20 @@ class DemoConfig:
         metadata={"help": "rows of the table: base, sft, paft, rl (two: completion and refusal-aware), oracle, static"},
     )
     retrain: bool = field(default=False, metadata={"help": "train again even if checkpoints exist"})
-    quick: bool = field(default=False, metadata={"help": "a few minutes: fewer steps, episodes and cases"})
+    quick: bool = field(
+        default=False, metadata={"help": "about 5 minutes: 2 steps, 8 episodes, 2 cases a tier; no RL, no base row"}
+    )
     json: str = field(default="", metadata={"help": "also write the table (and each agent's report) to this file"})
 
     def scaled(self) -> DemoConfig:
         if not self.quick:
             return self
-        # Measured here (2 cores shared with other jobs, load 4-6, fp32 since the CPU lacks bf16): a
-        # step of 2 episodes took 90-130 s, and the base's evaluation on 2 cases per tier plus clean
-        # twins did not finish in 16 min, so --quick missed its 5-minute target on this machine.
-        return dataclasses.replace(self, sft_steps=[2], paft_steps=2, batch_size=2, episodes=8, n=2, rl_steps=0)
+        # Measured alone on 2 cores: 323 s in all with the base's row, which took 146 s (an untrained model
+        # writes to its token limit every turn). Two steps barely move the base, so SFT-2 stands for it.
+        agents = [a for a in self.agents if a != "base"]
+        return dataclasses.replace(
+            self, sft_steps=[2], paft_steps=2, batch_size=2, episodes=8, n=2, rl_steps=0, agents=agents
+        )
 
 
 def add_arguments(p: argparse.ArgumentParser, cls: type = DemoConfig) -> None:

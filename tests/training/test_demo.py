@@ -37,3 +37,12 @@ def test_demo_trains_evaluates_writes_the_table_and_reuses_its_checkpoints(tmp_p
     second = capsys.readouterr()
     assert "reusing" in second.err and "training" not in second.err
     assert json.loads((tmp_path / "table.json").read_text())["rows"] == table["rows"]
+
+
+def test_quick_scales_everything_down_and_leaves_out_rl_and_the_base_row():
+    from training.demo import DemoConfig
+
+    quick = DemoConfig(quick=True).scaled()
+    assert (quick.sft_steps, quick.paft_steps, quick.n, quick.rl_steps) == ([2], 2, 2, 0)
+    assert "base" not in quick.agents and "sft" in quick.agents
+    assert DemoConfig().scaled() == DemoConfig()
