@@ -126,7 +126,7 @@ def demo_note(rows: dict[str, dict[str, Any]], sft_label: str, root: str | Path,
 def curve_text(directory: str | Path) -> str:
     """The reward by step and, where recorded, how many task groups had rewards that differed (the only
     ones that teach GRPO anything): each step draws other tasks, so the curve also moves with their mix."""
-    history = json.loads((Path(directory) / "openagent-train.json").read_text()).get("history", [])
+    history = _history(directory)
     text = " ".join(f"{h['reward']:.2f}" for h in history)
     if history and all("signal_groups" in h for h in history):
         varied = " ".join(f"{h['signal_groups']}/{h['groups']}" for h in history)
@@ -135,8 +135,11 @@ def curve_text(directory: str | Path) -> str:
 
 
 def reward_curve(directory: str | Path) -> list[float]:
-    history = json.loads((Path(directory) / "openagent-train.json").read_text()).get("history", [])
-    return [h["reward"] for h in history]
+    return [h["reward"] for h in _history(directory)]
+
+
+def _history(directory: str | Path) -> list[dict[str, Any]]:
+    return json.loads((Path(directory) / "openagent-train.json").read_text()).get("history", [])
 
 
 def measure(directory: str | Path, n: int, seed: int = 0) -> dict[str, Any]:
