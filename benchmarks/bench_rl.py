@@ -45,18 +45,16 @@ def main() -> None:
 
     import torch
 
-    import sandbox
     from sandbox.episode import run_episodes
     from training.model_agent import HFAgent
-    from training.rl import RLConfig, load_policy, rollout, step_cases, train
+    from training.rl import RLConfig, load_policy, rollout, run_cases, step_cases, train
 
     torch.set_num_threads(args.threads)
     cfg = RLConfig(out="unused", init=args.init, group=args.group, tasks_per_step=args.tasks_per_step, lora=True)
     cfg.max_new_tokens = args.max_new_tokens or cfg.max_new_tokens
     cfg.max_turns = args.max_turns or cfg.max_turns
     model, tokenizer, _ = load_policy(cfg)
-    pool = sandbox.tasks(cfg.domain, "train", cfg.tasks, cfg.seed)
-    cases = step_cases(cfg, pool, 0, [])
+    cases = step_cases(cfg, run_cases(cfg, []), 0)
 
     (episodes, stats), wall, cpu = timed(lambda: rollout(model, tokenizer, cases, cfg, step=0))
     batched = {"episodes": len(episodes), "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),

@@ -1,7 +1,8 @@
 """GRPO in the sandbox: sample a group of episodes per task, reward them by the judge, push up the good ones.
 
-Each step draws ``tasks_per_step`` train tasks (a share ``perturbed`` of them with one
-train-pool perturbation), runs ``group`` sampled episodes of each through the batched
+A run draws its cases once: ``tasks`` train tasks, a share ``perturbed`` of them with one
+train-pool perturbation. Each step takes the next ``tasks_per_step`` cases (each epoch visits
+every case once, so epochs' rewards compare like with like), runs ``group`` sampled episodes of each through the batched
 :class:`~training.model_agent.HFAgent` (multi-turn, real tool calls, all episodes of the step in
 one batch), scores each episode with the reward, and normalises rewards within each task's
 group (advantage = (r - mean) / (std + eps)). The loss is the clipped policy-gradient objective
@@ -46,7 +47,9 @@ class RLConfig:
     out: str = field(default="", metadata={"help": "output directory: the final model and checkpoints/ for resuming"})
     init: str = field(default="", metadata={"help": "the checkpoint to start from (an SFT output directory)"})
     domain: str = field(default="poi", metadata={"help": "the sandbox domain whose train split gives the tasks"})
-    tasks: int = field(default=1000, metadata={"help": "distinct train tasks to draw from"})
+    tasks: int = field(
+        default=1000, metadata={"help": "distinct train tasks of the run; each epoch visits every one once"}
+    )
     steps: int = field(default=20, metadata={"help": "RL steps (one rollout batch and one optimizer step each)"})
     group: int = field(default=8, metadata={"help": "G: sampled episodes per task, whose rewards are compared"})
     tasks_per_step: int = field(default=4, metadata={"help": "tasks per step; a step runs tasks_per_step × G episodes"})
@@ -220,17 +223,35 @@ def load_policy(cfg: RLConfig) -> tuple[Any, Any, Any]:
     return model, tokenizer, reference
 
 
-def step_cases(cfg: RLConfig, pool: Sequence[Any], step: int, perturbations: list[str]) -> list[Case]:
-    """The step's tasks, drawn by ``(seed, step)`` so a resumed run sees the same ones."""
+def run_cases(cfg: RLConfig, perturbations: list[str]) -> list[Case]:
+    """The run's cases: ``cfg.tasks`` train tasks, a share ``cfg.perturbed`` of them with one train-pool
+    perturbation each, drawn once by ``cfg.seed``."""
+    from sandbox import tasks
     from sandbox.case import Case
 
-    r = random.Random(child_seed(cfg.seed, "rl", step))
-    tasks = r.sample(list(pool), min(cfg.tasks_per_step, len(pool)))
+    pool = tasks(cfg.domain, "train", cfg.tasks, cfg.seed)
     if cfg.perturbed <= 0:
-        return [Case(t) for t in tasks]
+        return [Case(t) for t in pool]
     from training.paft import paft_cases
 
-    return paft_cases(tasks, cfg.perturbed, perturbations, child_seed(cfg.seed, "rl-perturb", step))
+    return paft_cases(pool, cfg.perturbed, perturbations, child_seed(cfg.seed, "rl-perturb"))
+
+
+def step_cases(cfg: RLConfig, cases: Sequence[Case], step: int) -> list[Case]:
+    """The step's cases. Each epoch visits every case of the run once, in an order drawn by ``(seed, epoch)``,
+    so one epoch's reward against the next compares the same cases, and a resumed run sees the same ones."""
+    per = min(cfg.tasks_per_step, len(cases))
+    picked = []
+    for position in range(step * per, (step + 1) * per):
+        order = list(range(len(cases)))
+        random.Random(child_seed(cfg.seed, "rl", position // len(cases))).shuffle(order)
+        picked.append(cases[order[position % len(cases)]])
+    return picked
+
+
+def epoch_of(cfg: RLConfig, n_cases: int, step: int) -> int:
+    """The epoch (0-based) that step ``step`` (0-based) starts in."""
+    return step * min(cfg.tasks_per_step, n_cases) // n_cases
 
 
 def rollout(
@@ -268,7 +289,6 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
     import torch
     from accelerate import Accelerator
 
-    from sandbox import tasks as sandbox_tasks
     from training.sft import _bf16_ok, export, latest_checkpoint, load_checkpoint, refuse_other_config, save_checkpoint
 
     if not cfg.out:
@@ -282,12 +302,12 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
         torch.set_num_threads(cfg.threads)
     model, tokenizer, reference = load_policy(cfg)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    pool = sandbox_tasks(cfg.domain, "train", cfg.tasks, cfg.seed)
     perturbations: list[str] = []
     if cfg.perturbed > 0:
         from training.paft import train_perturbations
 
         perturbations = train_perturbations(cfg.families)
+    pool = run_cases(cfg, perturbations)
 
     bf16 = cfg.bf16 and _bf16_ok()
     accelerator = Accelerator(mixed_precision="bf16" if bf16 else "no", cpu=not torch.cuda.is_available())
@@ -312,14 +332,15 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
         "kind": "rl", "algorithm": "grpo", "init": str(cfg.init), "base": str(cfg.init), "reward": reward_name(
             reward if reward is not None else cfg.reward), "config": cfg.to_dict(), "bf16": bf16, "seed": cfg.seed,
         "data": {"domain": cfg.domain, "split": "train", "tasks": len(pool), "perturbed": cfg.perturbed,
-                 "pool": "train", "candidates": perturbations},
+                 "perturbed_cases": sum(bool(c.perturbations) for c in pool), "pool": "train",
+                 "candidates": perturbations},
     }  # fmt: skip
     bar = _progress(cfg, accelerator, start)
     scorer.train()
     t_start = time.perf_counter()
     for step in range(start, cfg.steps):
         t0 = time.perf_counter()
-        cases = step_cases(cfg, pool, step, perturbations)
+        cases = step_cases(cfg, pool, step)
         episodes, agent_stats = rollout(policy, tokenizer, cases, cfg, step)
         t_rollout = time.perf_counter() - t0
         rewards = [float(reward_fn(ep)) for ep in episodes]
@@ -355,8 +376,9 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
             scheduler.step()
 
         t_step = time.perf_counter() - t0
+        epoch = epoch_of(cfg, len(pool), step) + 1
         record = _step_record(
-            step + 1, episodes, rewards, cfg.group, rows, n_tokens, totals, t_rollout, t_step, agent_stats
+            step + 1, epoch, episodes, rewards, cfg.group, rows, n_tokens, totals, t_rollout, t_step, agent_stats
         )
         history.append(record)
         if bar is not None:
@@ -383,13 +405,14 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
 
 
 def _step_record(
-    step: int, episodes: list[Episode], rewards: list[float], group: int, rows: list[Row], n_tokens: int,
+    step: int, epoch: int, episodes: list[Episode], rewards: list[float], group: int, rows: list[Row], n_tokens: int,
     totals: Counter, t_rollout: float, t_step: float, agent_stats: dict[str, Any],
 ) -> dict[str, Any]:  # fmt: skip
     unsolvable = [ep for ep in episodes if not ep.solvable]
     groups = [rewards[g : g + group] for g in range(0, len(rewards), group)]
     return {
         "step": step,
+        "epoch": epoch,
         "reward": round(sum(rewards) / len(rewards), 4),
         "groups": len(groups),
         "signal_groups": sum(len(set(g)) > 1 for g in groups),  # the groups whose rewards differ: GRPO's only signal

@@ -25,9 +25,17 @@ REWARDS = ("completion", "refusal-aware")
 
 @dataclass
 class RLDemoSettings:
-    steps: int = 3
+    """The demo's GRPO runs. The SFT checkpoint already completes nearly every clean train task, so a group
+    of clean rollouts rarely has rewards that differ (GRPO's only signal): half the run's cases carry a
+    train-pool perturbation, where it fails often. ``tasks`` cases, ``tasks_per_step`` a step: each
+    epoch of ``tasks / tasks_per_step`` steps visits every case once, so the epochs' rewards compare."""
+
+    steps: int = 9
     group: int = 8
     tasks_per_step: int = 4
+    tasks: int = 12
+    perturbed: float = 0.5
+    lr: float = 5e-4
     seed: int = 0
 
 
@@ -49,8 +57,8 @@ def rl_agents(
         if retrain or not done:
             cfg = RLConfig(
                 out=str(out), init=str(sft_dir), steps=settings.steps, group=settings.group,
-                tasks_per_step=settings.tasks_per_step, reward=reward, seed=settings.seed, progress=progress,
-                save_every=1,
+                tasks_per_step=settings.tasks_per_step, tasks=settings.tasks, perturbed=settings.perturbed,
+                lr=settings.lr, reward=reward, seed=settings.seed, progress=progress, save_every=1,
             )  # fmt: skip
             cfg.resume = not retrain and not config_changes(out, cfg.to_dict())
             train(cfg)
@@ -76,8 +84,9 @@ def demo_train(sft_dir: str | Path, root: str | Path, settings: RLDemoSettings, 
     if settings.steps <= 0:
         say("rl: skipped (--rl-steps 0; --quick skips RL: a step of the real model takes minutes here)")
         return {}
-    say(f"rl: GRPO {settings.steps} steps × {settings.tasks_per_step} tasks × G={settings.group} episodes "
-        f"from {sft_dir}, rewards {', '.join(REWARDS)}")  # fmt: skip
+    say(f"rl: GRPO {settings.steps} steps × {settings.tasks_per_step} tasks × G={settings.group} episodes over "
+        f"{settings.tasks} train tasks ({settings.perturbed:.0%} perturbed) from {sft_dir}, "
+        f"rewards {', '.join(REWARDS)}")  # fmt: skip
     t = time.perf_counter()
     rl_agents(sft_dir, root, settings, retrain)
     return {"train_rl_s": round(time.perf_counter() - t, 1)}
@@ -98,7 +107,7 @@ def demo_note(rows: dict[str, dict[str, Any]], sft_label: str, root: str | Path,
         if row is None:
             continue
         curve = curve_text(Path(root) / f"rl-{reward}")
-        lines.append(f"{label(steps, reward)}: training reward by step {curve}; clean success {pct(row['clean'])} "
+        lines.append(f"{label(steps, reward)}: training reward {curve}; clean success {pct(row['clean'])} "
                      f"(from {sft_label}: {pct(sft['clean'])}); tier-4 refusal {pct(row['refusal_t4'])} "
                      f"(from {pct(sft['refusal_t4'])})")  # fmt: skip
     completion, aware = rows.get(label(steps, "completion")), rows.get(label(steps, "refusal-aware"))
@@ -124,14 +133,29 @@ def demo_note(rows: dict[str, dict[str, Any]], sft_label: str, root: str | Path,
 
 
 def curve_text(directory: str | Path) -> str:
-    """The reward by step and, where recorded, how many task groups had rewards that differed (the only
-    ones that teach GRPO anything): each step draws other tasks, so the curve also moves with their mix."""
+    """The reward by epoch (the same cases each) where there are two or more, then by step with, where
+    recorded, how many task groups had rewards that differed (the only ones that teach GRPO anything)."""
     history = _history(directory)
     text = " ".join(f"{h['reward']:.2f}" for h in history)
     if history and all("signal_groups" in h for h in history):
         varied = " ".join(f"{h['signal_groups']}/{h['groups']}" for h in history)
         text += f" (groups whose rewards differed: {varied})"
+    epochs = epoch_rewards(history)
+    if len(epochs) > 1:
+        text = f"by epoch {' '.join(f'{r:.2f}' for r in epochs)} (the same cases each); by step {text}"
+    else:
+        text = f"by step {text}"
     return text
+
+
+def epoch_rewards(history: list[dict[str, Any]]) -> list[float]:
+    """Mean reward of each complete epoch (every step of one has as many episodes; a partial last one is left out)."""
+    by_epoch: dict[int, list[float]] = {}
+    for h in history:
+        if "epoch" in h:
+            by_epoch.setdefault(h["epoch"], []).append(h["reward"])
+    full = max((len(v) for v in by_epoch.values()), default=0)
+    return [sum(v) / len(v) for _, v in sorted(by_epoch.items()) if len(v) == full]
 
 
 def reward_curve(directory: str | Path) -> list[float]:
@@ -173,22 +197,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=RLDemoSettings.steps)
     p.add_argument("--group", type=int, default=RLDemoSettings.group)
     p.add_argument("--tasks-per-step", type=int, default=RLDemoSettings.tasks_per_step)
+    p.add_argument("--tasks", type=int, default=RLDemoSettings.tasks, help="train tasks of the run")
+    p.add_argument("--perturbed", type=float, default=RLDemoSettings.perturbed, help="share of them perturbed")
+    p.add_argument("--lr", type=float, default=RLDemoSettings.lr)
     p.add_argument("--n", type=int, default=48, help="held-out cases per measurement (default 48)")
     p.add_argument("--retrain", action="store_true")
     p.add_argument("--json", default=None, help="also write the figures here")
     args = p.parse_args(argv)
 
-    settings = RLDemoSettings(args.steps, args.group, args.tasks_per_step)
+    settings = RLDemoSettings(args.steps, args.group, args.tasks_per_step, args.tasks, args.perturbed, args.lr)
     agents = {"SFT": Path(args.sft), **rl_agents(args.sft, args.out, settings, args.retrain)}
     figures = {}
     for label, directory in agents.items():
         figures[label] = measure(directory, args.n)
         if label != "SFT":
             figures[label]["reward_curve"] = reward_curve(directory)
+            figures[label]["reward_by_epoch"] = epoch_rewards(_history(directory))
         print(f"{label}: {json.dumps(figures[label])}", file=sys.stderr)
-    print(f"{'agent':<22} {'clean success':>14} {'tier-4 refusal':>15}  reward curve")
+    print(f"{'agent':<22} {'clean success':>14} {'tier-4 refusal':>15}  training reward")
     for label, f in figures.items():
-        curve = " ".join(f"{r:.2f}" for r in f.get("reward_curve", []))
+        curve = curve_text(agents[label]) if label != "SFT" else ""
         print(f"{label:<22} {f['clean_success']:>14.1%} {f['tier4_refusal_rate']:>15.1%}  {curve}")
     if args.json:
         Path(args.json).write_text(json.dumps({"settings": vars(args), "figures": figures}, indent=1) + "\n")

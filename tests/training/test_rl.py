@@ -129,8 +129,7 @@ def test_merged_rows_with_a_shared_prefix_score_each_turn_as_a_plain_forward_wou
 
 @pytest.mark.parametrize("lora", [False, True])
 def test_the_update_scores_tokens_with_the_log_probs_they_were_sampled_with(tiny, tmp_path, lora):
-    import sandbox
-    from training.rl import load_policy, step_cases
+    from training.rl import load_policy, run_cases, step_cases
 
     cfg = _cfg(tiny, tmp_path, temperature=0.8, max_new_tokens=12, lora=lora)
     model, tokenizer, _ = load_policy(cfg)
@@ -141,7 +140,7 @@ def test_the_update_scores_tokens_with_the_log_probs_they_were_sampled_with(tiny
                 if "lora_B" in name:
                     p.normal_(0, 0.05)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    cases = step_cases(cfg, sandbox.tasks("poi", "train", 16), 0, [])
+    cases = step_cases(cfg, run_cases(cfg, []), 0)
     episodes, stats = rollout(model, tokenizer, cases, cfg, step=0)
     assert len(episodes) == cfg.tasks_per_step * cfg.group and stats["generated"] > 0
     rows = [row for ep in episodes for row in episode_rows(ep, 1.0)]
@@ -151,6 +150,23 @@ def test_the_update_scores_tokens_with_the_log_probs_they_were_sampled_with(tiny
     assert (new - old).abs().max().item() < 1e-3  # so the PPO ratio starts at 1
     for name, p in model.named_parameters():
         torch.testing.assert_close(p, before[name], rtol=0, atol=1e-6)
+
+
+def test_each_epoch_visits_every_case_of_the_run_once_and_a_resumed_run_sees_the_same_ones():
+    from training.paft import train_perturbations
+    from training.rl import epoch_of, run_cases, step_cases
+
+    cfg = RLConfig(tasks=12, tasks_per_step=4, perturbed=0.5, seed=3)
+    cases = run_cases(cfg, train_perturbations())
+    assert sum(bool(c.perturbations) for c in cases) == 6
+    assert all(p.pool == "train" for c in cases for p in c.perturbations)
+    epochs = [[c for step in range(3 * e, 3 * e + 3) for c in step_cases(cfg, cases, step)] for e in range(3)]
+    for visited in epochs:
+        assert sorted(map(id, visited)) == sorted(map(id, cases))
+    assert epochs[0] != epochs[1]  # each epoch has its own order
+    assert [epoch_of(cfg, len(cases), s) for s in range(7)] == [0, 0, 0, 1, 1, 1, 2]
+    again = run_cases(cfg, train_perturbations())
+    assert [c.key() for c in step_cases(cfg, again, 4)] == [c.key() for c in step_cases(cfg, cases, 4)]
 
 
 def test_grpo_raises_the_reward_of_a_tiny_model_within_seconds(tiny, tmp_path):
@@ -227,3 +243,13 @@ def test_the_demo_note_says_with_figures_whether_boundary_blindness_showed(tmp_p
     assert "pointed that way, within the noise," in note and "With 18 unsolvable cases" in note
     rows["RL-2 (completion)"].update(refusal_t4=0.75, refusal_t4_k=0, refusal_t4_n=0)
     assert "did not show" in demo_note(rows, "SFT-40", tmp_path, 2)
+
+
+def test_the_reward_curve_compares_whole_epochs(tmp_path):
+    from training.rl_demo import curve_text, epoch_rewards
+
+    rewards = [0.25, 0.75, 0.5, 1.0, 0.5]  # 2 steps an epoch; the third epoch is cut short
+    history = [{"step": i + 1, "epoch": i // 2 + 1, "reward": r} for i, r in enumerate(rewards)]
+    assert epoch_rewards(history) == [0.5, 0.75]
+    (tmp_path / "openagent-train.json").write_text(json.dumps({"history": history}))
+    assert curve_text(tmp_path) == "by epoch 0.50 0.75 (the same cases each); by step 0.25 0.75 0.50 1.00 0.50"
