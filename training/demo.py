@@ -37,8 +37,9 @@ class DemoConfig:
         default_factory=lambda: [25, 50, 100], metadata={"help": "SFT step counts to evaluate (one run, exported)"}
     )
     paft_steps: int = field(default=100, metadata={"help": "PAFT steps (0: skip PAFT)"})
-    rl_steps: int = field(default=9, metadata={"help": "GRPO steps of each RL agent, from the last SFT (0: skip RL)"})
+    rl_steps: int = field(default=12, metadata={"help": "GRPO steps of each RL agent, from the last SFT (0: skip RL)"})
     rl_group: int = field(default=8, metadata={"help": "RL: sampled episodes per task (G); 4 tasks a step"})
+    rl_from: int = field(default=50, metadata={"help": "RL starts from this SFT-N (one of --sft-steps; 0: the last)"})
     batch_size: int = field(default=8, metadata={"help": "episodes per optimizer step"})
     episodes: int = field(default=800, metadata={"help": "distinct training tasks (train split)"})
     lr: float = field(default=1e-3, metadata={"help": "peak learning rate (LoRA)"})
@@ -114,19 +115,6 @@ def _train_configs(cfg: DemoConfig, root: Path) -> dict[str, SFTConfig]:
     return runs
 
 
-def _trained(cfg: SFTConfig) -> bool:
-    """Whether ``cfg.out`` holds a finished run of this very configuration."""
-    from training.sft import META_FILE, RUN_SETTINGS
-
-    meta_file = Path(cfg.out) / META_FILE
-    if not meta_file.is_file():
-        return False
-    done = json.loads(meta_file.read_text()).get("config", {})
-    return {k: v for k, v in done.items() if k not in RUN_SETTINGS} == {
-        k: v for k, v in cfg.to_dict().items() if k not in RUN_SETTINGS
-    }
-
-
 def _stale_checkpoints(cfg: SFTConfig) -> bool:
     """Whether ``cfg.out`` holds checkpoints of a run with other options (the demo then starts over)."""
     from training.sft import config_changes
@@ -137,6 +125,22 @@ def _stale_checkpoints(cfg: SFTConfig) -> bool:
     return bool(changes)
 
 
+def rl_start(cfg: DemoConfig) -> int:
+    """The SFT step count the RL agents start from."""
+    if cfg.rl_steps > 0 and cfg.rl_from and cfg.rl_from not in cfg.sft_steps:
+        raise SystemExit(
+            f"openagent demo: --rl-from {cfg.rl_from} is not one of --sft-steps {cfg.sft_steps}: "
+            "give one of them (0: the last), or --rl-steps 0"
+        )
+    return cfg.rl_from or max(cfg.sft_steps)
+
+
+def sft_dir(cfg: DemoConfig, runs: dict[str, SFTConfig], steps: int) -> Path:
+    """Where SFT-``steps`` is: the run's output for the last, its export ``step-N`` for the others."""
+    out = Path(runs["sft"].out)
+    return out if steps == max(cfg.sft_steps) else out / f"step-{steps}"
+
+
 def _agent_dirs(cfg: DemoConfig, runs: dict[str, SFTConfig]) -> dict[str, str]:
     """Row label → agent spec, in the table's order."""
     specs: dict[str, str] = {}
@@ -144,16 +148,14 @@ def _agent_dirs(cfg: DemoConfig, runs: dict[str, SFTConfig]) -> dict[str, str]:
         if name == "base":
             specs["base (untrained)"] = f"hf:{cfg.base}"
         elif name == "sft":
-            out = Path(runs["sft"].out)
             for steps in cfg.sft_steps:
-                target = out if steps == max(cfg.sft_steps) else out / f"step-{steps}"
-                specs[f"SFT-{steps}"] = f"hf:{target}"
+                specs[f"SFT-{steps}"] = f"hf:{sft_dir(cfg, runs, steps)}"
         elif name == "paft" and "paft" in runs:
             specs[f"PAFT-{cfg.paft_steps} (α={cfg.alpha})"] = f"hf:{runs['paft'].out}"
         elif name == "rl" and "sft" in cfg.agents:
             from training.rl_demo import demo_specs
 
-            specs.update(demo_specs(runs["sft"].out, Path(runs["sft"].out).parent, cfg.rl_steps))
+            specs.update(demo_specs(Path(runs["sft"].out).parent, cfg.rl_steps))
         elif name in ("oracle", "static"):
             specs[name] = name
         else:
@@ -214,7 +216,7 @@ def run(cfg: DemoConfig) -> int:
     from pytest_openagent.agents import load_agent
     from pytest_openagent.evaluate import evaluate
     from training.base import openagent_home, prepare_default_base
-    from training.sft import train
+    from training.sft import finished_run, train
 
     t0 = time.perf_counter()
     root = Path(cfg.dir).expanduser() if cfg.dir else openagent_home() / ("demo-quick" if cfg.quick else "demo")
@@ -227,7 +229,7 @@ def run(cfg: DemoConfig) -> int:
     for name, run_cfg in runs.items():
         if "sft" not in cfg.agents and name == "sft":
             continue
-        if _trained(run_cfg) and not cfg.retrain:
+        if finished_run(run_cfg.out, run_cfg.to_dict()) and not cfg.retrain:
             _say(f"{name}: reusing {run_cfg.out} (--retrain to start over)")
             continue
         run_cfg.resume = not cfg.retrain and not _stale_checkpoints(run_cfg)
@@ -240,7 +242,7 @@ def run(cfg: DemoConfig) -> int:
         from training.rl_demo import RLDemoSettings, demo_train
 
         settings = RLDemoSettings(cfg.rl_steps, cfg.rl_group, seed=cfg.seed)
-        timings.update(demo_train(runs["sft"].out, root, settings, cfg.retrain, _say))
+        timings.update(demo_train(sft_dir(cfg, runs, rl_start(cfg)), root, settings, cfg.retrain, _say))
 
     rows: dict[str, dict[str, Any]] = {}
     reports: dict[str, Any] = {}
@@ -263,7 +265,7 @@ def run(cfg: DemoConfig) -> int:
     if "rl" in cfg.agents:
         from training.rl_demo import demo_note
 
-        note = demo_note(rows, f"SFT-{max(cfg.sft_steps)}", root, cfg.rl_steps)
+        note = demo_note(rows, f"SFT-{rl_start(cfg)}", root, cfg.rl_steps)
         if note:
             print(note)
     timings["total_s"] = round(time.perf_counter() - t0, 1)

@@ -305,6 +305,18 @@ def config_changes(out: Path, config: dict) -> list[str]:
     return [f"{k}: {saved.get(k)!r} -> {config.get(k)!r}" for k in keys if saved.get(k) != config.get(k)]
 
 
+def finished_run(out: str | Path, config: dict) -> bool:
+    """Whether ``out`` holds a finished run (its exported model) of ``config``, run settings aside."""
+    meta_file = Path(out) / META_FILE
+    if not meta_file.is_file():
+        return False
+    done = json.loads(meta_file.read_text()).get("config", {})
+    config = json.loads(json.dumps(config, default=str))
+    return {k: v for k, v in done.items() if k not in RUN_SETTINGS} == {
+        k: v for k, v in config.items() if k not in RUN_SETTINGS
+    }
+
+
 def refuse_other_config(out: Path, config: dict) -> None:
     changes = config_changes(out, config)
     if changes:

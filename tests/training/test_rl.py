@@ -224,8 +224,8 @@ def test_the_demo_note_says_with_figures_whether_boundary_blindness_showed(tmp_p
         (tmp_path / f"rl-{reward}").mkdir()
         history = [{"step": i + 1, "reward": r, "signal_groups": i, "groups": 4} for i, r in enumerate(curve)]
         (tmp_path / f"rl-{reward}" / "openagent-train.json").write_text(json.dumps({"history": history}))
-    assert list(demo_specs("sft", tmp_path, 2)) == ["RL-2 (completion)", "RL-2 (refusal-aware)"]
-    assert demo_specs("sft", tmp_path, 0) == {}
+    assert list(demo_specs(tmp_path, 2)) == ["RL-2 (completion)", "RL-2 (refusal-aware)"]
+    assert demo_specs(tmp_path, 0) == {}
     rows = {
         "SFT-40": {"clean": 0.8, "refusal_t4": 0.6},
         "RL-2 (completion)": {"clean": 0.85, "refusal_t4": 0.2},
