@@ -25,11 +25,10 @@ REWARDS = ("completion", "refusal-aware")
 
 @dataclass
 class RLDemoSettings:
-    """The demo's GRPO runs, from an SFT checkpoint with room to improve (the demo's SFT-100 completes
-    nearly every clean train task, and fails its perturbed ones every time: measured, no group of its
-    samples had rewards that differed on 8 of 12 cases, GRPO's only signal). ``tasks`` cases,
-    ``tasks_per_step`` a step: each epoch of ``tasks / tasks_per_step`` steps visits every case once,
-    so the epochs' rewards compare like with like."""
+    """The demo's GRPO runs, from an SFT checkpoint with room to improve: measured on 12 train tasks, half
+    perturbed, the demo's SFT-100 gave 8 equal rewards out of 8 samples on 8 of them (no GRPO signal),
+    SFT-50 differing rewards on 10 of 12 clean ones. ``tasks`` cases, ``tasks_per_step`` a step: each
+    epoch of ``tasks / tasks_per_step`` steps visits every case once, so the epochs' rewards compare."""
 
     steps: int = 12
     group: int = 8
