@@ -37,7 +37,7 @@ class DemoConfig:
         default_factory=lambda: [25, 50, 100], metadata={"help": "SFT step counts to evaluate (one run, exported)"}
     )
     paft_steps: int = field(default=100, metadata={"help": "PAFT steps (0: skip PAFT)"})
-    rl_steps: int = field(default=12, metadata={"help": "GRPO steps of each RL agent, from the last SFT (0: skip RL)"})
+    rl_steps: int = field(default=12, metadata={"help": "GRPO steps of each RL agent, from SFT-<rl-from> (0: skip RL)"})
     rl_group: int = field(default=8, metadata={"help": "RL: sampled episodes per task (G); 4 tasks a step"})
     rl_from: int = field(default=50, metadata={"help": "RL starts from this SFT-N (one of --sft-steps; 0: the last)"})
     batch_size: int = field(default=8, metadata={"help": "episodes per optimizer step"})

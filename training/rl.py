@@ -2,15 +2,15 @@
 
 A run draws its cases once: ``tasks`` train tasks, a share ``perturbed`` of them with one
 train-pool perturbation. Each step takes the next ``tasks_per_step`` cases (each epoch visits
-every case once, so epochs' rewards compare like with like), runs ``group`` sampled episodes of each through the batched
-:class:`~training.model_agent.HFAgent` (multi-turn, real tool calls, all episodes of the step in
-one batch), scores each episode with the reward, and normalises rewards within each task's
-group (advantage = (r - mean) / (std + eps)). The loss is the clipped policy-gradient objective
-of PPO on the tokens the agent generated, and on nothing else: each turn is its own prompt (the
-rendered conversation, tool results included) plus its completion, and only the completion is
-scored. The ratio is taken against the log-probabilities recorded at sampling time; an optional
-KL term (k3 estimator) holds the policy near the initial one, which with LoRA is the same model
-with its adapters switched off.
+every case once, so epochs' rewards compare like with like), runs ``group`` sampled episodes of
+each through the batched :class:`~training.model_agent.HFAgent` (multi-turn, real tool calls,
+all episodes of the step in one batch), scores each episode with the reward, and normalises
+rewards within each task's group (advantage = (r - mean) / (std + eps)). The loss is the clipped
+policy-gradient objective of PPO on the tokens the agent generated, and on nothing else: each
+turn is its own prompt (the rendered conversation, tool results included) plus its completion,
+and only the completion is scored. The ratio is taken against the log-probabilities recorded at
+sampling time; an optional KL term (k3 estimator) holds the policy near the initial one, which
+with LoRA is the same model with its adapters switched off.
 
 Where the time goes: rollouts (token-by-token decoding) and then one forward and backward over
 every turn. An episode's turns are usually one growing sequence (the next turn's prompt starts
