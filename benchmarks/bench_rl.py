@@ -48,9 +48,12 @@ def main() -> None:
     from sandbox.episode import run_episodes
     from training.model_agent import HFAgent
     from training.rl import RLConfig, load_policy, rollout, run_cases, step_cases, train
+    from training.rl_demo import RLDemoSettings
 
     torch.set_num_threads(args.threads)
-    cfg = RLConfig(out="unused", init=args.init, group=args.group, tasks_per_step=args.tasks_per_step, lora=True)
+    demo = RLDemoSettings()
+    cfg = RLConfig(out="unused", init=args.init, group=args.group, tasks_per_step=args.tasks_per_step, lora=True,
+                   tasks=demo.tasks, perturbed=demo.perturbed, temperature=demo.temperature, lr=demo.lr)  # fmt: skip
     cfg.max_new_tokens = args.max_new_tokens or cfg.max_new_tokens
     cfg.max_turns = args.max_turns or cfg.max_turns
     model, tokenizer, _ = load_policy(cfg)
