@@ -51,9 +51,8 @@ def main() -> None:
     from training.rl_demo import RLDemoSettings
 
     torch.set_num_threads(args.threads)
-    demo = RLDemoSettings()
-    cfg = RLConfig(out="unused", init=args.init, group=args.group, tasks_per_step=args.tasks_per_step, lora=True,
-                   tasks=demo.tasks, perturbed=demo.perturbed, temperature=demo.temperature, lr=demo.lr)  # fmt: skip
+    settings = RLDemoSettings(group=args.group, tasks_per_step=args.tasks_per_step)
+    cfg = settings.config(args.init, "unused", "completion")
     cfg.max_new_tokens = args.max_new_tokens or cfg.max_new_tokens
     cfg.max_turns = args.max_turns or cfg.max_turns
     model, tokenizer, _ = load_policy(cfg)

@@ -241,11 +241,14 @@ def step_cases(cfg: RLConfig, cases: Sequence[Case], step: int) -> list[Case]:
     """The step's cases. Each epoch visits every case of the run once, in an order drawn by ``(seed, epoch)``,
     so one epoch's reward against the next compares the same cases, and a resumed run sees the same ones."""
     per = min(cfg.tasks_per_step, len(cases))
+    orders: dict[int, list[int]] = {}
     picked = []
     for position in range(step * per, (step + 1) * per):
-        order = list(range(len(cases)))
-        random.Random(child_seed(cfg.seed, "rl", position // len(cases))).shuffle(order)
-        picked.append(cases[order[position % len(cases)]])
+        epoch, i = divmod(position, len(cases))
+        if epoch not in orders:
+            orders[epoch] = list(range(len(cases)))
+            random.Random(child_seed(cfg.seed, "rl", epoch)).shuffle(orders[epoch])
+        picked.append(cases[orders[epoch][i]])
     return picked
 
 

@@ -39,13 +39,23 @@ class RLDemoSettings:
     lr: float = 5e-4
     seed: int = 0
 
+    def config(self, init: str | Path, out: str | Path, reward: str, **run: Any) -> Any:
+        """The :class:`~training.rl.RLConfig` of one demo run (``run``: run settings such as ``progress``)."""
+        from training.rl import RLConfig
+
+        return RLConfig(
+            out=str(out), init=str(init), steps=self.steps, group=self.group, tasks_per_step=self.tasks_per_step,
+            tasks=self.tasks, perturbed=self.perturbed, temperature=self.temperature, lr=self.lr, reward=reward,
+            seed=self.seed, **run,
+        )  # fmt: skip
+
 
 def rl_agents(
     sft_dir: str | Path, root: str | Path, settings: RLDemoSettings, retrain: bool = False, progress: bool = True
 ) -> dict[str, Path]:
     """``{"RL (completion)": dir, "RL (refusal-aware)": dir}`` trained from ``sft_dir`` under ``root``; a finished
     directory is reused unless ``retrain``; ``steps == 0`` trains nothing and returns ``{}``."""
-    from training.rl import RLConfig, train
+    from training.rl import train
     from training.sft import config_changes, finished_run
 
     if settings.steps <= 0:
@@ -53,12 +63,7 @@ def rl_agents(
     agents = {}
     for reward in REWARDS:
         out = Path(root) / f"rl-{reward}"
-        cfg = RLConfig(
-            out=str(out), init=str(sft_dir), steps=settings.steps, group=settings.group,
-            tasks_per_step=settings.tasks_per_step, tasks=settings.tasks, perturbed=settings.perturbed,
-            temperature=settings.temperature, lr=settings.lr, reward=reward, seed=settings.seed,
-            progress=progress, save_every=1,
-        )  # fmt: skip
+        cfg = settings.config(sft_dir, out, reward, progress=progress, save_every=1)
         if retrain or not finished_run(out, cfg.to_dict()):
             cfg.resume = not retrain and not config_changes(out, cfg.to_dict())
             train(cfg)

@@ -299,10 +299,7 @@ def config_changes(out: Path, config: dict) -> list[str]:
     saved = json.loads((last / "state.json").read_text()).get("config") if last is not None else None
     if saved is None:
         return []
-    saved = json.loads(json.dumps(saved, default=str))
-    config = json.loads(json.dumps(config, default=str))
-    keys = sorted((set(saved) | set(config)) - RUN_SETTINGS - {"export_at"})
-    return [f"{k}: {saved.get(k)!r} -> {config.get(k)!r}" for k in keys if saved.get(k) != config.get(k)]
+    return _differences(saved, config, ignore={"export_at"})
 
 
 def finished_run(out: str | Path, config: dict) -> bool:
@@ -310,11 +307,15 @@ def finished_run(out: str | Path, config: dict) -> bool:
     meta_file = Path(out) / META_FILE
     if not meta_file.is_file():
         return False
-    done = json.loads(meta_file.read_text()).get("config", {})
+    return not _differences(json.loads(meta_file.read_text()).get("config", {}), config)
+
+
+def _differences(saved: dict, config: dict, ignore: set[str] = frozenset()) -> list[str]:
+    """``"key: saved -> config"`` for each field that differs, run settings and ``ignore`` aside."""
+    saved = json.loads(json.dumps(saved, default=str))
     config = json.loads(json.dumps(config, default=str))
-    return {k: v for k, v in done.items() if k not in RUN_SETTINGS} == {
-        k: v for k, v in config.items() if k not in RUN_SETTINGS
-    }
+    keys = sorted((set(saved) | set(config)) - RUN_SETTINGS - set(ignore))
+    return [f"{k}: {saved.get(k)!r} -> {config.get(k)!r}" for k in keys if saved.get(k) != config.get(k)]
 
 
 def refuse_other_config(out: Path, config: dict) -> None:
