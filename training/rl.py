@@ -417,6 +417,7 @@ def _step_record(
         "step": step,
         "epoch": epoch,
         "reward": round(sum(rewards) / len(rewards), 4),
+        "rewards": [round(r, 4) for r in rewards],
         "groups": len(groups),
         "signal_groups": sum(len(set(g)) > 1 for g in groups),  # the groups whose rewards differ: GRPO's only signal
         "success": round(sum(ep.outcome == "success" for ep in episodes) / len(episodes), 4),

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from sandbox.metrics import Z95
 
 REWARDS = ("completion", "refusal-aware")
 
@@ -147,20 +150,49 @@ def curve_text(directory: str | Path) -> str:
         text += f" (groups whose rewards differed: {varied})"
     epochs = epoch_rewards(history)
     if len(epochs) > 1:
-        text = f"by epoch {' '.join(f'{r:.2f}' for r in epochs)} (the same cases each); by step {text}"
+        change = epoch_change(history)
+        change_text = ""
+        if change is not None:
+            points, low, high = change
+            change_text = f"; last minus first {points:+.1f} points, 95% interval [{low:+.1f}, {high:+.1f}]"
+        text = f"by epoch {' '.join(f'{r:.2f}' for r in epochs)} (the same cases each{change_text}); by step {text}"
     else:
         text = f"by step {text}"
     return text
 
 
-def epoch_rewards(history: list[dict[str, Any]]) -> list[float]:
-    """Mean reward of each complete epoch (every step of one has as many episodes; a partial last one is left out)."""
-    by_epoch: dict[int, list[float]] = {}
+def _epochs(history: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The step records of each complete epoch (every step of one has as many episodes; a partial last one is
+    left out)."""
+    by_epoch: dict[int, list[dict[str, Any]]] = {}
     for h in history:
         if "epoch" in h:
-            by_epoch.setdefault(h["epoch"], []).append(h["reward"])
+            by_epoch.setdefault(h["epoch"], []).append(h)
     full = max((len(v) for v in by_epoch.values()), default=0)
-    return [sum(v) / len(v) for _, v in sorted(by_epoch.items()) if len(v) == full]
+    return [v for _, v in sorted(by_epoch.items()) if len(v) == full]
+
+
+def epoch_rewards(history: list[dict[str, Any]]) -> list[float]:
+    """Mean reward of each complete epoch."""
+    return [sum(h["reward"] for h in steps) / len(steps) for steps in _epochs(history)]
+
+
+def epoch_change(history: list[dict[str, Any]]) -> tuple[float, float, float] | None:
+    """The last complete epoch's mean episode reward minus the first's, in points (rewards scaled by 100),
+    with a 95% normal interval of the difference of two means (unpaired, so wider than the same cases
+    need); ``None`` without two epochs of per-episode rewards."""
+    epochs = _epochs(history)
+    if len(epochs) < 2 or not all("rewards" in h for steps in epochs for h in steps):
+        return None
+    first, last = ([r for h in steps for r in h["rewards"]] for steps in (epochs[0], epochs[-1]))
+
+    def mean_var(xs: list[float]) -> tuple[float, float]:
+        m = sum(xs) / len(xs)
+        return m, sum((x - m) ** 2 for x in xs) / max(1, len(xs) - 1)
+
+    (m1, v1), (m2, v2) = mean_var(first), mean_var(last)
+    diff, half = m2 - m1, Z95 * math.sqrt(v1 / len(first) + v2 / len(last))
+    return 100 * diff, 100 * (diff - half), 100 * (diff + half)
 
 
 def reward_curve(directory: str | Path) -> list[float]:

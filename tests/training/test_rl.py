@@ -246,10 +246,21 @@ def test_the_demo_note_says_with_figures_whether_boundary_blindness_showed(tmp_p
 
 
 def test_the_reward_curve_compares_whole_epochs(tmp_path):
-    from training.rl_demo import curve_text, epoch_rewards
+    from training.rl_demo import curve_text, epoch_change, epoch_rewards
 
     rewards = [0.25, 0.75, 0.5, 1.0, 0.5]  # 2 steps an epoch; the third epoch is cut short
     history = [{"step": i + 1, "epoch": i // 2 + 1, "reward": r} for i, r in enumerate(rewards)]
     assert epoch_rewards(history) == [0.5, 0.75]
+    assert epoch_change(history) is None  # no per-episode rewards recorded
     (tmp_path / "openagent-train.json").write_text(json.dumps({"history": history}))
     assert curve_text(tmp_path) == "by epoch 0.50 0.75 (the same cases each); by step 0.25 0.75 0.50 1.00 0.50"
+
+    episodes = {0.25: [1, 0, 0, 0], 0.75: [1, 1, 1, 0], 0.5: [1, 1, 0, 0], 1.0: [1, 1, 1, 1]}
+    for h in history:
+        h["rewards"] = episodes[h["reward"]]
+    points, low, high = epoch_change(history)
+    # 4/8 against 6/8: +25 points; each epoch's sample variance is 2/7 and 3/14 over 8 episodes
+    half = 100 * 1.959964 * ((2 / 7 + 3 / 14) / 8) ** 0.5
+    assert points == pytest.approx(25.0) and (low, high) == pytest.approx((25 - half, 25 + half))
+    (tmp_path / "openagent-train.json").write_text(json.dumps({"history": history}))
+    assert "last minus first +25.0 points, 95% interval [-24.0, +74.0]" in curve_text(tmp_path)
