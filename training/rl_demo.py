@@ -16,6 +16,7 @@ import argparse
 import json
 import math
 import os
+import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -187,13 +188,8 @@ def epoch_change(history: list[dict[str, Any]]) -> tuple[float, float, float] | 
     if len(epochs) < 2 or not all("rewards" in h for steps in epochs for h in steps):
         return None
     first, last = ([r for h in steps for r in h["rewards"]] for steps in (epochs[0], epochs[-1]))
-
-    def mean_var(xs: list[float]) -> tuple[float, float]:
-        m = sum(xs) / len(xs)
-        return m, sum((x - m) ** 2 for x in xs) / max(1, len(xs) - 1)
-
-    (m1, v1), (m2, v2) = mean_var(first), mean_var(last)
-    diff, half = m2 - m1, Z95 * math.sqrt(v1 / len(first) + v2 / len(last))
+    diff = statistics.fmean(last) - statistics.fmean(first)
+    half = Z95 * math.sqrt(statistics.variance(first) / len(first) + statistics.variance(last) / len(last))
     return 100 * diff, 100 * (diff - half), 100 * (diff + half)
 
 
