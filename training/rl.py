@@ -131,6 +131,13 @@ def episode_rows(episode: Episode, advantage: float) -> list[Row]:
     return rows
 
 
+def scored_rows(episodes: Sequence[Episode], advantages: Sequence[float], kl: float) -> list[Row]:
+    """The rows of the update. An episode whose advantage is 0 (its group's rewards were all equal) has no policy
+    gradient, so it is left out, unless the KL term is on: then it is scored for the KL alone, which is what keeps
+    the tasks the policy already solves (no GRPO signal) from drifting while the others are learned."""
+    return [row for ep, a in zip(episodes, advantages, strict=True) if a != 0 or kl > 0 for row in episode_rows(ep, a)]
+
+
 def row_logprobs(model: Any, rows: Sequence[Row], pad_id: int, temperature: float) -> Any:
     """Log-probabilities (1-D, in span order) of every row's completion tokens; the common prefix runs once."""
     import torch
@@ -348,7 +355,7 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
         t_rollout = time.perf_counter() - t0
         rewards = [float(reward_fn(ep)) for ep in episodes]
         advantages = group_advantages(rewards, cfg.group)
-        rows = [row for ep, a in zip(episodes, advantages, strict=True) if a != 0 for row in episode_rows(ep, a)]
+        rows = scored_rows(episodes, advantages, cfg.kl)
 
         # One optimizer step over all rows; the loss is a mean over the step's scored tokens.
         n_tokens = sum(len(r.old_logprobs) for r in rows)

@@ -12,7 +12,15 @@ pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
 from training.rewards import completion, get_reward, refusal_aware, reward_name  # noqa: E402
-from training.rl import RLConfig, episode_rows, group_advantages, rollout, row_logprobs, train  # noqa: E402
+from training.rl import (  # noqa: E402
+    RLConfig,
+    episode_rows,
+    group_advantages,
+    rollout,
+    row_logprobs,
+    scored_rows,
+    train,
+)
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +87,17 @@ def test_turns_that_extend_the_conversation_merge_into_one_row():
     assert [r.ids for r in rows] == [[1, 2, 3, 4, 5, 6, 7], [1, 2, 9, 8]]
     assert [r.spans for r in rows] == [[(3, 5), (6, 7)], [(3, 4)]]
     assert [r.old_logprobs for r in rows] == [[-0.1, -0.2, -0.3], [-0.4]]
+
+
+def test_episodes_without_signal_are_scored_only_for_the_kl_term():
+    def episode(token: int) -> SimpleNamespace:
+        return SimpleNamespace(meta=[{"prompt_ids": [1], "completion_ids": [token], "logprobs": [-0.5]}])
+
+    episodes = [episode(2), episode(3), episode(4)]
+    advantages = [1.0, -1.0, 0.0]  # the last one's group had equal rewards
+    assert [r.ids for r in scored_rows(episodes, advantages, kl=0.0)] == [[1, 2], [1, 3]]
+    rows = scored_rows(episodes, advantages, kl=0.1)
+    assert [r.ids for r in rows] == [[1, 2], [1, 3], [1, 4]] and rows[2].advantage == 0.0
 
 
 def _turn_meta(tokenizer, messages, tools) -> list[dict]:
