@@ -133,8 +133,8 @@ def episode_rows(episode: Episode, advantage: float) -> list[Row]:
 
 def scored_rows(episodes: Sequence[Episode], advantages: Sequence[float], kl: float) -> list[Row]:
     """The rows of the update. An episode whose advantage is 0 (its group's rewards were all equal) has no policy
-    gradient, so it is left out, unless the KL term is on: then it is scored for the KL alone, which is what keeps
-    the tasks the policy already solves (no GRPO signal) from drifting while the others are learned."""
+    gradient, so it is left out, unless the KL term is on: then it is scored for the KL alone, so that the KL also
+    acts on the tasks the policy already solves, which nothing else holds while the others are learned."""
     return [row for ep, a in zip(episodes, advantages, strict=True) if a != 0 or kl > 0 for row in episode_rows(ep, a)]
 
 
