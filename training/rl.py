@@ -10,7 +10,10 @@ policy-gradient objective of PPO on the tokens the agent generated, and on nothi
 turn is its own prompt (the rendered conversation, tool results included) plus its completion,
 and only the completion is scored. The ratio is taken against the log-probabilities recorded at
 sampling time; an optional KL term (k3 estimator) holds the policy near the initial one, which
-with LoRA is the same model with its adapters switched off.
+with LoRA is the same model with its adapters switched off. An optional supervised term
+(``sft_coef``, InstructGPT's PPO-ptx) adds the SFT loss on a batch of the gold episodes ``init``
+was trained on to every step: a task the policy already solves gives a group of equal rewards and so
+no gradient, and without the term nothing holds it while the others are learned.
 
 Where the time goes: rollouts (token-by-token decoding) and then one forward and backward over
 every turn. An episode's turns are usually one growing sequence (the next turn's prompt starts
@@ -77,6 +80,12 @@ class RLConfig:
         default=0.0,
         metadata={"help": "share of rollout tasks with a train-pool perturbation (perturbation-augmented RL)"},
     )
+    sft_coef: float = field(
+        default=0.0,
+        metadata={"help": "weight γ of a supervised loss on --init's own SFT data in every step (InstructGPT's "
+                  "PPO-ptx): holds the tasks the policy already solves, which give GRPO no signal (0: off)"},
+    )  # fmt: skip
+    sft_batch: int = field(default=8, metadata={"help": "gold episodes of that supervised loss per step"})
     families: list[str] = field(
         default_factory=lambda: ["error_feedback", "symbolic", "semantic"],
         metadata={"help": "perturbation families of the perturbed rollouts"},
@@ -179,17 +188,23 @@ def row_logprobs(model: Any, rows: Sequence[Row], pad_id: int, temperature: floa
 
 
 def logprob_module(model: Any) -> Any:
-    """The model wrapped so that its ``forward`` is :func:`row_logprobs`: under ``accelerate launch`` (DDP)
-    the computation then goes through one module's forward, as gradient synchronisation requires.
+    """The model wrapped so that its ``forward`` is :func:`row_logprobs`, or for a
+    :class:`~training.data.Batch` of gold episodes the SFT loss: under ``accelerate launch`` (DDP) the
+    computation then goes through one module's forward, as gradient synchronisation requires.
     Every process runs the same rollouts and rows (the same seeds), so the averaged gradient is exact."""
     import torch
+
+    from training.data import Batch
+    from training.sft import batch_loss
 
     class PolicyLogprobs(torch.nn.Module):
         def __init__(self, model: Any) -> None:
             super().__init__()
             self.model = model
 
-        def forward(self, rows: Sequence[Row], pad_id: int, temperature: float) -> Any:
+        def forward(self, rows: Sequence[Row] | Batch, pad_id: int = 0, temperature: float = 1.0) -> Any:
+            if isinstance(rows, Batch):
+                return batch_loss(self.model, rows)
             return row_logprobs(self.model, rows, pad_id, temperature)
 
     return PolicyLogprobs(model)
@@ -242,6 +257,30 @@ def run_cases(cfg: RLConfig, perturbations: list[str]) -> list[Case]:
     from training.paft import paft_cases
 
     return paft_cases(pool, cfg.perturbed, perturbations, child_seed(cfg.seed, "rl-perturb"))
+
+
+def sft_term_data(cfg: RLConfig, tokenizer: Any) -> tuple[list[Any], list[list[int]]]:
+    """The gold examples of the supervised term, the SFT data ``cfg.init`` was trained on (its config is read from
+    its metadata), and each step's batch of them."""
+    import json
+
+    from training.config import SFTConfig
+    from training.data import plan_batches
+    from training.paft import build_examples
+    from training.sft import META_FILE
+
+    path = Path(cfg.init.removeprefix("hf:")).expanduser() / META_FILE
+    meta = json.loads(path.read_text()) if path.is_file() else {}
+    if meta.get("kind") not in ("sft", "paft"):
+        found = f"kind {meta.get('kind')!r}" if meta else "no such file"
+        raise SystemExit(
+            f"RLConfig.sft_coef={cfg.sft_coef}: the supervised term trains on the SFT data of --init, described in "
+            f"{path}; found {found}. Start from an `openagent train sft` output, or set sft_coef to 0."
+        )
+    names = {f.name for f in dataclasses.fields(SFTConfig)}
+    sft_cfg = SFTConfig(**{k: v for k, v in meta["config"].items() if k in names})
+    examples, _ = build_examples(sft_cfg, tokenizer)
+    return examples, plan_batches(examples, cfg.sft_batch, cfg.steps, child_seed(cfg.seed, "sft-term"))
 
 
 def step_cases(cfg: RLConfig, cases: Sequence[Case], step: int) -> list[Case]:
@@ -299,6 +338,7 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
     import torch
     from accelerate import Accelerator
 
+    from training.data import collate
     from training.sft import _bf16_ok, export, latest_checkpoint, load_checkpoint, refuse_other_config, save_checkpoint
 
     if not cfg.out:
@@ -318,6 +358,7 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
 
         perturbations = train_perturbations(cfg.families)
     pool = run_cases(cfg, perturbations)
+    gold, gold_plan = sft_term_data(cfg, tokenizer) if cfg.sft_coef > 0 else ([], [])
 
     bf16 = cfg.bf16 and _bf16_ok()
     accelerator = Accelerator(mixed_precision="bf16" if bf16 else "no", cpu=not torch.cuda.is_available())
@@ -357,7 +398,7 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
         advantages = group_advantages(rewards, cfg.group)
         rows = scored_rows(episodes, advantages, cfg.kl)
 
-        # One optimizer step over all rows; the loss is a mean over the step's scored tokens.
+        # One optimizer step over all rows (the loss is a mean over the step's scored tokens) and the gold batch.
         n_tokens = sum(len(r.old_logprobs) for r in rows)
         totals = Counter()
         for i in range(0, len(rows), cfg.micro_batch):
@@ -378,7 +419,13 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
             accelerator.backward(loss / n_tokens)
             totals.update(stats)
             totals["loss"] += float(loss.detach())
-        if rows:
+        if gold:
+            batch = collate([gold[i] for i in gold_plan[step]]).to(accelerator.device)
+            with accelerator.autocast():
+                sft_loss = scorer(batch)
+            accelerator.backward(cfg.sft_coef * sft_loss)
+            totals["sft_loss"] = float(sft_loss.detach())
+        if rows or gold:
             if cfg.grad_clip:
                 accelerator.clip_grad_norm_(params, cfg.grad_clip)
             optimizer.step()
@@ -436,6 +483,7 @@ def _step_record(
         "loss": round(totals["loss"] / n_tokens, 5) if n_tokens else 0.0,
         "clip_frac": round(totals["clipped"] / n_tokens, 4) if n_tokens else 0.0,
         **({"kl": round(totals["kl"] / n_tokens, 5)} if "kl" in totals and n_tokens else {}),
+        **({"sft_loss": round(totals["sft_loss"], 5)} if "sft_loss" in totals else {}),
         "generated_tokens": agent_stats.get("generated", 0),
         "rollout_s": round(t_rollout, 2),
         "episodes_per_s": round(len(episodes) / t_rollout, 3) if t_rollout else 0.0,

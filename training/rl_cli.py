@@ -34,6 +34,8 @@ def add_rl_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--clip", type=float, default=d.clip, help="rl: " + _help("clip"))
     g.add_argument("--kl", type=float, default=d.kl, help="rl: " + _help("kl"))
     g.add_argument("--perturbed", type=float, default=d.perturbed, help="rl: " + _help("perturbed"))
+    g.add_argument("--sft-coef", type=float, default=d.sft_coef, help="rl: " + _help("sft_coef"))
+    g.add_argument("--sft-batch", type=int, default=d.sft_batch, help="rl: " + _help("sft_batch"))
 
 
 def config_from_args(args: argparse.Namespace) -> RLConfig:
@@ -45,9 +47,9 @@ def config_from_args(args: argparse.Namespace) -> RLConfig:
     return RLConfig(
         out=args.out, init=args.init, steps=steps if steps is not None else RL_STEPS, group=args.group,
         tasks_per_step=args.tasks_per_step, reward=args.reward, tasks=args.tasks, temperature=args.temperature,
-        max_new_tokens=args.max_new_tokens, clip=args.clip, kl=args.kl, perturbed=args.perturbed, lr=lr,
-        lora=args.lora, seed=args.seed, save_every=save_every if save_every is not None else RL_SAVE_EVERY,
-        resume=args.resume, threads=args.threads,
+        max_new_tokens=args.max_new_tokens, clip=args.clip, kl=args.kl, perturbed=args.perturbed,
+        sft_coef=args.sft_coef, sft_batch=args.sft_batch, lr=lr, lora=args.lora, seed=args.seed,
+        save_every=save_every if save_every is not None else RL_SAVE_EVERY, resume=args.resume, threads=args.threads,
     )  # fmt: skip
 
 
@@ -62,7 +64,7 @@ def run_rl(args: argparse.Namespace) -> int:
         get_reward(cfg.reward)
     except ValueError as exc:
         raise SystemExit(f"openagent train rl: --reward: {exc}") from None
-    keys = ("init", "steps", "group", "tasks_per_step", "reward", "lr", "lora", "kl", "perturbed", "seed")
+    keys = ("init", "steps", "group", "tasks_per_step", "reward", "lr", "lora", "kl", "perturbed", "sft_coef", "seed")
     print(f"openagent train rl: {', '.join(f'{k}={getattr(cfg, k)}' for k in keys)}", file=sys.stderr)
     print(train(cfg))
     return 0

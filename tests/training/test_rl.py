@@ -197,6 +197,24 @@ def test_grpo_raises_the_reward_of_a_tiny_model_within_seconds(tiny, tmp_path):
     assert (out / "config.json").is_file() and not (out / "checkpoints").exists()
 
 
+def test_the_supervised_term_trains_on_the_sft_data_of_the_init_checkpoint(tiny, tmp_path):
+    import shutil
+
+    from training.config import SFTConfig
+
+    init = shutil.copytree(tiny, tmp_path / "sft")
+    (init / "openagent-train.json").write_text(json.dumps({"kind": "sft", "config": SFTConfig(episodes=8).to_dict()}))
+    cfg = _cfg(init, tmp_path / "rl", steps=6, tasks_per_step=1, group=2, sft_coef=1.0, sft_batch=4)
+    history = _history(train(cfg, reward=lambda episode: 0.0))
+    assert all(h["rows"] == 0 for h in history)  # a constant reward gives GRPO nothing: only the supervised term trains
+    losses = [h["sft_loss"] for h in history]  # each two steps are one pass over the 8 gold episodes
+    assert sum(losses[-2:]) < 0.8 * sum(losses[:2]), losses
+
+    with pytest.raises(SystemExit, match=r"sft_coef=1.0: the supervised term trains on the SFT data of --init.*"
+                                         r"no such file.*or set sft_coef to 0"):  # fmt: skip
+        train(_cfg(tiny, tmp_path / "rl-plain", steps=1, sft_coef=1.0))
+
+
 class _Interrupt(Exception):
     pass
 
