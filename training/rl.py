@@ -228,6 +228,11 @@ def policy_loss(
     return loss, stats
 
 
+def init_dir(cfg: RLConfig) -> Path:
+    """The directory of the checkpoint ``cfg.init`` names (``hf:`` prefix and ``~`` allowed)."""
+    return Path(cfg.init.removeprefix("hf:")).expanduser()
+
+
 def load_policy(cfg: RLConfig) -> tuple[Any, Any, Any]:
     """``(model, tokenizer, reference)``: the trainable policy from ``cfg.init``; the frozen initial
     policy for the KL term only for a full fine-tune with ``kl > 0`` (LoRA switches its adapters off)."""
@@ -235,7 +240,7 @@ def load_policy(cfg: RLConfig) -> tuple[Any, Any, Any]:
 
     from training.sft import load_model
 
-    init = Path(cfg.init.removeprefix("hf:")).expanduser()
+    init = init_dir(cfg)
     if not (init / "config.json").is_file():
         raise SystemExit(f"--init {cfg.init!r}: no config.json there; give an SFT output directory")
     model, tokenizer = load_model(cfg, init)
@@ -269,7 +274,7 @@ def sft_term_data(cfg: RLConfig, tokenizer: Any) -> tuple[list[Any], list[list[i
     from training.paft import build_examples
     from training.sft import META_FILE
 
-    path = Path(cfg.init.removeprefix("hf:")).expanduser() / META_FILE
+    path = init_dir(cfg) / META_FILE
     meta = json.loads(path.read_text()) if path.is_file() else {}
     if meta.get("kind") not in ("sft", "paft"):
         found = f"kind {meta.get('kind')!r}" if meta else "no such file"
