@@ -21,11 +21,11 @@ from pathlib import Path
 from _common import write
 
 import pytest_openagent as openagent
-from pytest_openagent import cache as cache_module
-from pytest_openagent.cache import EpisodeCache
 from pytest_openagent.decorator import SessionDatabase
 from pytest_openagent.runner import Runner, install
 from sandbox.agents import OracleAgent
+from sandbox.evaluation import cache as cache_module
+from sandbox.evaluation.cache import EpisodeCache
 from sandbox.seeds import child_seed
 
 SLEEP_PER_CALL = 0.02

@@ -20,8 +20,8 @@ def main() -> None:
     p.add_argument("--batch-size", type=int, default=32)
     args = p.parse_args()
 
-    from pytest_openagent.agents import load_agent
     from sandbox import tasks
+    from sandbox.evaluation.specs import load_agent
     from training.demo import clean_success
 
     start = time.perf_counter()

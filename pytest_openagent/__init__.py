@@ -9,12 +9,10 @@ def test_agent_follows_inverted_dependencies(agent, case):
 """
 
 from pytest_openagent import strategies
-from pytest_openagent.agents import OpenAIAgent, load_agent
 from pytest_openagent.decorator import perturb
-from pytest_openagent.evaluate import evaluate
-from pytest_openagent.gate import GateError, GateResult
-from pytest_openagent.report import Record, Report
 from pytest_openagent.runner import Case
+from sandbox.agents.openai import OpenAIAgent
+from sandbox.evaluation import GateError, GateResult, Record, Report, evaluate, load_agent
 
 __version__ = "0.1.0"
 

@@ -12,6 +12,9 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from sandbox.evaluation.cache import DEFAULT_CACHE_DIR
+from sandbox.evaluation.specs import SPEC_HELP
+
 EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE = 0, 1, 2
 
 
@@ -28,7 +31,7 @@ class Command:
 
 
 def _configure_eval(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--agent", required=True, help="oracle, static, module:callable, openai:MODEL@URL or hf:PATH")
+    p.add_argument("--agent", required=True, help=SPEC_HELP)
     p.add_argument("--tiers", default="all", help="tiers to evaluate: all, or names/numbers joined by commas")
     p.add_argument("--names", default=None, help="only these perturbations, joined by commas")
     p.add_argument("--n", type=int, default=50, help="cases per tier (default 50)")
@@ -40,7 +43,9 @@ def _configure_eval(p: argparse.ArgumentParser) -> None:
         help="the perturbations' held-out texts (eval, default) or those training uses (train)",
     )  # fmt: skip
     p.add_argument("--batch-size", type=int, default=64, help="episodes per agent batch (default 64)")
-    p.add_argument("--cache-dir", default=".openagent_cache", help="episode cache folder (default .openagent_cache)")
+    p.add_argument(
+        "--cache-dir", default=str(DEFAULT_CACHE_DIR), help=f"episode cache folder (default {DEFAULT_CACHE_DIR})"
+    )
     p.add_argument("--no-cache", action="store_true", help="run every episode afresh")
     p.add_argument("--json", default=None, metavar="FILE", help="also write the report as JSON")
     p.add_argument("--gate", default=None, help="criteria to check, e.g. 'clean.success>=0.95 perception.delta>=-10'")
@@ -53,9 +58,9 @@ def _tiers(text: str) -> str | list[str | int]:
 
 
 def _run_eval(args: argparse.Namespace) -> int:
-    from pytest_openagent.agents import AgentSpecError, load_agent
-    from pytest_openagent.evaluate import evaluate
-    from pytest_openagent.gate import GateError, check, parse_gate
+    from sandbox.evaluation.evaluate import evaluate
+    from sandbox.evaluation.gate import GateError, check, parse_gate
+    from sandbox.evaluation.specs import AgentSpecError, load_agent
 
     try:
         criteria = parse_gate(args.gate) if args.gate else []
@@ -88,8 +93,8 @@ def _configure_gate(p: argparse.ArgumentParser) -> None:
 
 
 def _run_gate(args: argparse.Namespace) -> int:
-    from pytest_openagent.gate import GateError, GateResult, check, compare, parse_gate
-    from pytest_openagent.report import Report
+    from sandbox.evaluation.gate import GateError, GateResult, check, compare, parse_gate
+    from sandbox.evaluation.report import Report
 
     if not args.gate and not args.baseline:
         raise UsageFailure("give --gate CRITERIA, --baseline REPORT, or both")

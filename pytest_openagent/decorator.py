@@ -14,12 +14,13 @@ from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
 from pytest_openagent.runner import Case
 from pytest_openagent.strategies import TierSpec, cases
+from sandbox.evaluation.cache import DEFAULT_CACHE_DIR
 
 F = TypeVar("F", bound=Callable[..., Any])
 Relation = Literal["invariant"]
 RELATIONS: tuple[str, ...] = ("invariant",)
 DEFAULT_MAX_EXAMPLES = 25
-DEFAULT_DATABASE_DIR = Path(".openagent_cache") / "hypothesis"
+DEFAULT_DATABASE_DIR = DEFAULT_CACHE_DIR / "hypothesis"
 
 
 class SessionDatabase(ExampleDatabase):

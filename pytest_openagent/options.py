@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
-from pytest_openagent.agents import AgentSpecError, check_spec
-from pytest_openagent.gate import Criterion, GateError, parse_gate
-from pytest_openagent.report import Report
 from sandbox.domain import did_you_mean
+from sandbox.evaluation.cache import DEFAULT_CACHE_DIR
+from sandbox.evaluation.gate import Criterion, GateError, parse_gate
+from sandbox.evaluation.report import Report
+from sandbox.evaluation.specs import SPEC_HELP, AgentSpecError, check_spec
 
 AGENT = "--openagent-agent"
 SEED = "--openagent-seed"
@@ -29,9 +30,8 @@ MAX_REGRESSION = "--openagent-max-regression"
 CACHE_DIR = "--openagent-cache-dir"
 NO_CACHE = "--openagent-no-cache"
 
-DEFAULT_CACHE_DIR = ".openagent_cache"
 HELP = {
-    AGENT: "agent under test: oracle, static, module:callable, openai:MODEL@URL or hf:PATH (default: oracle)",
+    AGENT: f"agent under test: {SPEC_HELP} (default: oracle)",
     SEED: "seed of every openagent test's examples, an int or 'random' (default: 0)",
     REPORT: "write the robustness report as JSON to this path",
     GATE: "fail the session unless the report meets these criteria, e.g. 'clean.success>=0.95 perception.delta>=-10'",
@@ -60,7 +60,7 @@ class Options:
     baseline: Report | None = None
     baseline_path: Path | None = None
     max_regression: float = 5.0
-    cache_dir: Path = Path(DEFAULT_CACHE_DIR)
+    cache_dir: Path = DEFAULT_CACHE_DIR
     no_cache: bool = False
 
 

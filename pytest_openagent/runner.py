@@ -1,20 +1,19 @@
 """Cases as tests see them: ``case.run(agent)`` goes through the episode cache and is recorded.
 
-The pytest session installs a :class:`Runner`; outside pytest a plain one (memory cache, no
-records kept beyond the process) serves, so the same test code also runs as a script.
+The pytest session installs a :class:`~sandbox.evaluation.Runner`; outside pytest a plain one
+(memory cache, no records kept beyond the process) serves, so the same test code also runs as a script.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_openagent.cache import EpisodeCache
-from pytest_openagent.report import Record
-from sandbox.agent import fingerprint
 from sandbox.case import Case as SandboxCase
 from sandbox.episode import Episode
+from sandbox.evaluation.cache import EpisodeCache
+from sandbox.evaluation.runner import Runner
 from sandbox.perturbations.base import Perturbation
 from sandbox.task import Task
 
@@ -40,27 +39,6 @@ class Case(SandboxCase):
 
 def make_case(task: Task, perturbations: Sequence[Perturbation] = ()) -> Case:
     return Case(task, tuple(perturbations))
-
-
-class Runner:
-    """Runs cases through a cache and hands one :class:`Record` per episode pair to ``record``."""
-
-    def __init__(self, cache: EpisodeCache, record: Callable[[Record], None] | None = None) -> None:
-        self.cache = cache
-        self.record = record
-        self.test = ""
-        self.episodes_this_test: list[Record] = []
-
-    def run(self, agent: Any, case: SandboxCase, max_steps: int | None = None) -> tuple[Episode, Episode]:
-        if case.perturbations:
-            episode, clean = self.cache.run(agent, [case, case.clean()], max_steps)
-        else:
-            episode = clean = self.cache.run(agent, [case], max_steps)[0]
-        record = Record.of(self.test, fingerprint(agent), case, episode, clean)
-        self.episodes_this_test.append(record)
-        if self.record is not None:
-            self.record(record)
-        return episode, clean
 
 
 _default: Runner | None = None

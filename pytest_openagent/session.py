@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from pytest_openagent.cache import EpisodeCache, prepare
 from pytest_openagent.options import Options
-from pytest_openagent.report import Record, Report
 from pytest_openagent.runner import Runner, install
+from sandbox.evaluation.cache import EpisodeCache, prepare
+from sandbox.evaluation.report import Record, Report
 
 WORKER_KEY = "openagent_records"
 SEED_KEY = "openagent_seed"
@@ -49,7 +49,7 @@ class OpenAgentSession:
     @property
     def agent(self) -> Any:
         if self._agent is None:
-            from pytest_openagent.agents import AgentSpecError, load_agent
+            from sandbox.evaluation.specs import AgentSpecError, load_agent
 
             try:
                 self._agent = load_agent(self.options.agent)
@@ -120,7 +120,7 @@ class OpenAgentSession:
             report.to_json(self.options.report)
         self._junit_properties(report)
         if self.options.gate:
-            from pytest_openagent.gate import check
+            from sandbox.evaluation.gate import check
 
             self.failures += check(report, self.options.gate).failures
         if self.options.baseline is not None:

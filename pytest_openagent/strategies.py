@@ -15,37 +15,20 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from pytest_openagent.runner import Case
-from sandbox.domains import DOMAINS
-from sandbox.perturbations import registry
-from sandbox.perturbations.base import POOLS, Perturbation, Pool, Tier
-from sandbox.task import SPLITS, Task
+from sandbox.evaluation.draw import (
+    SEEDS,
+    TierSpec,
+    applicable,
+    applies,
+    domain_names,
+    perturbation_classes,
+    severity_floor,
+    task_pool,
+)
+from sandbox.perturbations.base import POOLS, Perturbation, Pool
+from sandbox.task import Task
 
 __all__ = ["cases", "perturbations", "stacks", "tasks"]
-
-SEEDS = 1000
-"""Perturbation seeds are drawn from ``range(SEEDS)``; they shrink toward 0."""
-TierSpec = Tier | int | str | Iterable[Tier | int | str]
-
-
-def _domains(domain: str | Sequence[str]) -> tuple[str, ...]:
-    names = tuple(DOMAINS) if domain == "all" else (domain,) if isinstance(domain, str) else tuple(domain)
-    for name in names:
-        if name not in DOMAINS:
-            from sandbox.domain import did_you_mean
-
-            raise ValueError(did_you_mean("domain", name, list(DOMAINS)))
-    return names
-
-
-@lru_cache(maxsize=16)
-def _pool(domains: tuple[str, ...], split: str) -> tuple[Task, ...]:
-    import sandbox
-
-    if split not in SPLITS:
-        raise ValueError(f"Unknown split {split!r}. Use one of {', '.join(SPLITS)}.")
-    pool = [t for d in domains for t in sandbox.tasks(d, split)]  # type: ignore[arg-type]
-    # Solvable tasks first: a failure shrinks to a plain lookup before a task whose right act is to refuse.
-    return tuple(sorted(pool, key=lambda t: (not t.solvable, t.n_calls, t.domain, t.family, t.id)))
 
 
 def tasks(
@@ -58,7 +41,7 @@ def tasks(
     """Tasks of a domain's split (``"all"`` for every domain), shrinking toward solvable tasks with fewer calls."""
     pool = [
         t
-        for t in _pool(_domains(domain), split)
+        for t in task_pool(domain_names(domain), split)
         if (solvable is None or t.solvable == solvable) and (max_calls is None or t.n_calls <= max_calls)
     ]
     if not pool:
@@ -82,67 +65,6 @@ class _Pick:
 _all_tasks = tasks
 
 
-def _classes(tier: TierSpec | None, names: str | Iterable[str] | None) -> tuple[type[Perturbation], ...]:
-    """Registered perturbation classes, in tier order, checked; the error says what exists."""
-    try:
-        tiers = registry.normalize_tiers("all" if tier is None else tier)
-    except ValueError as exc:
-        raise ValueError(str(exc)) from None
-    if names is not None:
-        wanted = [names] if isinstance(names, str) else list(names)
-        classes = []
-        for name in wanted:
-            try:
-                cls = registry.get(name)
-            except KeyError as exc:
-                raise ValueError(exc.args[0]) from None
-            if cls.tier not in tiers:
-                raise ValueError(f"perturbation {name!r} is in tier {cls.tier!r}, not {tiers}; drop tier= or the name")
-            classes.append(cls)
-        order = registry.names()
-        return tuple(sorted(classes, key=lambda c: order.index(c.name)))
-    classes = [registry.get(n) for n in registry.names(tiers)]
-    if not classes:
-        known = registry.names()
-        raise ValueError(
-            f"no perturbation is registered in tier {', '.join(tiers)}; registered: {', '.join(known) or 'none'}"
-        )
-    return tuple(classes)
-
-
-def _floor(cls: type[Perturbation]) -> int:
-    # Severity 0, where a perturbation allows it, is the identity: not worth an example.
-    return max(cls.min_severity, 1) if cls.max_severity >= 1 else cls.min_severity
-
-
-_APPLIES: dict[tuple[type[Perturbation], str], bool] = {}
-
-
-def _applies(cls: type[Perturbation], task: Task) -> bool:
-    key = (cls, task.id)
-    found = _APPLIES.get(key)
-    if found is None:
-        found = _APPLIES[key] = _mildest(cls).applies_to(task)
-    return found
-
-
-@lru_cache(maxsize=1024)
-def _mildest(cls: type[Perturbation]) -> Perturbation:
-    return cls(severity=_floor(cls))
-
-
-_APPLICABLE: dict[tuple[tuple[type[Perturbation], ...], str], tuple[type[Perturbation], ...]] = {}
-
-
-def _applicable(classes: tuple[type[Perturbation], ...], task: Task) -> tuple[type[Perturbation], ...]:
-    """The classes that apply to ``task``, in order; asked once per drawn example, so kept."""
-    key = (classes, task.id)
-    found = _APPLICABLE.get(key)
-    if found is None:
-        found = _APPLICABLE[key] = tuple(c for c in classes if _applies(c, task))
-    return found
-
-
 @st.composite
 def _build(
     draw: st.DrawFn,
@@ -160,7 +82,7 @@ def _build(
 # The integer strategies are built here once, not looked up in Hypothesis' cache on every draw.
 @lru_cache(maxsize=4096)
 def _one(cls: type[Perturbation], pool: Pool) -> st.SearchStrategy[Perturbation]:
-    return _build(cls, pool, st.integers(_floor(cls), cls.max_severity), st.integers(0, SEEDS - 1))
+    return _build(cls, pool, st.integers(severity_floor(cls), cls.max_severity), st.integers(0, SEEDS - 1))
 
 
 @lru_cache(maxsize=4096)
@@ -181,9 +103,9 @@ def perturbations(
     """
     if pool not in POOLS:
         raise ValueError(f"Unknown pool {pool!r}. Use one of {', '.join(POOLS)}.")
-    classes = _classes(tier, names)
+    classes = perturbation_classes(tier, names)
     if task is not None:
-        classes = tuple(c for c in classes if _applies(c, task))
+        classes = tuple(c for c in classes if applies(c, task))
         if not classes:
             raise ValueError(f"none of the chosen perturbations applies to task {task.id}")
     return st.sampled_from(classes).flatmap(lambda cls: _one(cls, pool))
@@ -201,9 +123,9 @@ def stacks(
     """Stacks of distinct perturbations, applied in order; they shrink toward fewer and simpler ones."""
     if not 0 <= min_size <= max_size:
         raise ValueError(f"stack sizes must satisfy 0 <= min_size <= max_size, got {min_size} and {max_size}")
-    classes = _classes(tier, names)
+    classes = perturbation_classes(tier, names)
     if task is not None:
-        classes = tuple(c for c in classes if _applies(c, task))
+        classes = tuple(c for c in classes if applies(c, task))
     return _stack(classes, pool, min_size, max_size, task)
 
 
@@ -234,10 +156,10 @@ def _cases(
     max_stack: int,
 ) -> Case:
     task = draw(task_strategy)
-    applicable = _applicable(classes, task)
-    if not applicable:
+    fitting = applicable(classes, task)
+    if not fitting:
         assume(False)
-    kinds = draw(_kinds(applicable, 1, max_stack))
+    kinds = draw(_kinds(fitting, 1, max_stack))
     stack = tuple(draw(_one(cls, pool)) for cls in kinds)
     assume(all(p.applies_to(task) for p in stack))
     return Case(task, stack)
@@ -258,6 +180,6 @@ def cases(
         raise ValueError(f"max_stack must be at least 1, got {max_stack}")
     if pool not in POOLS:
         raise ValueError(f"Unknown pool {pool!r}. Use one of {', '.join(POOLS)}.")
-    classes = _classes(tier, names)
+    classes = perturbation_classes(tier, names)
     task_strategy = tasks if tasks is not None else _all_tasks(domain, split)
     return _cases(task_strategy, classes, pool, max_stack)

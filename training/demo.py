@@ -3,7 +3,7 @@
 It trains SFT on clean gold trajectories (one run, exported at several step counts, like the
 paper's SFT-200/400/800 scaled to a CPU) and PAFT (the same budget, a share ``alpha`` of
 perturbed trajectories from the train pool), then evaluates them beside the untrained base, the
-oracle and the static baseline with ``pytest_openagent.evaluate`` on the held-out test split and
+oracle and the static baseline with ``sandbox.evaluation.evaluate`` on the held-out test split and
 the **eval** pool of perturbations: clean success, Δ of tiers 1-3, tier-4 refusal rate, tool
 error rate. Trained checkpoints are reused on the next run (``--retrain`` starts over); episodes
 are cached by the plugin's episode cache.
@@ -213,8 +213,8 @@ def format_table(rows: dict[str, dict[str, Any]]) -> str:
 
 
 def run(cfg: DemoConfig) -> int:
-    from pytest_openagent.agents import load_agent
-    from pytest_openagent.evaluate import evaluate
+    from sandbox.evaluation.evaluate import evaluate
+    from sandbox.evaluation.specs import load_agent
     from training.base import openagent_home, prepare_default_base
     from training.sft import finished_run, train
 

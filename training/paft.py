@@ -79,12 +79,11 @@ def train_perturbations(families: list[str] | None = None, names: list[str] | No
 
 def draw_perturbation(name: str, task: Any, seed: int) -> Any | None:
     """A train-pool instance of ``name`` for ``task`` (severity drawn), or ``None`` if it does not apply."""
+    from sandbox.evaluation.draw import draw_severity
     from sandbox.perturbations import get
 
     cls = get(name)
-    r = random.Random(seed)
-    severity = r.randint(cls.min_severity, cls.max_severity) if cls.min_severity > 0 else max(1, cls.max_severity)
-    spec = cls(severity=severity, pool="train", seed=seed)
+    spec = cls(severity=draw_severity(cls, random.Random(seed)), pool="train", seed=seed)
     return spec if spec.applies_to(task) else None
 
 

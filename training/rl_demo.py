@@ -209,7 +209,7 @@ def _history(directory: str | Path) -> list[dict[str, Any]]:
 def measure(directory: str | Path, n: int, seed: int = 0) -> dict[str, Any]:
     """Clean success on ``n`` held-out test tasks and the tier-4 refusal rate, greedy."""
     import sandbox
-    from pytest_openagent.evaluate import evaluate
+    from sandbox.evaluation.evaluate import evaluate
     from training.model_agent import HFAgent
 
     agent = HFAgent(directory)

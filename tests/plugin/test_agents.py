@@ -7,9 +7,10 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 import sandbox
-from pytest_openagent.agents import AgentSpecError, OpenAIAgent, check_spec, load_agent, to_openai_messages
 from sandbox.agents import OracleAgent
+from sandbox.agents.openai import OpenAIAgent, to_openai_messages
 from sandbox.case import Case
+from sandbox.evaluation.specs import AgentSpecError, check_spec, load_agent
 
 
 def echo(messages, tools):

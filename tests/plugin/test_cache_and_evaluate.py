@@ -8,10 +8,10 @@ import pytest
 
 import pytest_openagent as openagent
 import sandbox
-from pytest_openagent.cache import EpisodeCache
 from pytest_openagent.cli import main
 from sandbox.agents import OracleAgent
 from sandbox.case import Case
+from sandbox.evaluation.cache import EpisodeCache
 
 
 class Counter(OracleAgent):

@@ -89,8 +89,8 @@ def server(checkpoint):
 
 def test_the_openai_agent_gets_the_checkpoints_own_replies_from_transformers_serve(checkpoint, server):
     import sandbox
-    from pytest_openagent.agents import load_agent
     from sandbox import make_env, run_episodes
+    from sandbox.evaluation.specs import load_agent
     from training.model_agent import HFAgent
 
     remote = load_agent(f"openai:{checkpoint}@{server}")

@@ -17,7 +17,7 @@ from sandbox.domain import did_you_mean
 from sandbox.perturbations.base import TIERS
 
 if TYPE_CHECKING:
-    from pytest_openagent.report import Report
+    from sandbox.evaluation.report import Report
 
 OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge, "<=": operator.le, "==": operator.eq, ">": operator.gt, "<": operator.lt,

@@ -18,9 +18,9 @@ from sandbox.metrics import Delta, Rate
 from sandbox.perturbations.base import TIERS
 
 if TYPE_CHECKING:
-    from pytest_openagent.gate import GateResult
     from sandbox.case import Case
     from sandbox.episode import Episode
+    from sandbox.evaluation.gate import GateResult
 
 SCHEMA = "pytest-openagent/report"
 SCHEMA_VERSION = 1
@@ -241,13 +241,13 @@ class Report:
 
     def check(self, gate: str | Iterable[str]) -> GateResult:
         """Check a gate such as ``"clean.success>=0.95 perception.delta>=-10"``; raises ``GateError`` if malformed."""
-        from pytest_openagent.gate import check, parse_gate
+        from sandbox.evaluation.gate import check, parse_gate
 
         return check(self, parse_gate(gate))
 
     def compare(self, baseline: Report, max_regression: float = 5.0) -> GateResult:
         """Fail where a tier's (or the clean) success is over ``max_regression`` points below the baseline's."""
-        from pytest_openagent.gate import compare
+        from sandbox.evaluation.gate import compare
 
         return compare(self, baseline, max_regression)
 

@@ -19,6 +19,9 @@ from sandbox.agent import fingerprint
 from sandbox.case import Case, run_cases
 from sandbox.episode import DEFAULT_MAX_STEPS, Episode
 
+DEFAULT_CACHE_DIR = Path(".openagent_cache")
+"""Where the episode cache and Hypothesis' example database live unless told otherwise."""
+
 # An agent_error usually means the server was down or the agent crashed: worth retrying next run.
 _NOT_CACHED = frozenset({"agent_error"})
 FLUSH_EVERY = 256

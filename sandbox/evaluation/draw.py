@@ -1,0 +1,158 @@
+"""Drawing cases: task pools, perturbation classes by tier or name, the severity rule, fixed samples.
+
+One rule for every draw (the fixed evaluation sample, Hypothesis' strategies, PAFT's data): a
+severity is an integer from :func:`severity_floor` to the class' ``max_severity``, and a class is
+drawn for a task only where its mildest instance changes that task.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+
+from sandbox.domain import did_you_mean
+from sandbox.perturbations import registry
+from sandbox.perturbations.base import Perturbation, Pool, Tier
+from sandbox.seeds import child_seed
+from sandbox.task import SPLITS, Task
+
+TierSpec = Tier | int | str | Iterable[Tier | int | str]
+SEEDS = 1000
+"""Perturbation seeds are drawn from ``range(SEEDS)``."""
+
+
+def domain_names(domain: str | Sequence[str]) -> tuple[str, ...]:
+    """``"all"``, one name or several, checked against the registered domains."""
+    from sandbox.domains import DOMAINS
+
+    names = tuple(DOMAINS) if domain == "all" else (domain,) if isinstance(domain, str) else tuple(domain)
+    for name in names:
+        if name not in DOMAINS:
+            raise ValueError(did_you_mean("domain", name, list(DOMAINS)))
+    return names
+
+
+@lru_cache(maxsize=16)
+def task_pool(domains: tuple[str, ...], split: str) -> tuple[Task, ...]:
+    """The split's tasks of ``domains``: solvable first, then by number of calls (the order shrinking follows)."""
+    import sandbox
+
+    if split not in SPLITS:
+        raise ValueError(f"Unknown split {split!r}. Use one of {', '.join(SPLITS)}.")
+    pool = [t for d in domains for t in sandbox.tasks(d, split)]  # type: ignore[arg-type]
+    return tuple(sorted(pool, key=lambda t: (not t.solvable, t.n_calls, t.domain, t.family, t.id)))
+
+
+def perturbation_classes(
+    tier: TierSpec | None, names: str | Iterable[str] | None = None
+) -> tuple[type[Perturbation], ...]:
+    """Registered perturbation classes of ``tier`` (or named), in registry order; the error says what exists."""
+    tiers = registry.normalize_tiers("all" if tier is None else tier)
+    if names is not None:
+        wanted = [names] if isinstance(names, str) else list(names)
+        classes = []
+        for name in wanted:
+            try:
+                cls = registry.get(name)
+            except KeyError as exc:
+                raise ValueError(exc.args[0]) from None
+            if cls.tier not in tiers:
+                raise ValueError(f"perturbation {name!r} is in tier {cls.tier!r}, not {tiers}; drop tier= or the name")
+            classes.append(cls)
+        order = registry.names()
+        return tuple(sorted(classes, key=lambda c: order.index(c.name)))
+    classes = [registry.get(n) for n in registry.names(tiers)]
+    if not classes:
+        known = registry.names()
+        raise ValueError(
+            f"no perturbation is registered in tier {', '.join(tiers)}; registered: {', '.join(known) or 'none'}"
+        )
+    return tuple(classes)
+
+
+def severity_floor(cls: type[Perturbation]) -> int:
+    """The mildest severity worth drawing: severity 0, where a class allows it, is the identity."""
+    return max(cls.min_severity, 1) if cls.max_severity >= 1 else cls.min_severity
+
+
+def draw_severity(cls: type[Perturbation], rng: random.Random) -> int:
+    return rng.randint(severity_floor(cls), cls.max_severity)
+
+
+def draw_perturbation(cls: type[Perturbation], rng: random.Random, pool: Pool) -> Perturbation:
+    """An instance of ``cls``: severity by the one rule, seed from ``range(SEEDS)``."""
+    return cls(severity=draw_severity(cls, rng), pool=pool, seed=rng.randrange(SEEDS))
+
+
+@lru_cache(maxsize=1024)
+def mildest(cls: type[Perturbation]) -> Perturbation:
+    return cls(severity=severity_floor(cls))
+
+
+_APPLIES: dict[tuple[type[Perturbation], str], bool] = {}
+
+
+def applies(cls: type[Perturbation], task: Task) -> bool:
+    """Whether ``cls`` changes ``task`` (its mildest instance decides; kept per class and task)."""
+    key = (cls, task.id)
+    found = _APPLIES.get(key)
+    if found is None:
+        found = _APPLIES[key] = mildest(cls).applies_to(task)
+    return found
+
+
+_APPLICABLE: dict[tuple[tuple[type[Perturbation], ...], str], tuple[type[Perturbation], ...]] = {}
+
+
+def applicable(classes: tuple[type[Perturbation], ...], task: Task) -> tuple[type[Perturbation], ...]:
+    """The classes that apply to ``task``, in order; asked once per drawn example, so kept."""
+    key = (classes, task.id)
+    found = _APPLICABLE.get(key)
+    if found is None:
+        found = _APPLICABLE[key] = tuple(c for c in classes if applies(c, task))
+    return found
+
+
+def draw_cases(
+    tiers: TierSpec = "all",
+    n: int = 50,
+    seed: int = 0,
+    domain: str | Sequence[str] = "poi",
+    split: str = "test",
+    names: Iterable[str] | None = None,
+    max_stack: int = 1,
+    pool: Pool = "eval",
+) -> list:
+    """The fixed sample: ``n`` perturbed cases per tier, drawn from ``seed`` alone.
+
+    Tiers without perturbations are skipped when ``tiers="all"`` and an error when asked for by name.
+    """
+    from sandbox.case import Case
+
+    if n < 1:
+        raise ValueError(f"n must be at least 1 case per tier, got {n}")
+    if max_stack < 1:
+        raise ValueError(f"max_stack must be at least 1, got {max_stack}")
+    tasks = task_pool(domain_names(domain), split)
+    names = list(names) if names is not None else None
+    if names is not None:
+        perturbation_classes(tiers, names)  # unknown names and names outside ``tiers`` fail here, with a hint
+    out: list[Case] = []
+    for tier in registry.normalize_tiers(tiers):
+        named = [c for c in names if registry.get(c).tier == tier] if names is not None else None
+        if (tiers == "all" and not registry.names(tier)) or named == []:
+            continue
+        classes = perturbation_classes(tier, named)
+        rng = random.Random(child_seed(seed, "evaluate", tier))
+        for _ in range(n):
+            for _attempt in range(100):
+                task = tasks[rng.randrange(len(tasks))]
+                fitting = applicable(classes, task)
+                if fitting:
+                    break
+            else:
+                raise ValueError(f"no perturbation of tier {tier} applies to the {split} tasks of {domain}")
+            kinds = rng.sample(fitting, k=rng.randint(1, min(max_stack, len(fitting))))
+            out.append(Case(task, tuple(draw_perturbation(c, rng, pool) for c in kinds)))
+    return out

@@ -1,0 +1,58 @@
+"""``evaluate``: the fixed sample of ``draw_cases`` run in batches through the cache, as a report."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from sandbox.agent import fingerprint
+from sandbox.case import SANDBOX_VERSION
+from sandbox.evaluation.cache import DEFAULT_CACHE_DIR, EpisodeCache, prepare
+from sandbox.evaluation.draw import TierSpec, draw_cases
+from sandbox.evaluation.report import Report
+from sandbox.evaluation.runner import Runner
+from sandbox.perturbations import registry
+from sandbox.perturbations.base import Pool
+
+
+def evaluate(
+    agent: Any,
+    tiers: TierSpec = "all",
+    n: int = 50,
+    seed: int = 0,
+    domain: str | Sequence[str] = "poi",
+    *,
+    split: str = "test",
+    names: Iterable[str] | None = None,
+    max_stack: int = 1,
+    batch_size: int = 64,
+    cache_dir: str | Path | None = DEFAULT_CACHE_DIR,
+    max_steps: int | None = None,
+    pool: Pool = "eval",
+) -> Report:
+    """Evaluate ``agent`` (an object or a spec such as ``"oracle"``) on ``n`` cases per tier and their clean twins.
+
+    Cases go to the agent in batches of ``batch_size`` (a model agent generates for a batch at once);
+    episodes are cached under ``cache_dir`` (``None`` turns the disk cache off). ``pool`` picks the
+    perturbations' names and texts: ``"eval"`` (held out from training) or ``"train"`` (what PAFT trains on).
+    """
+    spec = agent if isinstance(agent, str) else None
+    if spec is not None:
+        from sandbox.evaluation.specs import load_agent
+
+        agent = load_agent(spec)
+    names = list(names) if names is not None else None
+    cases = draw_cases(tiers, n, seed, domain, split, names, max_stack, pool)
+    cache = EpisodeCache(prepare(Path(cache_dir)) / "episodes" if cache_dir is not None else None)
+    runner = Runner(cache)
+    runner.test = "evaluate"
+    records = []
+    for start in range(0, len(cases), batch_size):
+        records += runner.run_batch(agent, cases[start : start + batch_size], max_steps)
+        cache.flush()
+    meta = {
+        "agent": spec or fingerprint(agent), "seed": seed, "n": n, "tiers": registry.normalize_tiers(tiers),
+        "domain": domain, "split": split, "pool": pool, "sandbox_version": SANDBOX_VERSION,
+    }  # fmt: skip
+    return Report(records, meta)

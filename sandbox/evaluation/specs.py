@@ -1,0 +1,111 @@
+"""Agents by spec: ``oracle``, ``static``, ``module:callable``, ``openai:MODEL@URL`` and ``hf:PATH``.
+
+``load_agent`` turns a spec into an object with ``act(turns)``. Nothing heavy is imported until
+a spec asks for it: ``hf:`` imports ``training`` (and so torch) only when used.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import os
+import sys
+from typing import Any
+
+from sandbox.agent import Agent, FunctionAgent
+
+BUILTIN = ("oracle", "static")
+SPEC_HELP = "oracle, static, module:callable, openai:MODEL@URL or hf:PATH"
+
+
+class AgentSpecError(ValueError):
+    """A spec that names no agent; the message says what was given and what is allowed."""
+
+
+def check_spec(spec: str) -> str:
+    """The spec, stripped, if its form is valid; raises :class:`AgentSpecError` otherwise (imports nothing)."""
+    spec = spec.strip()
+    if spec in BUILTIN:
+        return spec
+    if spec.startswith("openai:"):
+        model = spec[len("openai:") :].partition("@")[0]
+        if not model:
+            raise AgentSpecError(
+                f"agent {spec!r} names no model. Use openai:MODEL@URL, e.g. openai:qwen2.5@http://localhost:8000/v1"
+            )
+        return spec
+    if spec.startswith("hf:"):
+        if not spec[3:]:
+            raise AgentSpecError(
+                f"agent {spec!r} names no checkpoint. Use hf:PATH (a save_pretrained directory) or hf:default"
+            )
+        return spec
+    module, sep, attr = spec.partition(":")
+    if sep and module and attr and all(part.isidentifier() for part in [*module.split("."), *attr.split(".")]):
+        return spec
+    close = difflib.get_close_matches(spec, BUILTIN, n=1)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    raise AgentSpecError(f"Unknown agent {spec!r}.{hint} Use {SPEC_HELP}.")
+
+
+def load_agent(spec: str) -> Agent:
+    """The agent a spec names."""
+    spec = check_spec(spec)
+    if spec == "oracle":
+        from sandbox.agents import OracleAgent
+
+        return OracleAgent()
+    if spec == "static":
+        return _static()
+    if spec.startswith("openai:"):
+        from sandbox.agents.openai import DEFAULT_OPENAI_URL, OpenAIAgent
+
+        model, _, url = spec[len("openai:") :].partition("@")
+        return OpenAIAgent(model, url or os.environ.get("OPENAI_BASE_URL", DEFAULT_OPENAI_URL))
+    if spec.startswith("hf:"):
+        return _hf(spec[3:])
+    return _callable(spec)
+
+
+def _static() -> Agent:
+    try:
+        from sandbox.agents.static import StaticAgent
+    except ImportError as exc:
+        raise AgentSpecError(f"agent 'static' needs sandbox.agents.static.StaticAgent: {exc}") from exc
+    return StaticAgent()
+
+
+def _hf(path: str) -> Agent:
+    try:
+        from training.model_agent import load_agent as load_model_agent
+    except ImportError as exc:
+        raise AgentSpecError(
+            f"agent 'hf:{path}' needs the training package and its extra: pip install 'pytest-openagent[train]' "
+            f"(importing training.model_agent failed: {exc})"
+        ) from exc
+    return load_model_agent(path)
+
+
+def _callable(spec: str) -> Agent:
+    module_name, _, attr = spec.partition(":")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise AgentSpecError(f"agent {spec!r}: cannot import module {module_name!r} ({exc})") from exc
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise AgentSpecError(f"agent {spec!r}: module {module_name!r} has no attribute {attr!r}") from None
+    if isinstance(obj, type):
+        obj = obj()
+    if callable(getattr(obj, "act", None)):
+        return obj
+    if callable(obj):
+        return FunctionAgent(obj, name=attr)
+    raise AgentSpecError(
+        f"agent {spec!r} is a {type(obj).__name__}; expected an object with act(turns), a class making one, "
+        f"or a function fn(messages, tools) -> str"
+    )
