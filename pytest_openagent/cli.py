@@ -12,14 +12,15 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from sandbox.errors import UsageError
 from sandbox.evaluation.cache import DEFAULT_CACHE_DIR
 from sandbox.evaluation.specs import SPEC_HELP
 
 EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-class UsageFailure(Exception):
-    """Misuse that ``main`` reports as ``openagent <command>: error: ...`` with exit code 2."""
+UsageFailure = UsageError
+"""Misuse that ``main`` reports as ``openagent <command>: error: ...`` with exit code 2."""
 
 
 @dataclass(frozen=True)
@@ -168,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args._command.run(args)
-    except UsageFailure as exc:
+    except UsageError as exc:
         args._parser.error(str(exc))  # exits with EXIT_USAGE
     except KeyboardInterrupt:
         return 130

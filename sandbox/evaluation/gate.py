@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sandbox.domain import did_you_mean
+from sandbox.errors import UsageError
 from sandbox.perturbations.base import TIERS
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ _CRITERION = re.compile(r"^(?P<scope>[\w-]+)\.(?P<metric>\w+)(?P<op>>=|<=|==|>|<
 EXAMPLE = "clean.success>=0.95 perception.delta>=-10 internalization.refusal>=0.9"
 
 
-class GateError(ValueError):
+class GateError(UsageError):
     """A malformed gate; the message names the criterion and says how to write it."""
 
 

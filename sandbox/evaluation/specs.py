@@ -13,12 +13,13 @@ import sys
 from typing import Any
 
 from sandbox.agent import Agent, FunctionAgent
+from sandbox.errors import UsageError
 
 BUILTIN = ("oracle", "static")
 SPEC_HELP = "oracle, static, module:callable, openai:MODEL@URL or hf:PATH"
 
 
-class AgentSpecError(ValueError):
+class AgentSpecError(UsageError):
     """A spec that names no agent; the message says what was given and what is allowed."""
 
 
