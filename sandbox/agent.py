@@ -4,29 +4,81 @@ Taking a batch lets a model agent generate for many episodes in one forward pass
 agent send its requests concurrently. ``Turn.episode_id`` is stable across an episode's turns,
 so an agent can keep per-episode state (a model keeps its KV cache); ``close`` tells it which
 episodes ended, so it can free that state.
+
+A turn holds only what an agent may see: the conversation and the tool specs. Privileged facts
+(the task: its gold plan, gold answer, solvability) reach a reference agent (the oracle, the static
+baseline) by their own channel, :class:`Reference`, and never reach any other agent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from sandbox.task import Task
 
 Message = dict[str, Any]
 """A chat message in the Hugging Face / OpenAI format (``role``, ``content``, ``tool_calls``)."""
 ToolSpec = dict[str, Any]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Turn:
-    """What an agent sees when it is its turn in one episode."""
+    """What an agent sees when it is its turn in one episode: the conversation and the tool specs.
+
+    Nothing else: ``episode_id`` is an opaque name (it says nothing about the task), and there is
+    no side channel (no ``info``). An agent that needs the task is a :class:`Reference`.
+    """
 
     episode_id: str
     messages: list[Message]
     tools: list[ToolSpec]
-    info: dict[str, Any] = field(default_factory=dict)
-    """Privileged facts (the task, the perturbation stack) for reference agents only; a model
-    agent must ignore it, as Gymnasium agents ignore ``info``."""
+
+
+@runtime_checkable
+class Reference(Protocol):
+    """A reference agent: one that is told each episode's task, gold plan and answer included.
+
+    The runner calls ``brief(episode_id, task)`` once per episode, before its first turn, on any
+    agent that defines ``brief``, and ``close`` when the episode ends; the agent should forget the
+    task there. The channel runs one way, from the runner to the agent, and only to agents that
+    ask for it by defining ``brief``: a model or an HTTP agent never gets it. Because it knows the
+    answer, a report of such an agent is a reference row (an upper bound such as the oracle, a
+    baseline such as the static agent), not a measurement of a model.
+    """
+
+    def brief(self, episode_id: str, task: Task) -> None: ...
+
+
+class Briefed:
+    """The memory of a :class:`Reference` agent: each episode's task, from ``brief`` to ``close``.
+
+    Kept per episode id, so one agent object can run many batches, in turn or at once. It needs no
+    ``__init__`` (subclasses that define their own need not call it).
+    """
+
+    def brief(self, episode_id: str, task: Task) -> None:
+        self._briefs[episode_id] = task
+
+    def close(self, episode_ids: Sequence[str]) -> None:
+        for episode_id in episode_ids:
+            self._briefs.pop(episode_id, None)
+
+    def task_for(self, episode_id: str) -> Task:
+        """The task of ``episode_id``, as briefed; a :class:`LookupError` that says how to brief otherwise."""
+        try:
+            return self._briefs[episode_id]
+        except KeyError:
+            raise LookupError(
+                f"{type(self).__name__} was not briefed on episode {episode_id!r}: it is a reference agent, "
+                f"which needs each task; run it with sandbox.run_episodes, or call brief(episode_id, task) first"
+            ) from None
+
+    @property
+    def _briefs(self) -> dict[str, Task]:
+        return vars(self).setdefault("_briefed_tasks", {})
 
 
 @dataclass
@@ -62,6 +114,14 @@ def close(agent: Any, episode_ids: Sequence[str]) -> None:
     closer = getattr(agent, "close", None)
     if callable(closer) and episode_ids:
         closer(list(episode_ids))
+
+
+def brief(agent: Any, episode_id: str, task: Task) -> None:
+    """Tell a :class:`Reference` agent the task of an episode; any other agent is told nothing."""
+    # Its class must define ``brief``: a proxy that answers every attribute (``__getattr__``, a mock)
+    # has not asked for the answers.
+    if callable(getattr(type(agent), "brief", None)):
+        agent.brief(episode_id, task)
 
 
 class FunctionAgent:

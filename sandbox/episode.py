@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from sandbox.agent import Message, Reply, ToolSpec, Turn, as_agent, close
+from sandbox.agent import Message, Reply, ToolSpec, Turn, as_agent, brief, close
 from sandbox.env import Env
 from sandbox.judge import GOOD_OUTCOMES, Ending, Outcome, judge
 from sandbox.parse import ToolCall, parse_reply
@@ -109,7 +109,8 @@ def _tool_message(call: ToolCall, content: str) -> Message:
 
 
 def _turn(ep: _Live) -> Turn:
-    return Turn(ep.episode_id, list(ep.messages), ep.tools, {"task": ep.env.task, "env": ep.env})
+    """What the agent may see of an episode: the conversation and the tool specs, never the task."""
+    return Turn(ep.episode_id, list(ep.messages), ep.tools)
 
 
 def _finish(live: _Live, ending: Ending, answer: str | None = None) -> Episode:
@@ -133,6 +134,9 @@ def _finish(live: _Live, ending: Ending, answer: str | None = None) -> Episode:
 def run_episodes(agent: Any, envs: Sequence[Env], max_steps: int = DEFAULT_MAX_STEPS) -> list[Episode]:
     """Run one episode per env, all in lockstep: each round asks the agent for one batch of replies.
 
+    The agent sees turns (the conversation and the tool specs) only; an agent that defines
+    ``brief`` (a :class:`~sandbox.agent.Reference`) is also told each task before its first turn.
+
     Garbage from the agent is an outcome, never an exception: a reply that cannot be read ends
     its episode as ``parse_error``; an agent that raises ends the episodes it was asked about as
     ``agent_error``.
@@ -141,18 +145,17 @@ def run_episodes(agent: Any, envs: Sequence[Env], max_steps: int = DEFAULT_MAX_S
     done: dict[int, Episode] = {}
     live: dict[int, _Live] = {}
     for i, env in enumerate(envs):
-        live[i] = _Live(env, f"ep{next(_episode_ids)}-{env.task.id}", env.reset(), env.tool_specs())
+        # An opaque id: a task id names the family (``unknown_place``), which would tell solvability.
+        ep = live[i] = _Live(env, f"ep{next(_episode_ids)}", env.reset(), env.tool_specs())
+        try:
+            brief(agent, ep.episode_id, env.task)  # a reference agent's own channel; others get nothing
+        except Exception as exc:
+            ep.steps.append(Step(reply="", error=f"brief: {type(exc).__name__}: {exc}"))
+            done[i] = _finish(live.pop(i), "agent_error")
+            close(agent, [ep.episode_id])
     while live:
         order = list(live)
-        turns = [
-            Turn(
-                live[i].episode_id,
-                list(live[i].messages),
-                live[i].tools,
-                {"task": live[i].env.task, "env": live[i].env},
-            )
-            for i in order
-        ]
+        turns = [_turn(live[i]) for i in order]
         try:
             replies = list(agent.act(turns))
             if len(replies) != len(turns):

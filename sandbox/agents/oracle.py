@@ -1,10 +1,11 @@
 """The oracle: a privileged expert that knows the gold plan but acts only through the tools.
 
-It reads the task from ``Turn.info`` (privileged: the gold calls in canonical names and the answer
-fields they feed), and everything else from what any agent sees: the tool specs (it finds each
-tool by what its description says, never by its name), the query, and the observations. It is
-stateless: each turn it rebuilds where it is from the messages, matching results to steps by
-the ``tool_call_id`` it gave each call (``<step>.<attempt>``).
+It is a reference agent (:class:`~sandbox.agent.Reference`): the runner briefs it on each
+episode's task (privileged: the gold calls in canonical names and the answer fields they feed),
+and it reads everything else from what any agent sees: the tool specs (it finds each tool by
+what its description says, never by its name), the query, and the observations. Beyond the
+briefed task it is stateless: each turn it rebuilds where it is from the messages, matching
+results to steps by the ``tool_call_id`` it gave each call (``<step>.<attempt>``).
 
 It is the proof that a perturbation keeps a task solvable: it solves every solvable perturbed
 case, and refuses when the tools say the task cannot be done (a capability no description
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from sandbox.agent import Message, Reply, ToolSpec, Turn
+from sandbox.agent import Briefed, Message, Reply, ToolSpec, Turn
 from sandbox.perturbations import vocab
 from sandbox.perturbations.formats import parse_lines
 from sandbox.task import Call, Task
@@ -214,10 +215,10 @@ class View:
     attempts: dict[str, list[Attempt]] = field(default_factory=dict)
 
     @classmethod
-    def read(cls, turn: Turn) -> View:
+    def read(cls, turn: Turn, task: Task) -> View:
         tools = {t["function"]["name"]: t for t in turn.tools}
         query = next((m["content"] for m in turn.messages if m.get("role") == "user"), "")
-        view = cls(turn.info["task"], tools, query)
+        view = cls(task, tools, query)
         pending: dict[str, Attempt] = {}
         for m in turn.messages:
             for call in m.get("tool_calls") or []:
@@ -563,8 +564,11 @@ def _rows_complete(result: Any) -> bool:
     return isinstance(rows, list) and all(isinstance(r, dict) and r.get("rating") is not None for r in rows)
 
 
-class OracleAgent:
-    """Solves every solvable case and refuses every unsolvable one, perturbed or clean."""
+class OracleAgent(Briefed):
+    """Solves every solvable case and refuses every unsolvable one, perturbed or clean.
+
+    A reference agent: it must be briefed on each episode's task (``sandbox.run_episodes`` does it).
+    """
 
     name = "oracle"
 
@@ -576,6 +580,6 @@ class OracleAgent:
 
     def reply(self, turn: Turn) -> Reply:
         try:
-            return Planner(View.read(turn)).next()
+            return Planner(View.read(turn, self.task_for(turn.episode_id))).next()
         except Refusal as refusal:
             return refuse(str(refusal))

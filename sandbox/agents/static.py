@@ -1,12 +1,12 @@
 """The static baseline: an agent trained on the clean world only (the paper's blind open-loop agent).
 
 It knows the training phrasings, the clean tool names and schemas, and the clean trajectory of
-each task (read from ``Turn.info`` as a stand-in for what training burned in). It acts as if
-blind: it recognises only requests worded as in training, calls the clean names with the clean
-argument names in the clean order, one wave per turn, never retries, never reads a description,
-takes ids and answers from the keys where the clean world puts them, and writes codes in the
-format it learned. It solves the clean test split; every perturbation that bites shows up as
-its loss.
+each task (the runner briefs it on the task, as a :class:`~sandbox.agent.Reference`: a stand-in
+for what training burned in). It acts as if blind: it recognises only requests worded as in
+training, calls the clean names with the clean argument names in the clean order, one wave per
+turn, never retries, never reads a description, takes ids and answers from the keys where the
+clean world puts them, and writes codes in the format it learned. It solves the clean test
+split; every perturbation that bites shows up as its loss.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from sandbox.agent import Reply, Turn
+from sandbox.agent import Briefed, Reply, Turn
 from sandbox.agents.oracle import lookup, refuse
 from sandbox.state import State
 from sandbox.task import Task
@@ -81,9 +81,11 @@ def _decode(text: Any) -> Any:
         return None
 
 
-class StaticAgent:
+class StaticAgent(Briefed):
     """Follows the clean plan blind. ``domains`` are the worlds it was trained on (default: both clean worlds;
-    ``("poi",)`` is the paper's setting, under which a medical task is out of its reach)."""
+    ``("poi",)`` is the paper's setting, under which a medical task is out of its reach).
+
+    A reference agent: it must be briefed on each episode's task (``sandbox.run_episodes`` does it)."""
 
     name = "static"
 
@@ -105,7 +107,7 @@ class StaticAgent:
         return _norm(query) in {_norm(p.format(**task.params)) for p in family.phrasings}
 
     def reply(self, turn: Turn) -> Reply:
-        task: Task = turn.info["task"]
+        task = self.task_for(turn.episode_id)
         query = next((m["content"] for m in turn.messages if m.get("role") == "user"), "")
         if not self.recognises(task, query):
             return Reply(text=GUESS)

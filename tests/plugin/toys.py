@@ -84,7 +84,7 @@ class Fragile(OracleAgent):
         return super().act(turns)
 
     def reply(self, turn):
-        if "!!" in turn.messages[1]["content"] and turn.info["task"].n_calls >= 1:
+        if "!!" in turn.messages[1]["content"] and self.task_for(turn.episode_id).n_calls >= 1:
             return Reply(text="no idea")
         return super().reply(turn)
 
