@@ -2,7 +2,9 @@
 
 To add one, append a ``Command`` whose ``configure`` adds its arguments and whose ``run`` returns
 an exit code; import anything heavy (torch, training) inside ``run`` so ``openagent eval`` stays fast.
-Exit codes: 0 ok, 1 a gate or baseline failed, 2 misuse (bad arguments or inputs).
+Exit codes: 0 ok (the gate PASSed), 1 the gate FAILed, 2 misuse (bad arguments or inputs), 3 the gate
+was INCONCLUSIVE (``--inconclusive`` maps it to 1 or 0 instead), 4 no measurement: the agent failed on
+most episodes with one cause (a dead server, a bad key).
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from dataclasses import dataclass
 
 from sandbox.errors import UsageError
 from sandbox.evaluation.cache import DEFAULT_CACHE_DIR
+from sandbox.evaluation.gate import DEFAULT_GATE, DEFAULT_MARGIN, EXAMPLE, GateResult
 from sandbox.evaluation.specs import SPEC_HELP
 
-EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE, EXIT_INCONCLUSIVE, EXIT_AGENT_FAILED = 0, 1, 2, 3, 4
 
 
 UsageFailure = UsageError
@@ -49,7 +52,8 @@ def _configure_eval(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--no-cache", action="store_true", help="run every episode afresh")
     p.add_argument("--json", default=None, metavar="FILE", help="also write the report as JSON")
-    p.add_argument("--gate", default=None, help="criteria to check, e.g. 'clean.success>=0.95 perception.delta>=-10'")
+    p.add_argument("--gate", default=None, help=f"criteria to check, e.g. {EXAMPLE!r}, or 'default'")
+    _add_inconclusive(p)
 
 
 def _tiers(text: str) -> str | list[str | int]:
@@ -60,8 +64,9 @@ def _tiers(text: str) -> str | list[str | int]:
 
 def _run_eval(args: argparse.Namespace) -> int:
     from sandbox.evaluation.evaluate import evaluate
-    from sandbox.evaluation.gate import GateError, check, parse_gate
-    from sandbox.evaluation.specs import AgentSpecError, load_agent
+    from sandbox.evaluation.gate import check, parse_gate
+    from sandbox.evaluation.runner import AgentFailure
+    from sandbox.evaluation.specs import load_agent
 
     try:
         criteria = parse_gate(args.gate) if args.gate else []
@@ -71,47 +76,68 @@ def _run_eval(args: argparse.Namespace) -> int:
             names=args.names.split(",") if args.names else None, max_stack=args.max_stack,
             batch_size=args.batch_size, cache_dir=None if args.no_cache else args.cache_dir, pool=args.pool,
         )  # fmt: skip
-    except (AgentSpecError, GateError, ValueError) as exc:
+    except AgentFailure as exc:
+        print(f"openagent eval: no measurement: {exc}", file=sys.stderr)
+        return EXIT_AGENT_FAILED
+    except ValueError as exc:  # UsageError is one; the sandbox's own checks raise plain ValueErrors
         raise UsageFailure(str(exc)) from None
     report.meta["agent"] = args.agent
-    print(f"openagent eval: agent={args.agent}, seed={args.seed}, {len(report.records)} cases")
+    meta = report.meta
+    print(
+        f"openagent eval: agent={args.agent}, seed={args.seed}, {len(report.records)} cases; "
+        f"{meta['episodes_run']} episodes run, {meta['episodes_cached']} from the cache"
+    )
     print(report.table())
     if args.json:
         report.to_json(args.json)
         print(f"report written to {args.json}")
     if criteria:
-        result = check(report, criteria)
-        print(result.message())
-        return EXIT_OK if result.ok else EXIT_GATE_FAILED
+        return _verdict(check(report, criteria), args.inconclusive)
     return EXIT_OK
+
+
+def _add_inconclusive(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--inconclusive", choices=("code", "fail", "pass"), default="code",
+        help=f"an INCONCLUSIVE verdict exits {EXIT_INCONCLUSIVE} (code, default), 1 (fail) or 0 (pass)",
+    )  # fmt: skip
+
+
+def _verdict(result: GateResult, inconclusive: str) -> int:
+    print(result.message())
+    if result.verdict == "PASS":
+        return EXIT_OK
+    if result.verdict == "FAIL":
+        return EXIT_GATE_FAILED
+    return {"code": EXIT_INCONCLUSIVE, "fail": EXIT_GATE_FAILED, "pass": EXIT_OK}[inconclusive]
 
 
 def _configure_gate(p: argparse.ArgumentParser) -> None:
     p.add_argument("report", help="a report JSON (from --openagent-report or openagent eval --json)")
-    p.add_argument("--gate", default=None, help="criteria, e.g. 'clean.success>=0.95 perception.delta>=-10'")
-    p.add_argument("--baseline", default=None, help="a baseline report JSON to compare against")
-    p.add_argument("--max-regression", type=float, default=5.0, help="most points a tier may lose (default 5)")
+    p.add_argument("--gate", default=None, help=f"criteria, e.g. {EXAMPLE!r}, or 'default' ({DEFAULT_GATE!r})")
+    p.add_argument("--baseline", default=None, help="a baseline report JSON to compare against on the same cases")
+    p.add_argument(
+        "--max-regression", default=DEFAULT_MARGIN,
+        help=f"non-inferiority margin: most points of success a scope may lose (default {DEFAULT_MARGIN:g})",
+    )  # fmt: skip
+    _add_inconclusive(p)
 
 
 def _run_gate(args: argparse.Namespace) -> int:
-    from sandbox.evaluation.gate import GateError, GateResult, check, compare, parse_gate
+    from sandbox.evaluation.gate import check, check_margin, compare, parse_gate
     from sandbox.evaluation.report import Report
 
     if not args.gate and not args.baseline:
         raise UsageFailure("give --gate CRITERIA, --baseline REPORT, or both")
-    try:
-        report = Report.load(args.report)
-        result = GateResult()
-        if args.gate:
-            result = check(report, parse_gate(args.gate))
-        if args.baseline:
-            other = compare(report, Report.load(args.baseline), args.max_regression)
-            result = GateResult(result.checked + other.checked, result.failures + other.failures)
-    except (GateError, ValueError) as exc:
-        raise UsageFailure(str(exc)) from None
+    margin = check_margin(args.max_regression)
+    report = Report.load(args.report)
+    result = GateResult()
+    if args.gate:
+        result += check(report, parse_gate(args.gate))
+    if args.baseline:
+        result += compare(report, Report.load(args.baseline), margin)
     print(report.table())
-    print(result.message())
-    return EXIT_OK if result.ok else EXIT_GATE_FAILED
+    return _verdict(result, args.inconclusive)
 
 
 COMMANDS: list[Command] = [

@@ -16,10 +16,13 @@ from typing import Any
 import pytest
 
 from sandbox.domain import did_you_mean
+from sandbox.errors import UsageError
 from sandbox.evaluation.cache import DEFAULT_CACHE_DIR
-from sandbox.evaluation.gate import Criterion, GateError, parse_gate
+from sandbox.evaluation.draw import domain_names, perturbation_classes
+from sandbox.evaluation.gate import Criterion, GateError, check_margin, parse_gate
 from sandbox.evaluation.report import Report
 from sandbox.evaluation.specs import SPEC_HELP, AgentSpecError, check_spec
+from sandbox.perturbations.registry import normalize_tiers
 
 AGENT = "--openagent-agent"
 SEED = "--openagent-seed"
@@ -29,14 +32,27 @@ BASELINE = "--openagent-baseline"
 MAX_REGRESSION = "--openagent-max-regression"
 CACHE_DIR = "--openagent-cache-dir"
 NO_CACHE = "--openagent-no-cache"
+N = "--openagent-n"
+TIERS = "--openagent-tiers"
+NAMES = "--openagent-names"
+DOMAIN = "--openagent-domain"
+INCONCLUSIVE = "--openagent-inconclusive"
+INCONCLUSIVE_POLICIES = ("fail", "pass")
 
 HELP = {
     AGENT: f"agent under test: {SPEC_HELP} (default: oracle)",
     SEED: "seed of every openagent test's examples, an int or 'random' (default: 0)",
     REPORT: "write the robustness report as JSON to this path",
-    GATE: "fail the session unless the report meets these criteria, e.g. 'clean.success>=0.95 perception.delta>=-10'",
-    BASELINE: "a report JSON to compare against (see --openagent-max-regression)",
-    MAX_REGRESSION: "most points of success a tier may lose against the baseline (default: 5)",
+    GATE: "fail the session unless the measurement meets these criteria (verdicts from 95% intervals), "
+    "e.g. 'clean.success>=0.95 perception.delta>=-10', or 'default'",
+    BASELINE: "a report JSON to compare against, paired on the same cases (see --openagent-max-regression)",
+    MAX_REGRESSION: "non-inferiority margin: most points of success a scope may lose against the baseline (default: 5)",
+    N: "cases per tier of the fixed measurement that gates read (default: 50; it runs when a gate, baseline "
+    "or report is set, or when this is given)",
+    TIERS: "tiers of the fixed measurement: all, or names/numbers joined by commas (default: all)",
+    NAMES: "only these perturbations in the fixed measurement, joined by commas (default: every one of the tiers)",
+    DOMAIN: "domain of the fixed measurement: poi, medical or all (default: poi)",
+    INCONCLUSIVE: "what an INCONCLUSIVE gate does to the session: fail (default) or pass",
     CACHE_DIR: f"folder of the episode cache and the example database (default: {DEFAULT_CACHE_DIR})",
     NO_CACHE: "run every episode afresh (the example database is kept)",
 }
@@ -62,6 +78,16 @@ class Options:
     max_regression: float = 5.0
     cache_dir: Path = DEFAULT_CACHE_DIR
     no_cache: bool = False
+    n: int | None = None
+    tiers: str | list[str | int] = "all"
+    names: tuple[str, ...] | None = None
+    domain: str = "poi"
+    inconclusive: str = "fail"
+
+    @property
+    def measures(self) -> bool:
+        """Whether the session runs the fixed measurement: something reads it, or it was asked for."""
+        return bool(self.gate) or self.baseline is not None or self.report is not None or self.n is not None
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -142,17 +168,63 @@ def resolve(config: pytest.Config) -> Options:
     value, where, _ = raw(MAX_REGRESSION)
     if value is not None:
         try:
-            values["max_regression"] = float(value)
+            values["max_regression"] = check_margin(value)
+        except UsageError as exc:
+            raise pytest.UsageError(f"{where}: {exc}") from None
+    value, where, _ = raw(N)
+    if value is not None:
+        try:
+            values["n"] = int(value)
         except (TypeError, ValueError):
-            raise pytest.UsageError(f"{where}: {value!r} is not a number of points (e.g. 5)") from None
-        if values["max_regression"] < 0:
-            raise pytest.UsageError(f"{where}: {value!r} is negative; give the most points a tier may lose, e.g. 5")
+            raise pytest.UsageError(f"{where}: {value!r} is not a number of cases per tier (e.g. 50)") from None
+        if values["n"] < 1:
+            raise pytest.UsageError(f"{where}: {value!r}: give at least 1 case per tier (e.g. 50)")
+    value, where, _ = raw(TIERS)
+    if value:
+        values["tiers"] = _tiers(value, where)
+    value, where, _ = raw(NAMES)
+    if value:
+        values["names"] = _names(value, where, values.get("tiers", "all"))
+    value, where, _ = raw(DOMAIN)
+    if value:
+        try:
+            domain_names(str(value))
+        except ValueError as exc:
+            raise pytest.UsageError(f"{where}: {exc}") from None
+        values["domain"] = str(value)
+    value, where, _ = raw(INCONCLUSIVE)
+    if value:
+        if str(value) not in INCONCLUSIVE_POLICIES:
+            raise pytest.UsageError(f"{where}: {did_you_mean('policy', str(value), list(INCONCLUSIVE_POLICIES))}")
+        values["inconclusive"] = str(value)
     value, where, base = raw(CACHE_DIR)
     values["cache_dir"] = base / str(value) if value else config.rootpath / DEFAULT_CACHE_DIR
     value, where, _ = raw(NO_CACHE)
     if value is not None:
         values["no_cache"] = _bool(value, where)
     return Options(**values)
+
+
+def _tiers(value: Any, where: str) -> str | list[str | int]:
+    items = value if isinstance(value, list) else str(value).split(",")
+    tiers = [int(t) if str(t).strip().isdigit() else str(t).strip() for t in items if str(t).strip()]
+    if tiers == ["all"]:
+        return "all"
+    try:
+        normalize_tiers(tiers)
+    except ValueError as exc:
+        raise pytest.UsageError(f"{where}: {exc}") from None
+    return tiers
+
+
+def _names(value: Any, where: str, tiers: str | list[str | int]) -> tuple[str, ...]:
+    items = value if isinstance(value, list) else str(value).split(",")
+    names = tuple(str(n).strip() for n in items if str(n).strip())
+    try:
+        perturbation_classes(tiers, names)
+    except ValueError as exc:
+        raise pytest.UsageError(f"{where}: {exc}") from None
+    return names
 
 
 def _seed(value: Any, where: str) -> int:

@@ -1,8 +1,17 @@
-"""The session object: it holds the agent, the cache and the records, and writes the report.
+"""The session object: it holds the agent, the cache and the records, measures, gates and writes the report.
 
-Registered as a plugin in ``pytest_configure``. Under pytest-xdist each worker keeps its own
-records and sends them to the controller in ``workeroutput``; the controller merges them, so the
-report sorts and deduplicates the same records a serial run would have.
+Registered as a plugin in ``pytest_configure``. Two kinds of figures, kept apart:
+
+- the **search**: the episodes the property tests ran. Hypothesis decides which (it stops at a
+  failure, shrinks toward failures and replays a saved failure first), so these figures are shown
+  and never gated;
+- the **measurement**: a fixed sample drawn from the seed before any outcome is seen (``n`` cases per
+  tier and their clean twins, as ``openagent eval`` draws), identical on every run. Gates and the
+  baseline comparison read only this. It runs at the end of the session when a gate, a baseline or
+  a report is asked for, or ``--openagent-n`` is given.
+
+Under pytest-xdist each worker keeps its own search records and sends them to the controller in
+``workeroutput``; the controller merges them and runs the measurement.
 """
 
 from __future__ import annotations
@@ -14,12 +23,19 @@ from typing import Any
 import pytest
 
 from pytest_openagent.options import Options
-from pytest_openagent.runner import Runner, install
+from pytest_openagent.runner import install
+from sandbox.agent import fingerprint
+from sandbox.errors import OpenAgentError
 from sandbox.evaluation.cache import EpisodeCache, prepare
+from sandbox.evaluation.gate import GateResult
 from sandbox.evaluation.report import Record, Report
+from sandbox.evaluation.runner import Runner
 
 WORKER_KEY = "openagent_records"
 SEED_KEY = "openagent_seed"
+DEFAULT_N = 50
+GATE_TEST = "openagent::gate"
+"""The test case a JUnit XML file gets for the gate's verdict."""
 
 
 class OpenAgentSession:
@@ -28,8 +44,12 @@ class OpenAgentSession:
         self.options = options
         self.records: list[Record] = []
         self._agent: Any = None
+        self._agent_fingerprint: str | None = None
+        self.search: Report | None = None
         self.report: Report | None = None
-        self.failures: list[str] = []
+        self.gate: GateResult | None = None
+        self.problem: str | None = None
+        """Why the session could not measure (a broken agent), if it could not."""
         self.is_worker = hasattr(config, "workerinput")
         if self.is_worker:
             self.options = _with_seed(options, config.workerinput.get(SEED_KEY, options.seed))  # type: ignore[attr-defined]
@@ -55,6 +75,7 @@ class OpenAgentSession:
                 self._agent = load_agent(self.options.agent)
             except AgentSpecError as exc:
                 raise pytest.UsageError(f"--openagent-agent: {exc}") from None
+            self._agent_fingerprint = fingerprint(self._agent)
         return self._agent
 
     def header(self) -> str:
@@ -97,6 +118,10 @@ class OpenAgentSession:
                 item.user_properties.append(("openagent_episodes", len(ran)))
                 item.user_properties.append(("openagent_successes", sum(r.success for r in ran)))
             self.runner.test = ""
+            failure = self.runner.health.failure()
+            if failure is not None:
+                self.problem = failure
+                item.session.shouldstop = f"openagent: {failure}"
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
@@ -109,28 +134,64 @@ class OpenAgentSession:
         if self.is_worker:
             self.config.workeroutput[WORKER_KEY] = [r.to_dict() for r in self.records]  # type: ignore[attr-defined]
             return
-        if not self.records:
-            return
-        meta = {"agent": self.options.agent, "seed": self.options.seed, "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
         from sandbox.case import SANDBOX_VERSION
 
-        meta["sandbox_version"] = SANDBOX_VERSION
-        self.report = report = Report(self.records, meta)
-        if self.options.report is not None:
-            report.to_json(self.options.report)
-        self._junit_properties(report)
+        meta = {
+            "agent": self.options.agent, "seed": self.options.seed, "sandbox_version": SANDBOX_VERSION,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        }  # fmt: skip
+        if self.records:
+            self.search = Report(self.records, {**meta, "kind": "search"})
+        if self.options.measures and self.problem is None:
+            self.report = self._measure(meta)
+        elif self.search is not None:
+            self.report = self.search
+        if self.report is None:
+            return
+        if self.options.report is not None and self.report is not self.search:
+            self.report.to_json(self.options.report)
+        if self.report is not self.search:
+            self._check_gates(self.report)
+        self._junit(self.report)
+        failed = self.problem is not None or (self.gate is not None and not self._gate_passes(self.gate))
+        if failed and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _measure(self, meta: dict[str, Any]) -> Report | None:
+        """The fixed sample, through the session's cache folder; ``None`` if the agent is broken."""
+        from sandbox.evaluation.evaluate import evaluate
+
+        options = self.options
+        try:
+            report = evaluate(
+                self.agent, options.tiers, n=options.n or DEFAULT_N, seed=options.seed, domain=options.domain,
+                names=options.names, cache_dir=None if options.no_cache else options.cache_dir,
+            )  # fmt: skip
+        except OpenAgentError as exc:
+            self.problem = str(exc)
+            return None
+        report.meta = {**report.meta, **meta, "kind": "measurement"}
+        report.search = self.search
+        return report
+
+    def _check_gates(self, report: Report) -> None:
+        result = GateResult()
         if self.options.gate:
             from sandbox.evaluation.gate import check
 
-            self.failures += check(report, self.options.gate).failures
+            result += check(report, self.options.gate)
         if self.options.baseline is not None:
-            self.failures += report.compare(self.options.baseline, self.options.max_regression).failures
-        if self.failures and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            result += report.compare(self.options.baseline, self.options.max_regression)
+        if result.checks:
+            self.gate = result
 
-    def _junit_properties(self, report: Report) -> None:
+    def _gate_passes(self, result: GateResult) -> bool:
+        return result.verdict == "PASS" or (result.verdict == "INCONCLUSIVE" and self.options.inconclusive == "pass")
+
+    def _junit(self, report: Report) -> None:
         try:
             from _pytest.junitxml import xml_key
+            from _pytest.reports import TestReport
         except ImportError:  # pragma: no cover - pytest internals moved
             return
         xml = self.config.stash.get(xml_key, None)
@@ -143,26 +204,54 @@ class OpenAgentSession:
             xml.add_global_property(f"openagent.{row.scope}.success", f"{row.perturbed.value:.4f}")
             if row.kind != "clean":
                 xml.add_global_property(f"openagent.{row.scope}.delta", f"{row.delta.points:.2f}")
+        if self.gate is None and self.problem is None:
+            return
+        passed = self.problem is None and self.gate is not None and self._gate_passes(self.gate)
+        text = self.problem if self.problem is not None else self.gate.message()  # type: ignore[union-attr]
+        location = ("openagent", None, "gate")
+        for when, outcome in (("call", "passed" if passed else "failed"), ("teardown", "passed")):
+            longrepr = None if outcome == "passed" else text
+            xml.pytest_runtest_logreport(TestReport(GATE_TEST, location, {}, outcome, longrepr, when))  # type: ignore[arg-type]
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.is_worker or self.report is None:
+        if self.is_worker or (self.report is None and self.problem is None):
             return
         tr = terminalreporter
-        n = len(self.report.records)
-        tr.write_sep("=", f"openagent: {n} episodes, agent={self.options.agent}, seed={self.options.seed}")
-        tr.write_line(self.report.table())
-        if self.options.report is not None:
-            tr.write_line(f"report written to {self.options.report}")
-        if self.options.gate or self.options.baseline is not None:
-            if self.failures:
-                tr.write_line("openagent gate failed:", red=True, bold=True)
-                for failure in self.failures:
-                    tr.write_line(f"  {failure}", red=True)
-            else:
-                what = " and ".join(
-                    filter(None, [self.options.gate_text, self.options.baseline is not None and "baseline"])
+        tr.write_sep("=", f"openagent: agent={self.options.agent}, seed={self.options.seed}")
+        if self.search is not None:
+            agents = sorted({r.agent for r in self.search.records})
+            for agent in agents:
+                records = [r for r in self.search.records if r.agent == agent]
+                who = f", agent {agent}" if len(agents) > 1 else ""
+                tr.write_line(
+                    f"search: {len(records)} cases the property tests explored{who} (not gated: Hypothesis chose them)"
                 )
-                tr.write_line(f"openagent gate passed: {what}", green=True)
+                tr.write_line(Report(records).table())
+        if self.report is not None and self.report is not self.search:
+            meta = self.report.meta
+            tr.write_line(
+                f"measurement: {meta['n']} cases per tier and their clean twins, seed {meta['seed']}, "
+                f"domain {meta['domain']} (what gates read); {meta['episodes_run']} episodes run, "
+                f"{meta['episodes_cached']} from the cache"
+            )
+            tr.write_line(self.report.table())
+            if self.options.report is not None:
+                tr.write_line(f"report written to {self.options.report}")
+        if self.problem is not None:
+            tr.write_line(f"openagent: no measurement: {self.problem}", red=True, bold=True)
+        if self.gate is not None:
+            passes = self._gate_passes(self.gate)
+            tr.write_line(self.gate.message().splitlines()[0], green=passes, red=not passes, bold=True)
+            for check in self.gate.checks:
+                tr.write_line(
+                    f"  {check.verdict:<12} {check}", green=check.verdict == "PASS", red=check.verdict != "PASS"
+                )
+            if self.gate.verdict == "INCONCLUSIVE":
+                policy = self.options.inconclusive
+                tr.write_line(
+                    f"  inconclusive counts as {policy} (--openagent-inconclusive); a larger --openagent-n narrows the "
+                    "intervals"
+                )
 
     def pytest_unconfigure(self) -> None:
         from pytest_openagent.decorator import SessionDatabase

@@ -71,6 +71,67 @@ class Delta:
         return f"{self.points:+.1f} [{low:+.1f}, {high:+.1f}]"
 
 
+@dataclass(frozen=True)
+class PairedDelta:
+    """Success of A minus success of B on the same cases, in points, with Newcombe's paired interval.
+
+    ``both`` cases succeed under A and B, ``only_a`` under A alone, ``only_b`` under B alone and
+    ``neither`` under neither. The interval is Newcombe's method 10 (1998): Wilson intervals of the two
+    rates combined with the correlation of the pairs, so it is narrower than the unpaired one when
+    outcomes agree case by case, which is what a clean twin or a baseline on the same cases gives.
+    """
+
+    both: int
+    only_a: int
+    only_b: int
+    neither: int
+
+    @property
+    def n(self) -> int:
+        return self.both + self.only_a + self.only_b + self.neither
+
+    @property
+    def a(self) -> Rate:
+        return Rate(self.both + self.only_a, self.n)
+
+    @property
+    def b(self) -> Rate:
+        return Rate(self.both + self.only_b, self.n)
+
+    @property
+    def points(self) -> float:
+        return 100 * (self.only_a - self.only_b) / self.n if self.n else float("nan")
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        if not self.n:
+            return (float("nan"), float("nan"))
+        (l1, u1), (l2, u2) = self.a.interval, self.b.interval
+        p1, p2 = self.a.value, self.b.value
+        margins = (self.both + self.only_a) * (self.only_b + self.neither) * (self.both + self.only_b)
+        margins *= self.only_a + self.neither
+        cross = self.both * self.neither - self.only_a * self.only_b
+        if cross > 0:  # Newcombe's continuity correction of the correlation
+            cross = max(cross - self.n / 2, 0.0)
+        phi = cross / math.sqrt(margins) if margins else 0.0
+        low = p1 - p2 - math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
+        high = p1 - p2 + math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
+        return (max(-100.0, 100 * low), min(100.0, 100 * high))
+
+    def __str__(self) -> str:
+        low, high = self.interval
+        return f"{self.points:+.1f} [{low:+.1f}, {high:+.1f}]"
+
+    @classmethod
+    def of(cls, pairs: Iterable[tuple[bool, bool]]) -> PairedDelta:
+        """From ``(a_succeeded, b_succeeded)`` per case."""
+        counts = [0, 0, 0, 0]
+        for a, b in pairs:
+            counts[(not a) * 2 + (not b)] += 1
+        both, only_a, only_b, neither = counts
+        return cls(both, only_a, only_b, neither)
+
+
 def success_rate(episodes: Iterable[Episode]) -> Rate:
     eps = list(episodes)
     return Rate(sum(e.success for e in eps), len(eps))

@@ -1,34 +1,47 @@
-"""Gates: criteria on a report (``perception.delta>=-10``) and comparison against a baseline report.
+"""Gates: criteria on a report (``perception.delta>=-10``) and a paired comparison against a baseline report.
 
 A criterion is ``SCOPE.METRIC OP NUMBER``. SCOPE is ``clean`` (the clean twins), ``all``, a tier
-or a perturbation name; METRIC is ``success``, ``clean``, ``refusal`` or ``tool_errors`` (fractions
-from 0 to 1), ``delta`` (percentage points) or ``episodes``; OP is one of ``>= <= > < ==``.
+or a perturbation name; METRIC is ``success``, ``clean``, ``refusal`` (unsolvable cases refused),
+``wrong_refusal`` (solvable cases refused) or ``tool_errors`` (fractions from 0 to 1), ``delta``
+(percentage points, perturbed minus clean on the same tasks) or ``episodes``; OP is one of
+``>= <= > <``.
+
+Every verdict comes from the 95% interval of the metric, not from its point value: a criterion
+PASSes when the whole interval clears the threshold, FAILs when the whole interval lies beyond it,
+and is INCONCLUSIVE otherwise (more cases narrow the interval). ``episodes`` is a count, so it is
+compared exactly.
 """
 
 from __future__ import annotations
 
-import operator
+import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from sandbox.domain import did_you_mean
 from sandbox.errors import UsageError
+from sandbox.metrics import PairedDelta
 from sandbox.perturbations.base import TIERS
 
 if TYPE_CHECKING:
-    from sandbox.evaluation.report import Report
+    from sandbox.evaluation.report import Record, Report
 
-OPS: dict[str, Callable[[float, float], bool]] = {
-    ">=": operator.ge, "<=": operator.le, "==": operator.eq, ">": operator.gt, "<": operator.lt,
-}  # fmt: skip
-METRICS = ("success", "clean", "delta", "refusal", "tool_errors", "episodes")
+Verdict = Literal["PASS", "FAIL", "INCONCLUSIVE"]
+OPS = (">=", "<=", ">", "<")
+METRICS = ("success", "clean", "delta", "refusal", "wrong_refusal", "tool_errors", "episodes")
 ALIASES = {"tool_error": "tool_errors", "tool_error_rate": "tool_errors", "refusal_rate": "refusal",
-           "clean_success": "clean", "success_rate": "success"}  # fmt: skip
+           "clean_success": "clean", "success_rate": "success", "over_refusal": "wrong_refusal",
+           "refused_solvable": "wrong_refusal"}  # fmt: skip
 FIXED_SCOPES = ("clean", "all", *TIERS)
 _CRITERION = re.compile(r"^(?P<scope>[\w-]+)\.(?P<metric>\w+)(?P<op>>=|<=|==|>|<)(?P<value>.+)$")
 EXAMPLE = "clean.success>=0.95 perception.delta>=-10 internalization.refusal>=0.9"
+DEFAULT_GATE = "clean.success>=0.8 all.delta>=-20 clean.wrong_refusal<=0.1 internalization.refusal>=0.8"
+"""What ``--gate default`` checks: clean skill, robustness, and both sides of refusing (so that an agent
+that refuses everything cannot pass)."""
+DEFAULT_MARGIN = 5.0
+"""Points of success a scope may lose against a baseline before the comparison fails."""
 
 
 class GateError(UsageError):
@@ -43,42 +56,87 @@ class Criterion:
     threshold: float
     text: str
 
-    def holds(self, value: float) -> bool:
-        return OPS[self.op](value, self.threshold)
+    def verdict(self, low: float, high: float) -> Verdict:
+        """From the interval ``[low, high]`` of the measured value."""
+        strict = self.op in (">", "<")
+        if self.op in (">=", ">"):
+            clears, beyond = _above(low, self.threshold, strict), not _above(high, self.threshold, strict)
+        else:
+            clears, beyond = _above(-high, -self.threshold, strict), not _above(-low, -self.threshold, strict)
+        return "PASS" if clears else "FAIL" if beyond else "INCONCLUSIVE"
+
+
+def _above(value: float, threshold: float, strict: bool) -> bool:
+    return value > threshold if strict else value >= threshold
+
+
+@dataclass(frozen=True)
+class Check:
+    """One criterion (or one baseline scope) as checked: its verdict and what was measured."""
+
+    text: str
+    verdict: Verdict
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.text}: {self.detail}"
 
 
 @dataclass
 class GateResult:
-    """What a gate checked: ``ok`` when no criterion failed; ``failures`` say what was measured."""
+    """What a gate checked. ``verdict`` is FAIL if any check failed, else INCONCLUSIVE if any was, else PASS."""
 
-    checked: list[str] = field(default_factory=list)
-    failures: list[str] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> Verdict:
+        verdicts = {c.verdict for c in self.checks}
+        return "FAIL" if "FAIL" in verdicts else "INCONCLUSIVE" if "INCONCLUSIVE" in verdicts else "PASS"
 
     @property
     def ok(self) -> bool:
-        return not self.failures
+        return self.verdict == "PASS"
 
     def __bool__(self) -> bool:
         return self.ok
 
+    @property
+    def checked(self) -> list[str]:
+        return [c.text for c in self.checks]
+
+    @property
+    def failures(self) -> list[str]:
+        return [str(c) for c in self.checks if c.verdict == "FAIL"]
+
+    @property
+    def inconclusive(self) -> list[str]:
+        return [str(c) for c in self.checks if c.verdict == "INCONCLUSIVE"]
+
+    def __add__(self, other: GateResult) -> GateResult:
+        return GateResult(self.checks + other.checks)
+
     def message(self) -> str:
-        if self.ok:
-            return f"openagent gate passed ({len(self.checked)} criteria)"
-        return "openagent gate failed:\n" + "\n".join(f"  {f}" for f in self.failures)
+        lines = [f"openagent gate {self.verdict} ({len(self.checks)} checks)"]
+        lines += [f"  {c.verdict:<12} {c}" for c in self.checks]
+        return "\n".join(lines)
 
 
 def parse_gate(gate: str | Iterable[str], known_scopes: Iterable[str] | None = None) -> list[Criterion]:
-    """Criteria from ``"a.success>=0.9, b.delta >= -10"`` or a list of such strings."""
+    """Criteria from ``"a.success>=0.9, b.delta >= -10"``, a list of such strings, or ``"default"``."""
     text = gate if isinstance(gate, str) else " ".join(gate)
+    if text.strip() == "default":
+        text = DEFAULT_GATE
     text = re.sub(r"\s*(>=|<=|==|>|<)\s*", r"\1", text)
     parts = [p for p in re.split(r"[\s,;]+", text) if p]
     if not parts:
-        raise GateError(f"the gate is empty; write criteria such as {EXAMPLE!r}")
+        raise GateError(f"the gate is empty; write criteria such as {EXAMPLE!r}, or 'default' ({DEFAULT_GATE!r})")
     criteria = []
     for part in parts:
         m = _CRITERION.match(part)
         if m is None:
             raise GateError(f"{part!r} is not a criterion; write SCOPE.METRIC OP NUMBER, e.g. {EXAMPLE!r}")
+        if m["op"] == "==":
+            raise GateError(f"{part!r}: an interval cannot show equality; use >= or <= (e.g. {EXAMPLE!r})")
         metric = ALIASES.get(m["metric"], m["metric"])
         if metric not in METRICS:
             raise GateError(f"{part!r}: {did_you_mean('metric', m['metric'], list(METRICS))}")
@@ -86,11 +144,24 @@ def parse_gate(gate: str | Iterable[str], known_scopes: Iterable[str] | None = N
             threshold = float(m["value"])
         except ValueError:
             raise GateError(f"{part!r}: {m['value']!r} is not a number") from None
+        if not math.isfinite(threshold):
+            raise GateError(f"{part!r}: the threshold must be a finite number, got {m['value']!r}")
         if known_scopes is not None and m["scope"] not in FIXED_SCOPES and m["scope"] not in set(known_scopes):
             known = [*FIXED_SCOPES, *known_scopes]
             raise GateError(f"{part!r}: {did_you_mean('scope', m['scope'], known)}")
         criteria.append(Criterion(m["scope"], metric, m["op"], threshold, part))
     return criteria
+
+
+def check_margin(margin: float | str) -> float:
+    """A non-inferiority margin in points: a finite number from 0 to 100."""
+    try:
+        value = float(margin)
+    except (TypeError, ValueError):
+        raise UsageError(f"the margin must be a number of points (e.g. 5), got {margin!r}") from None
+    if not math.isfinite(value) or not 0 <= value <= 100:
+        raise UsageError(f"the margin must be a number of points from 0 to 100 (e.g. 5), got {margin!r}")
+    return value
 
 
 def _fmt(metric: str, value: float) -> str:
@@ -105,33 +176,78 @@ def check(report: Report, criteria: Iterable[Criterion]) -> GateResult:
     result = GateResult()
     rows = {row.scope: row for row in report.rows()}
     for c in criteria:
-        result.checked.append(c.text)
         row = rows.get(c.scope)
         if row is None or (row.episodes == 0 and c.metric != "episodes"):
-            result.failures.append(f"{c.text}: no episodes measured for {c.scope!r}")
+            result.checks.append(Check(c.text, "FAIL", f"no episodes measured for {c.scope!r}"))
             continue
-        value = row.value(c.metric)
-        denominator = {"refusal": row.refusal.n, "tool_errors": row.tool_errors.n}.get(c.metric, row.episodes)
-        if value != value:  # nan: nothing to measure (no unsolvable case, no tool call)
-            result.failures.append(f"{c.text}: nothing to measure ({c.metric} needs cases it has none of)")
-        elif not c.holds(value):
-            result.failures.append(f"{c.text}: measured {_fmt(c.metric, value)} (n={denominator})")
+        value, low, high, n = row.estimate(c.metric)
+        if n == 0 or math.isnan(value):
+            result.checks.append(Check(c.text, "FAIL", f"nothing to measure ({c.metric} needs cases it has none of)"))
+            continue
+        interval = "" if c.metric == "episodes" else f" [{_fmt(c.metric, low)}, {_fmt(c.metric, high)}]"
+        verdict = c.verdict(low, high)
+        result.checks.append(Check(c.text, verdict, f"measured {_fmt(c.metric, value)}{interval} (n={n})"))
     return result
 
 
-def compare(report: Report, baseline: Report, max_regression: float) -> GateResult:
-    """Each scope of the baseline (clean, tiers, all) must lose at most ``max_regression`` points of success."""
+COVERAGE = ("domain", "split", "pool", "seed", "n", "tiers", "names", "max_stack", "sandbox_version")
+"""The report metadata that decides which cases were drawn, named when a report misses a baseline's cases."""
+
+
+def coverage_differences(report: Report, baseline: Report) -> list[str]:
+    """Why ``report`` lacks cases of the baseline, in words; empty when it holds them all (it may hold more)."""
+    cases = {r.case for r in report.records}
+    missing = [r for r in baseline.records if r.case not in cases]
+    if not missing:
+        return []
+    out = [f"{key}: {report.meta.get(key)!r} here, {baseline.meta.get(key)!r} in the baseline" for key in COVERAGE
+           if report.meta.get(key) != baseline.meta.get(key)]  # fmt: skip
+    tiers = sorted({r.tier or "clean" for r in missing})
+    names = sorted({n for r in missing for n in r.perturbations})
+    out.append(
+        f"{len(missing)} of the baseline's {len(baseline.records)} cases are not in this report "
+        f"(tiers: {', '.join(tiers)}; perturbations: {', '.join(names) or 'none'})"
+    )
+    return out
+
+
+def compare(report: Report, baseline: Report, margin: float = DEFAULT_MARGIN) -> GateResult:
+    """Non-inferiority on the baseline's own cases: for ``clean``, each tier and ``all``, the paired
+    difference in success (this report minus the baseline) must stay above ``-margin`` points.
+
+    The report must hold every case of the baseline (it may hold more): one that covers less (other
+    tiers, perturbations, domain, seed or n) fails, naming what differs.
+    """
+    margin = check_margin(margin)
     result = GateResult()
-    current = {row.scope: row for row in report.rows() if row.kind != "perturbation"}
-    for base in baseline.rows():
-        row = current.get(base.scope)
-        if base.kind == "perturbation" or row is None or base.perturbed.n == 0 or row.perturbed.n == 0:
+    differences = coverage_differences(report, baseline)
+    if differences:
+        result.checks.append(Check("baseline", "FAIL", "the reports cover different cases: " + "; ".join(differences)))
+        return result
+    mine = {r.case: r for r in report.records}
+    for row in baseline.rows():
+        if row.kind == "perturbation":
             continue
-        now, then = 100 * row.perturbed.value, 100 * base.perturbed.value
-        result.checked.append(base.scope)
-        if then - now > max_regression:
-            result.failures.append(
-                f"{base.scope}: success {now:.1f}% vs baseline {then:.1f}% "
-                f"({now - then:+.1f} points; at most -{max_regression:g} allowed)"
-            )
+        base = [r for r in baseline.records if _in_scope(r, row.scope)]
+        if row.kind == "clean":
+            twins = {r.task: r for r in base}
+            pairs = [(mine[r.case].clean_success, r.clean_success) for r in twins.values()]
+        else:
+            pairs = [(mine[r.case].success, r.success) for r in base]
+        diff = PairedDelta.of(pairs)
+        low, high = diff.interval
+        verdict: Verdict = "PASS" if low > -margin else "FAIL" if high < -margin else "INCONCLUSIVE"
+        detail = (
+            f"success {100 * diff.a.value:.1f}% vs baseline {100 * diff.b.value:.1f}% on the same {diff.n} cases: "
+            f"{diff} points (at most -{margin:g} allowed)"
+        )
+        result.checks.append(Check(f"baseline {row.scope}", verdict, detail))
     return result
+
+
+def _in_scope(record: Record, scope: str) -> bool:
+    if scope == "clean":
+        return True
+    if scope == "all":
+        return bool(record.perturbations)
+    return record.tier == scope

@@ -14,7 +14,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sandbox.metrics import Delta, Rate
+from sandbox.errors import UsageError
+from sandbox.files import write_atomically
+from sandbox.metrics import PairedDelta, Rate
 from sandbox.perturbations.base import TIERS
 
 if TYPE_CHECKING:
@@ -23,7 +25,8 @@ if TYPE_CHECKING:
     from sandbox.evaluation.gate import GateResult
 
 SCHEMA = "pytest-openagent/report"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: rows hold ``wrong_refusal``; a report may hold its ``search`` (the examples property tests explored)."""
 
 
 @dataclass(frozen=True)
@@ -89,20 +92,29 @@ class Row:
     perturbed: Rate
     tool_errors: Rate
     refusal: Rate
-
-    @property
-    def delta(self) -> Delta:
-        return Delta(self.perturbed, self.clean)
+    refused_solvable: Rate
+    delta: PairedDelta
+    """Perturbed minus clean success on the same tasks (each case against its clean twin)."""
 
     def value(self, metric: str) -> float:
-        """A gate metric: ``success``, ``clean``, ``refusal`` and ``tool_errors`` as fractions, ``delta`` in points."""
-        if metric == "delta":
-            return self.delta.points if self.kind != "clean" else 0.0
+        """A gate metric: rates as fractions, ``delta`` in points, ``episodes`` a count."""
+        return self.estimate(metric)[0]
+
+    def estimate(self, metric: str) -> tuple[float, float, float, int]:
+        """A gate metric's value, the low and high ends of its 95% interval, and the n it rests on."""
         if metric == "episodes":
-            return float(self.episodes)
-        rates = {"success": self.perturbed, "clean": self.clean, "refusal": self.refusal}
-        rates["tool_errors"] = self.tool_errors
-        return rates[metric].value
+            return (float(self.episodes), float(self.episodes), float(self.episodes), self.episodes)
+        if metric == "delta":
+            if self.kind == "clean":
+                return (0.0, 0.0, 0.0, self.episodes)
+            low, high = self.delta.interval
+            return (self.delta.points, low, high, self.delta.n)
+        rate = {
+            "success": self.perturbed, "clean": self.clean, "refusal": self.refusal,
+            "tool_errors": self.tool_errors, "wrong_refusal": self.refused_solvable,
+        }[metric]  # fmt: skip
+        low, high = rate.interval
+        return (rate.value, low, high, rate.n)
 
     def to_dict(self) -> dict[str, Any]:
         def rate(r: Rate) -> dict[str, Any]:
@@ -115,6 +127,7 @@ class Row:
             "clean": rate(self.clean), "success": rate(self.perturbed),
             "delta": {"points": _num(self.delta.points), "low": _num(low), "high": _num(high)},
             "tool_errors": rate(self.tool_errors), "refusal": rate(self.refusal),
+            "wrong_refusal": rate(self.refused_solvable),
         }  # fmt: skip
 
 
@@ -132,27 +145,39 @@ def _row(scope: str, kind: str, records: list[Record]) -> Row:
         twins = list({r.task: r for r in records}.values())
         success = Rate(sum(r.clean_success for r in twins), len(twins))
         unsolvable = [r for r in twins if not r.clean_solvable]
+        solvable = [r for r in twins if r.clean_solvable]
         return Row(
             scope, kind, len(twins), success, success,
             Rate(sum(r.clean_tool_errors for r in twins), sum(r.clean_calls for r in twins)),
             Rate(sum(r.clean_outcome == "refused" for r in unsolvable), len(unsolvable)),
+            Rate(sum(r.clean_outcome == "wrong_refusal" for r in solvable), len(solvable)),
+            PairedDelta.of((r.clean_success, r.clean_success) for r in twins),
         )  # fmt: skip
     unsolvable = [r for r in records if not r.solvable]
+    solvable = [r for r in records if r.solvable]
     return Row(
         scope, kind, len(records),
         Rate(sum(r.clean_success for r in records), len(records)),
         Rate(sum(r.success for r in records), len(records)),
         Rate(sum(r.tool_errors for r in records), sum(r.calls for r in records)),
         Rate(sum(r.outcome == "refused" for r in unsolvable), len(unsolvable)),
+        Rate(sum(r.outcome == "wrong_refusal" for r in solvable), len(solvable)),
+        PairedDelta.of((r.success, r.clean_success) for r in records),
     )  # fmt: skip
 
 
 @dataclass
 class Report:
-    """Figures over a set of records. Built by the pytest session, by ``evaluate`` or from JSON."""
+    """Figures over a set of records. Built by the pytest session, by ``evaluate`` or from JSON.
+
+    A pytest session's report is its fixed measurement (what gates read), and it keeps the examples
+    the property tests explored apart in ``search``: those depend on what Hypothesis tried (it stops
+    at a failure, shrinks toward failures and replays them first), so they are shown, never gated.
+    """
 
     records: list[Record]
     meta: dict[str, Any] = field(default_factory=dict)
+    search: Report | None = None
 
     def __post_init__(self) -> None:
         unique = {r.identity: r for r in self.records}
@@ -188,55 +213,72 @@ class Report:
         def pct(rate: Rate) -> str:
             return "-" if rate.n == 0 else f"{rate.value:.1%}"
 
+        def counted(rate: Rate) -> str:
+            return "-" if rate.n == 0 else f"{rate.value:.1%} ({rate.k}/{rate.n})"
+
         body = []
         for row in self.rows():
             indent = "  " if row.kind == "perturbation" else ""
             delta = "" if row.kind == "clean" else str(row.delta)
-            clean = pct(row.clean)
             success = "" if row.kind == "clean" else pct(row.perturbed)
-            refusal = "-" if row.refusal.n == 0 else f"{row.refusal.value:.1%} ({row.refusal.k}/{row.refusal.n})"
-            body.append([indent + row.scope, row.episodes, clean, success, delta, pct(row.tool_errors), refusal])
+            body.append(
+                [indent + row.scope, row.episodes, pct(row.clean), success, delta, pct(row.tool_errors),
+                 counted(row.refusal), counted(row.refused_solvable)]
+            )  # fmt: skip
         headers = ["scope", "episodes", "clean", "perturbed", "Δ points [95% CI]", "tool errors", "refusal"]
+        headers.append("refused solvable")
         try:
             return tabulate(body, headers=headers, disable_numparse=True, preserve_whitespace=True)
         except TypeError:  # tabulate < 0.10 strips the indent of perturbation rows
             return tabulate(body, headers=headers, disable_numparse=True)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "schema": SCHEMA,
             "schema_version": SCHEMA_VERSION,
             "meta": self.meta,
             "rows": [r.to_dict() for r in self.rows()],
             "records": [r.to_dict() for r in self.records],
         }
+        if self.search is not None:
+            data["search"] = {k: v for k, v in self.search.to_dict().items() if k in ("meta", "rows", "records")}
+        return data
 
     def to_json(self, path: str | Path | None = None) -> str:
+        """The report as JSON; with ``path``, also written there atomically (a reader never sees half a file)."""
         text = json.dumps(self.to_dict(), indent=1, sort_keys=True)
         if path is not None:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).write_text(text + "\n")
+            write_atomically(Path(path), text + "\n")
         return text
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Report:
-        if data.get("schema") != SCHEMA or not isinstance(data.get("schema_version"), int):
-            raise ValueError(f"not a pytest-openagent report (expected schema {SCHEMA!r}, got {data.get('schema')!r})")
+    def from_dict(cls, data: Any) -> Report:
+        got = data.get("schema") if isinstance(data, dict) else type(data).__name__
+        if got != SCHEMA or not isinstance(data.get("schema_version"), int):
+            raise UsageError(f"not a pytest-openagent report (expected schema {SCHEMA!r}, got {got!r})")
         if data["schema_version"] > SCHEMA_VERSION:
-            raise ValueError(
+            raise UsageError(
                 f"report schema version {data['schema_version']} is newer than this pytest-openagent "
                 f"reads ({SCHEMA_VERSION}); upgrade pytest-openagent"
             )
-        return cls([Record.from_dict(r) for r in data.get("records", [])], dict(data.get("meta", {})))
+        try:
+            search = data.get("search")
+            return cls(
+                [Record.from_dict(r) for r in data.get("records", [])],
+                dict(data.get("meta", {})),
+                None if search is None else cls([Record.from_dict(r) for r in search["records"]], search["meta"]),
+            )
+        except (TypeError, KeyError, AttributeError) as exc:
+            raise UsageError(f"the report's records are malformed ({type(exc).__name__}: {exc})") from None
 
     @classmethod
     def load(cls, path: str | Path) -> Report:
         try:
-            data = json.loads(Path(path).read_text())
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
         except OSError as exc:
-            raise ValueError(f"cannot read report {str(path)!r}: {exc.strerror}") from None
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"report {str(path)!r} is not JSON: {exc}") from None
+            raise UsageError(f"cannot read report {str(path)!r}: {exc.strerror}") from None
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise UsageError(f"report {str(path)!r} is not JSON: {exc}") from None
         return cls.from_dict(data)
 
     def check(self, gate: str | Iterable[str]) -> GateResult:
@@ -245,11 +287,11 @@ class Report:
 
         return check(self, parse_gate(gate))
 
-    def compare(self, baseline: Report, max_regression: float = 5.0) -> GateResult:
-        """Fail where a tier's (or the clean) success is over ``max_regression`` points below the baseline's."""
+    def compare(self, baseline: Report, margin: float = 5.0) -> GateResult:
+        """Non-inferiority against ``baseline`` on the same cases, with a margin in points (see ``gate.compare``)."""
         from sandbox.evaluation.gate import compare
 
-        return compare(self, baseline, max_regression)
+        return compare(self, baseline, margin)
 
     def __str__(self) -> str:
         return self.table()

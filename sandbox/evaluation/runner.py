@@ -2,14 +2,51 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from sandbox.agent import fingerprint
 from sandbox.case import Case
 from sandbox.episode import Episode
+from sandbox.errors import OpenAgentError
 from sandbox.evaluation.cache import EpisodeCache
 from sandbox.evaluation.report import Record
+
+MIN_EPISODES = 8
+"""Episodes seen before :class:`Health` may call the agent broken."""
+
+
+class AgentFailure(OpenAgentError):
+    """Most episodes ended as ``agent_error`` of one cause (a dead server, a bad key): not a measurement."""
+
+
+class Health:
+    """Counts episodes and the causes of their ``agent_error`` endings, to tell a broken agent from a weak one."""
+
+    def __init__(self) -> None:
+        self.episodes = 0
+        self.causes: Counter[str] = Counter()
+
+    def add(self, episodes: Iterable[Episode]) -> None:
+        for episode in episodes:
+            self.episodes += 1
+            if episode.outcome == "agent_error":
+                errors = [s.error for s in episode.steps if s.error]
+                self.causes[(errors[-1] if errors else "no reply")[:300]] += 1
+
+    def failure(self) -> str | None:
+        """Why the agent looks broken (most episodes ended as ``agent_error`` of one cause), else ``None``."""
+        if self.episodes < MIN_EPISODES or not self.causes:
+            return None
+        cause, count = self.causes.most_common(1)[0]
+        if 2 * count <= self.episodes:
+            return None
+        failed = sum(self.causes.values())
+        return (
+            f"the agent failed on {failed} of {self.episodes} episodes ({count} with the same cause): {cause}; "
+            "fix the agent (or its server, URL or key) and run again"
+        )
 
 
 class Runner:
@@ -20,13 +57,16 @@ class Runner:
         self.record = record
         self.test = ""
         self.episodes_this_test: list[Record] = []
+        self.health = Health()
 
     def run(self, agent: Any, case: Case, max_steps: int | None = None) -> tuple[Episode, Episode]:
         """One case: its episode and its clean twin's, run in one batch."""
         if case.perturbations:
             episode, clean = self.cache.run(agent, [case, case.clean()], max_steps)
+            self.health.add([episode, clean])
         else:
             episode = clean = self.cache.run(agent, [case], max_steps)[0]
+            self.health.add([episode])
         self._keep(Record.of(self.test, fingerprint(agent), case, episode, clean))
         return episode, clean
 
@@ -34,6 +74,7 @@ class Runner:
         """Many cases and their clean twins in one batch (a model agent generates for all at once)."""
         twins = [c.clean() for c in cases]
         episodes = self.cache.run(agent, [*cases, *twins], max_steps)
+        self.health.add(episodes)
         fp = fingerprint(agent)
         records = [
             Record.of(self.test, fp, case, episode, clean)

@@ -46,7 +46,13 @@ def test_options_come_from_ini_and_from_tool_openagent(project):
         (["--openagent-gate", "perception.delta>=x"], "*--openagent-gate: 'perception.delta>=x': 'x' is not a number*"),
         (["--openagent-gate", "perception.sucess>=1"], "*Unknown metric 'sucess'. Did you mean 'success'?*"),
         (["--openagent-gate", "percepton.success>=1"], "*Unknown scope 'percepton'. Did you mean 'perception'?*"),
-        (["--openagent-max-regression", "lots"], "*--openagent-max-regression: 'lots' is not a number of points*"),
+        (["--openagent-max-regression", "lots"], "*--openagent-max-regression: the margin must be a number of points*"),
+        (["--openagent-max-regression", "nan"], "*--openagent-max-regression: the margin must be a number of points*"),
+        (["--openagent-max-regression", "-1"], "*from 0 to 100*"),
+        (["--openagent-gate", "clean.success==1"], "*an interval cannot show equality*"),
+        (["--openagent-n", "0"], "*--openagent-n: '0': give at least 1 case per tier*"),
+        (["--openagent-names", "toy_shuot"], "*--openagent-names: Unknown perturbation 'toy_shuot'*"),
+        (["--openagent-inconclusive", "maybe"], "*Unknown policy 'maybe'*"),
         (["--openagent-baseline", "missing.json"], "*--openagent-baseline: cannot read report*missing.json*"),
     ],
 )
@@ -80,66 +86,166 @@ def test_p_no_openagent_disables_everything(project):
     assert project.runpytest("-p", "no:openagent", "--openagent-seed", "1").ret == pytest.ExitCode.USAGE_ERROR
 
 
-def test_the_table_and_the_json_report(project):
+MEASURE = ["--openagent-names", "toy_shout,toy_pad", "--openagent-n", "30"]
+"""The fixed measurement over the toy perturbations, 30 cases per tier."""
+
+
+def test_the_search_and_the_measurement_are_shown_apart_and_the_json_holds_both(project):
     project.makepyfile(test_rec=RECORDING_TEST)
-    result = project.runpytest("--openagent-agent", "conftest:Fragile", "--openagent-report", "out/report.json")
+    result = project.runpytest(
+        "--openagent-agent", "conftest:Fragile", "--openagent-report", "out/report.json", *MEASURE
+    )
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(
         [
-            "*= openagent: * episodes, agent=conftest:Fragile, seed=0 =*",
-            "scope * episodes * clean * perturbed * Δ points [[]95% CI[]] * tool errors * refusal",
+            "*= openagent: agent=conftest:Fragile, seed=0 =*",
+            "search: * cases the property tests explored (not gated: Hypothesis chose them)",
+            "scope * episodes * clean * perturbed * Δ points [[]95% CI[]] * tool errors * refusal * refused solvable",
+            "measurement: 30 cases per tier and their clean twins, seed 0, domain poi (what gates read); *",
             "clean *",
-            "perception *",
+            "perception * 30 *",
             "  toy_shout *",
-            "interaction * 100.0% * 100.0% * +0.0 *",
+            "interaction * 30 * 100.0% * 100.0% * +0.0 *",
             "  toy_pad *",
-            "all *",
+            "all * 60 *",
         ]
     )
     data = json.loads((project.path / "out" / "report.json").read_text())
-    assert data["schema"] == "pytest-openagent/report" and data["schema_version"] == 1
+    assert data["schema"] == "pytest-openagent/report" and data["schema_version"] == 2
     assert data["meta"]["agent"] == "conftest:Fragile" and data["meta"]["seed"] == 0
+    assert data["meta"]["kind"] == "measurement" and data["meta"]["n"] == 30
+    assert {r["test"] for r in data["records"]} == {"evaluate"}
+    assert {r["test"] for r in data["search"]["records"]} == {f"test_rec.py::{name}" for name in
+                                                               ("test_record_only", "test_record_perception",
+                                                                "test_record_interaction")}  # fmt: skip
     scopes = [row["scope"] for row in data["rows"]]
     assert scopes == ["clean", "perception", "toy_shout", "interaction", "toy_pad", "all"]
     perception = data["rows"][1]
     assert perception["clean"]["value"] == 1.0 and perception["success"]["value"] < 1.0
     assert perception["delta"]["points"] < 0 and perception["delta"]["low"] < perception["delta"]["points"]
+    assert data["rows"][0]["wrong_refusal"]["n"] > 0
+
+
+FAILING_TEST = """
+import pytest_openagent as openagent
+
+@openagent.perturb(names="toy_shout", max_examples=40)
+def test_survives_shouting(agent, case):
+    episode = case.run(agent)
+    assert episode.success, episode.explain()
+"""
+
+
+def test_a_failing_test_file_run_twice_gives_the_same_gate_figures_and_n(project):
+    project.makepyfile(test_fail=FAILING_TEST)
+    args = ["--openagent-agent", "conftest:Fragile", *MEASURE, "--openagent-gate", "perception.delta>=-10"]
+    runs = []
+    for name in ("one", "two"):
+        result = project.runpytest(*args, "--openagent-report", f"{name}.json")
+        result.assert_outcomes(failed=1)
+        runs.append(json.loads((project.path / f"{name}.json").read_text()))
+    one, two = runs
+    assert one["rows"] == two["rows"] and one["meta"]["n"] == two["meta"]["n"] == 30
+    assert one["records"] == two["records"]
+    # The search did differ: the second run replayed the saved failure first and stopped early.
+    assert len(two["search"]["records"]) <= len(one["search"]["records"])
 
 
 def test_a_gate_that_should_fail_fails_and_says_what_was_measured(project):
     project.makepyfile(test_rec=RECORDING_TEST)
-    gate = "clean.success>=0.95 perception.delta>=-10 interaction.success>=0.9"
-    result = project.runpytest("--openagent-agent", "conftest:Fragile", "--openagent-gate", gate)
+    gate = "clean.success>=0.8 perception.delta>=-10 interaction.success>=0.8"
+    result = project.runpytest("--openagent-agent", "conftest:Fragile", "--openagent-gate", gate, *MEASURE)
     result.assert_outcomes(passed=3)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["openagent gate failed:", "  perception.delta>=-10: measured -* points (n=*)"])
-    assert "clean.success" not in result.stdout.str().split("openagent gate failed:")[1]
+    result.stdout.fnmatch_lines(
+        [
+            "openagent gate FAIL (3 checks)",
+            "  PASS * clean.success>=0.8: measured 1.000 [[]0.9*, 1.000[]] (n=*)",
+            "  FAIL * perception.delta>=-10: measured -* points [[]-*, -*[]] (n=30)",
+            "  PASS * interaction.success>=0.8: measured 1.000 *",
+        ]
+    )
 
 
 def test_a_gate_that_should_pass_passes(project):
     project.makepyfile(test_rec=RECORDING_TEST)
-    project.makepyprojecttoml('[tool.openagent]\ngate = ["clean.success>=0.95", "perception.delta>=-10"]\n')
+    gate = '["clean.success>=0.8", "perception.delta>=-20"]'
+    project.makepyprojecttoml(f'[tool.openagent]\ngate = {gate}\nnames = "toy_shout,toy_pad"\nn = 30\n')
     result = project.runpytest("--openagent-agent", "oracle")
     assert result.ret == pytest.ExitCode.OK
-    result.stdout.fnmatch_lines(["openagent gate passed: clean.success>=0.95 perception.delta>=-10"])
+    result.stdout.fnmatch_lines(["openagent gate PASS (2 checks)", "  PASS * clean.success>=0.8: *"])
 
 
-def test_a_baseline_regression_is_caught(project):
+def test_an_inconclusive_gate_fails_unless_the_policy_says_pass(project):
     project.makepyfile(test_rec=RECORDING_TEST)
-    assert project.runpytest("--openagent-report", "base.json").ret == pytest.ExitCode.OK
-    same = project.runpytest("--openagent-baseline", "base.json", "--openagent-max-regression", "5")
+    args = ["--openagent-gate", "clean.success>=0.99", "--openagent-names", "toy_shout", "--openagent-n", "5"]
+    result = project.runpytest(*args)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["openagent gate INCONCLUSIVE (1 checks)", "  INCONCLUSIVE clean.success>=0.99: *",
+                                 "  inconclusive counts as fail (--openagent-inconclusive)*"])  # fmt: skip
+    assert project.runpytest(*args, "--openagent-inconclusive", "pass").ret == pytest.ExitCode.OK
+
+
+def test_a_baseline_regression_is_caught_on_the_same_cases(project):
+    project.makepyfile(test_rec=RECORDING_TEST)
+    assert project.runpytest("--openagent-report", "base.json", *MEASURE).ret == pytest.ExitCode.OK
+    # 30 cases per tier cannot show a loss under 5 points is ruled out; 15 they can.
+    same = project.runpytest("--openagent-baseline", "base.json", "--openagent-max-regression", "15", *MEASURE)
     assert same.ret == pytest.ExitCode.OK
-    worse = project.runpytest("--openagent-agent", "conftest:Fragile", "--openagent-baseline", "base.json")
+    same.stdout.fnmatch_lines(["  PASS * baseline perception: success 100.0% vs baseline 100.0% on the same 30 cases*"])
+    worse = project.runpytest("--openagent-agent", "conftest:Fragile", "--openagent-baseline", "base.json", *MEASURE)
     assert worse.ret == pytest.ExitCode.TESTS_FAILED
-    worse.stdout.fnmatch_lines(["  perception: success *% vs baseline 100.0% (-*.* points; at most -5 allowed)"])
+    worse.stdout.fnmatch_lines(
+        ["  FAIL * baseline perception: success *% vs baseline 100.0% on the same 30 cases: -* (at most -5 allowed)"]
+    )
+    undecided = project.runpytest("--openagent-baseline", "base.json", *MEASURE)
+    undecided.stdout.fnmatch_lines(["  INCONCLUSIVE baseline perception: * +0.0 [[]-11.*, +11.*[]] points *"])
 
 
-def test_junit_gets_properties(project):
+def test_a_baseline_that_covers_more_fails_naming_what_differs(project):
     project.makepyfile(test_rec=RECORDING_TEST)
-    project.runpytest("--junitxml", "junit.xml").assert_outcomes(passed=3)
+    assert project.runpytest("--openagent-report", "base.json", *MEASURE).ret == pytest.ExitCode.OK
+    narrower = project.runpytest(
+        "--openagent-baseline", "base.json", "--openagent-names", "toy_shout", "--openagent-n", "10",
+        "--openagent-seed", "3",
+    )  # fmt: skip
+    assert narrower.ret == pytest.ExitCode.TESTS_FAILED
+    out = narrower.stdout.str()
+    assert "the reports cover different cases" in out
+    assert "seed: 3 here, 0 in the baseline" in out and "n: 10 here, 30 in the baseline" in out
+    assert "names: ['toy_shout'] here, ['toy_shout', 'toy_pad'] in the baseline" in out
+    assert "tiers: interaction, perception" in out
+
+
+def test_junit_gets_properties_and_the_gate_as_a_test_case(project):
+    project.makepyfile(test_rec=RECORDING_TEST)
+    gate = ["--openagent-gate", "perception.delta>=-20", *MEASURE]
+    project.runpytest("--junitxml", "junit.xml", *gate).assert_outcomes(passed=3)
     xml = (project.path / "junit.xml").read_text()
     assert 'name="openagent.perception.success" value="1.0000"' in xml
     assert 'name="openagent_episodes"' in xml
+    assert 'classname="openagent" name="gate"' in xml and "<failure" not in xml
+    project.runpytest("--junitxml", "junit.xml", "--openagent-agent", "conftest:Fragile", *gate)
+    xml = (project.path / "junit.xml").read_text()
+    assert 'classname="openagent" name="gate"' in xml and "perception.delta&gt;=-20" in xml and "<failure" in xml
+
+
+DEAD_AGENT = """
+class Dead:
+    def fingerprint(self):
+        return "dead-v1"
+
+    def act(self, turns):
+        raise ConnectionRefusedError("[Errno 111] Connection refused")
+"""
+
+
+def test_a_dead_agent_stops_the_session_naming_the_cause(project):
+    project.makepyfile(deadagent=DEAD_AGENT, test_rec=RECORDING_TEST)
+    result = project.runpytest("--openagent-agent", "deadagent:Dead", *MEASURE, "-p", "no:randomly")
+    assert result.ret != pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*openagent: the agent failed on * episodes*ConnectionRefusedError: [[]Errno 111[]]*"])
+    assert "cases per tier and their clean twins" not in result.stdout.str()
 
 
 def test_the_report_holds_the_same_figures_serially_and_with_two_workers(project):
