@@ -103,11 +103,15 @@ class Agent(Protocol):
 
 
 def fingerprint(agent: Any) -> str:
-    """The agent's cache key: its ``fingerprint()`` if it has one, else its class name."""
-    fp = getattr(agent, "fingerprint", None)
-    if callable(fp):
-        return str(fp())
-    return f"{type(agent).__module__}.{type(agent).__qualname__}"
+    """The agent's cache key: its ``fingerprint()`` if it has one, else what decides its behaviour.
+
+    That is its source and configuration for an object, its code for a plain function (wrapped by
+    :func:`as_agent` first, so two functions never share a key); see :mod:`sandbox.fingerprint`,
+    and its ``openagent_version`` attribute for controlling invalidation by hand.
+    """
+    from sandbox.fingerprint import agent_key
+
+    return agent_key(as_agent(agent))
 
 
 def close(agent: Any, episode_ids: Sequence[str]) -> None:
@@ -125,17 +129,29 @@ def brief(agent: Any, episode_id: str, task: Task) -> None:
 
 
 class FunctionAgent:
-    """Adapts a plain ``fn(messages, tools) -> str | Reply`` to the batch protocol."""
+    """Adapts a plain ``fn(messages, tools) -> str | Reply`` to the batch protocol.
 
-    def __init__(self, fn: Callable[[list[Message], list[ToolSpec]], Reply | str], name: str | None = None):
+    Its fingerprint is the function's code (:func:`sandbox.fingerprint.function_key`);
+    ``module_source=True`` (what ``module:function`` specs use) adds the bytes of its module's file.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[[list[Message], list[ToolSpec]], Reply | str],
+        name: str | None = None,
+        module_source: bool = False,
+    ):
         self.fn = fn
         self.name = name or getattr(fn, "__qualname__", "function")
+        self.module_source = module_source
 
     def act(self, turns: Sequence[Turn]) -> list[Reply | str]:
         return [self.fn(turn.messages, turn.tools) for turn in turns]
 
     def fingerprint(self) -> str:
-        return f"function:{getattr(self.fn, '__module__', '?')}.{self.name}"
+        from sandbox.fingerprint import function_key
+
+        return function_key(self.fn, self.name, self.module_source)
 
 
 def as_agent(obj: Any) -> Agent:

@@ -9,8 +9,6 @@ sandbox's parser.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -145,10 +143,20 @@ class HFAgent:
         return sum(state.nbytes() for state in self._states.values())
 
     def fingerprint(self) -> str:
+        """``hf:PATH|WEIGHTS|dtype|sampling``: WEIGHTS digests the bytes of the checkpoint's weight,
+        config, tokenizer and adapter files (``sandbox.fingerprint.checkpoint_digest``, memoised per
+        file version). Read when first asked, before the first episode, and kept: the key stays that
+        of the weights this agent loaded even if the directory is rewritten while it runs."""
+        from sandbox.fingerprint import checkpoint_digest
+
         s = self.sampling
+        weights = vars(self).get("_checkpoint_digest")
+        if weights is None:
+            weights = checkpoint_digest(self.directory) if self.directory else "in-memory"
+            self._checkpoint_digest = weights
         parts = [
             self.name,
-            _weights_signature(self.directory) if self.directory else "in-memory",
+            weights,
             str(self.generator.dtype).removeprefix("torch."),
             f"max_new={s.max_new_tokens}",
         ]
@@ -163,15 +171,6 @@ def load_agent(path: str | Path = "default", **kwargs: Any) -> HFAgent:
     """The agent for ``hf:PATH`` (``path`` without the ``hf:``; ``default`` is the default base).
     Raises a ``ValueError`` (``CheckpointError``, ``BaseModelUnavailable``) that says what to fix."""
     return HFAgent(path, **kwargs)
-
-
-def _weights_signature(directory: Path) -> str:
-    """Changes when the checkpoint's config or weights change (by size and time, not content: fast)."""
-    digest = hashlib.sha1((directory / "config.json").read_bytes())
-    for weights in sorted(directory.glob("*.safetensors")):
-        stat = weights.stat()
-        digest.update(json.dumps([weights.name, stat.st_size, stat.st_mtime_ns]).encode())
-    return digest.hexdigest()[:12]
 
 
 def _eos_ids(model: Any, tokenizer: Any) -> list[int]:

@@ -88,6 +88,11 @@ def _hf(path: str) -> Agent:
 
 
 def _callable(spec: str) -> Agent:
+    """``module:callable``: a class (instantiated with no arguments), an object with ``act`` or a function.
+
+    Its cache key (``sandbox.fingerprint``) covers the source of the module it comes from and, for an
+    object, its public attributes, so editing the module reruns its episodes.
+    """
     module_name, _, attr = spec.partition(":")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
@@ -105,7 +110,8 @@ def _callable(spec: str) -> Agent:
     if callable(getattr(obj, "act", None)):
         return obj
     if callable(obj):
-        return FunctionAgent(obj, name=attr)
+        # Keyed by its module's source too: helpers and prompts in that module decide its replies.
+        return FunctionAgent(obj, name=attr, module_source=True)
     raise AgentSpecError(
         f"agent {spec!r} is a {type(obj).__name__}; expected an object with act(turns), a class making one, "
         f"or a function fn(messages, tools) -> str"
