@@ -44,3 +44,36 @@ def test_pass_hat_k():
     assert pass_hat_k(mixed, 2) == pytest.approx((1 + 1 / 6) / 2)
     with pytest.raises(ValueError, match="needs 5 trials"):
         pass_hat_k(good, 5)
+
+
+def _newcombe_10(r, s, t, u):
+    """Newcombe's method 10 as biostatUZH's confIntPairedProportion writes it (R), transcribed term by term."""
+    n = r + s + t + u
+    p1, p2 = (r + s) / n, (r + t) / n
+    (l1, u1), (l2, u2) = wilson(r + s, n), wilson(r + t, n)
+    a = (r + s) * (t + u) * (r + t) * (s + u)
+    b = r * u - s * t
+    c = b - n / 2 if b > n / 2 else b if b < 0 else 0
+    phi = c / math.sqrt(a) if a else 0
+    low = p1 - p2 - math.sqrt((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2)
+    high = p1 - p2 + math.sqrt((p2 - l2) ** 2 - 2 * phi * (p2 - l2) * (u1 - p1) + (u1 - p1) ** 2)
+    return 100 * low, 100 * high
+
+
+@pytest.mark.parametrize("table", [(12, 2, 1, 14), (20, 12, 2, 16), (5, 0, 10, 5), (1, 9, 8, 2), (3, 1, 1, 3)])
+def test_the_paired_delta_is_newcombes_method_10(table):
+    from sandbox.metrics import PairedDelta
+
+    d = PairedDelta(*table)
+    assert d.points == pytest.approx(100 * (table[1] - table[2]) / sum(table))
+    assert d.interval == pytest.approx(_newcombe_10(*table))
+
+
+def test_pairing_narrows_the_interval_and_nothing_measured_is_nan():
+    from sandbox.metrics import PairedDelta
+
+    paired = PairedDelta.of([(True, True)] * 30 + [(False, True)] * 10 + [(False, False)] * 10)
+    unpaired = Delta(Rate(30, 50), Rate(40, 50))
+    assert paired.points == pytest.approx(unpaired.points) == pytest.approx(-20.0)
+    assert paired.interval[1] - paired.interval[0] < unpaired.interval[1] - unpaired.interval[0]
+    assert all(math.isnan(x) for x in PairedDelta(0, 0, 0, 0).interval)
