@@ -12,11 +12,12 @@ from pytest_openagent import strategies
 from pytest_openagent.decorator import perturb
 from pytest_openagent.runner import Case
 from sandbox.agents.openai import OpenAIAgent
-from sandbox.evaluation import GateError, GateResult, Record, Report, evaluate, load_agent
+from sandbox.evaluation import AgentFailure, GateError, GateResult, Record, Report, evaluate, load_agent
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AgentFailure",
     "Case",
     "GateError",
     "GateResult",

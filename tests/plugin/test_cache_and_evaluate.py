@@ -127,3 +127,21 @@ def test_importing_the_plugin_loads_no_torch():
     code = "import sys, pytest_openagent, pytest_openagent.plugin, pytest_openagent.cli; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+class Dead:
+    """An agent whose server is down: every request fails the same way."""
+
+    def fingerprint(self):
+        return "dead-v1"
+
+    def act(self, turns):
+        raise ConnectionRefusedError("[Errno 111] Connection refused")
+
+
+def test_a_dead_agent_is_an_error_naming_the_cause_not_a_table_of_zeros(capsys):
+    with pytest.raises(openagent.AgentFailure, match=r"failed on 16 of 16 episodes .*ConnectionRefusedError"):
+        openagent.evaluate(Dead(), tiers=1, n=8, cache_dir=None)
+    assert main(["eval", "--agent", f"{__name__}:Dead", "--tiers", "1", "--n", "8", "--no-cache"]) == 4
+    captured = capsys.readouterr()
+    assert "no measurement: the agent failed on 16 of 16 episodes" in captured.err and "Δ points" not in captured.out
