@@ -32,6 +32,7 @@ from sandbox.evaluation.report import Record, Report
 from sandbox.evaluation.runner import Runner
 
 WORKER_KEY = "openagent_records"
+CACHE_KEY = "openagent_cache"
 SEED_KEY = "openagent_seed"
 DEFAULT_N = 50
 GATE_TEST = "openagent::gate"
@@ -43,6 +44,8 @@ class OpenAgentSession:
         self.config = config
         self.options = options
         self.records: list[Record] = []
+        self.episodes = {"run": 0, "cached": 0}
+        """Search episodes run and served from the cache, over this process and its xdist workers."""
         self._agent: Any = None
         self._agent_fingerprint: str | None = None
         self.search: Report | None = None
@@ -125,14 +128,19 @@ class OpenAgentSession:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        rows = getattr(node, "workeroutput", {}).get(WORKER_KEY, [])
-        self.records.extend(Record.from_dict(r) for r in rows)
+        output = getattr(node, "workeroutput", {})
+        self.records.extend(Record.from_dict(r) for r in output.get(WORKER_KEY, []))
+        for key, count in output.get(CACHE_KEY, {}).items():
+            self.episodes[key] += count
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.cache.flush()
+        self.episodes["run"] += self.cache.misses
+        self.episodes["cached"] += self.cache.hits
         if self.is_worker:
             self.config.workeroutput[WORKER_KEY] = [r.to_dict() for r in self.records]  # type: ignore[attr-defined]
+            self.config.workeroutput[CACHE_KEY] = self.episodes  # type: ignore[attr-defined]
             return
         from sandbox.case import SANDBOX_VERSION
 
@@ -141,7 +149,8 @@ class OpenAgentSession:
             "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
         }  # fmt: skip
         if self.records:
-            self.search = Report(self.records, {**meta, "kind": "search"})
+            counts = {"episodes_run": self.episodes["run"], "episodes_cached": self.episodes["cached"]}
+            self.search = Report(self.records, {**meta, **counts, "kind": "search"})
         if self.options.measures and self.problem is None:
             self.report = self._measure(meta)
         elif self.search is not None:
@@ -219,6 +228,8 @@ class OpenAgentSession:
         tr = terminalreporter
         tr.write_sep("=", f"openagent: agent={self.options.agent}, seed={self.options.seed}")
         if self.search is not None:
+            meta = self.search.meta
+            tr.write_line(f"search: {meta['episodes_run']} episodes run, {meta['episodes_cached']} from the cache")
             agents = sorted({r.agent for r in self.search.records})
             for agent in agents:
                 records = [r for r in self.search.records if r.agent == agent]

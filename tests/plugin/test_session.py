@@ -147,6 +147,9 @@ def test_a_failing_test_file_run_twice_gives_the_same_gate_figures_and_n(project
     one, two = runs
     assert one["rows"] == two["rows"] and one["meta"]["n"] == two["meta"]["n"] == 30
     assert one["records"] == two["records"]
+    assert one["meta"]["episodes_run"] > 0 and two["meta"]["episodes_run"] == 0
+    assert two["meta"]["episodes_cached"] == one["meta"]["episodes_run"] + one["meta"]["episodes_cached"]
+    assert two["search"]["meta"]["episodes_cached"] > 0
     # The search did differ: the second run replayed the saved failure first and stopped early.
     assert len(two["search"]["records"]) <= len(one["search"]["records"])
 
