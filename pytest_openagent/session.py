@@ -153,18 +153,17 @@ class OpenAgentSession:
             self.search = Report(self.records, {**meta, **counts, "kind": "search"})
         if self.options.measures and self.problem is None:
             self.report = self._measure(meta)
-        elif self.search is not None:
+        elif not self.options.measures:
             self.report = self.search
-        if self.report is None:
-            return
-        if self.options.report is not None and self.report is not self.search:
-            self.report.to_json(self.options.report)
-        if self.report is not self.search:
+        if self.report is not None and self.report is not self.search:
+            if self.options.report is not None:
+                self.report.to_json(self.options.report)
             self._check_gates(self.report)
-        self._junit(self.report)
-        failed = self.problem is not None or (self.gate is not None and not self._gate_passes(self.gate))
-        if failed and session.exitstatus == pytest.ExitCode.OK:
+        self._junit(self.report or self.search)
+        if self.gate is not None and not self._gate_passes(self.gate) and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.problem is not None and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.INTERRUPTED):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # our own stop: a failed run, not a Ctrl-C
 
     def _measure(self, meta: dict[str, Any]) -> Report | None:
         """The fixed sample, through the session's cache folder; ``None`` if the agent is broken."""
@@ -197,7 +196,7 @@ class OpenAgentSession:
     def _gate_passes(self, result: GateResult) -> bool:
         return result.verdict == "PASS" or (result.verdict == "INCONCLUSIVE" and self.options.inconclusive == "pass")
 
-    def _junit(self, report: Report) -> None:
+    def _junit(self, report: Report | None) -> None:
         try:
             from _pytest.junitxml import xml_key
             from _pytest.reports import TestReport
@@ -206,7 +205,7 @@ class OpenAgentSession:
         xml = self.config.stash.get(xml_key, None)
         if xml is None:
             return
-        for row in report.rows():
+        for row in report.rows() if report is not None else []:
             if row.kind == "perturbation":
                 continue
             xml.add_global_property(f"openagent.{row.scope}.episodes", row.episodes)

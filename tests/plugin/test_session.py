@@ -246,7 +246,7 @@ class Dead:
 def test_a_dead_agent_stops_the_session_naming_the_cause(project):
     project.makepyfile(deadagent=DEAD_AGENT, test_rec=RECORDING_TEST)
     result = project.runpytest("--openagent-agent", "deadagent:Dead", *MEASURE, "-p", "no:randomly")
-    assert result.ret != pytest.ExitCode.OK
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*openagent: the agent failed on * episodes*ConnectionRefusedError: [[]Errno 111[]]*"])
     assert "cases per tier and their clean twins" not in result.stdout.str()
 
@@ -266,3 +266,10 @@ def test_the_report_holds_the_same_figures_serially_and_with_two_workers(project
     assert one["rows"] == two["rows"]
     assert one["records"] == two["records"]
     assert len(one["records"]) > 20
+
+
+def test_a_dead_agent_found_by_the_measurement_fails_the_session(project):
+    project.makepyfile(deadagent=DEAD_AGENT, test_plain="def test_plain(): pass")
+    result = project.runpytest("--openagent-agent", "deadagent:Dead", "--openagent-gate", "default", *MEASURE)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["openagent: no measurement: the agent failed on 120 of 120 episodes*"])
