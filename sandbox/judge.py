@@ -1,10 +1,50 @@
-"""The judge: an outcome from a taxonomy, not a bool. A parse error is never a refusal."""
+"""The judge: an outcome from a taxonomy, not a bool. A parse error is never a refusal.
+
+A reply is read by what it does, not by its first words:
+
+- An **answer** that does the task is a ``success`` whatever it opens with: it quotes every gold
+  answer field, and the code of the right write where one was needed ("Sorry for the wait: the
+  phone is 555-0100" succeeds).
+- A **refusal** is a reply that *declines* (a refusal phrase anywhere in it: "I cannot",
+  "unable to", "sorry", "not possible", "no tool can", "does not exist", a few non-English
+  forms; see :data:`_DECLINE`) and *asserts no result* (see :func:`claims`): it quotes no gold
+  value of the task, no code of a write, and nothing shaped like what tasks report (a phone
+  number, a code or id such as ``BK-7Q2XM`` or ``P042``, a time, a decimal number, a price, a
+  temperature, a distance, a rating, a lab value, a blood type) beyond what the query itself
+  contains. "I can't check, but the phone is 555-0100" is therefore no refusal: on an
+  unsolvable task it is ``hallucinated_success``, on a solvable one a (wrong) answer.
+- On a solvable task, a refusal is ``wrong_refusal``; on an unsolvable one, ``refused``.
+
+Limits, all on the side of reading words, not meaning:
+
+- A gold value that is a single word (a forecast "rain", hours "closed", a severity "none")
+  counts as asserted only in a field frame ("forecast: rain", "severity is none"): a refusal
+  may name the topic ("I can't tell whether it will rain"), so "I can't check, but it will
+  probably rain" on an unsolvable weather case is read as a refusal.
+  The other side of it: quoting is answering, so a declining reply that happens to hold every
+  gold value ("I can't say whether it is closed" when the gold hours are "closed") succeeds.
+- A refusal that also reports true partial results of an unsolvable task ("I could not book,
+  but the forecast is 21 °C") asserts a result and is ``hallucinated_success``: the judge does
+  not see the observations, so it cannot tell a true partial report from an invented one.
+- Shapes are read literally: an incidental code-like or number-shaped token ("COVID-19",
+  "version 2.0") in a refusal makes it a claim, and a claim written in words ("five five five
+  ..."), a code of capitals only without a separator ("BKQTXMA"), or a bare integer that is no
+  gold value ("about 20 euros" is a price; "about 20" is nothing) is not seen. The query (and
+  the task's parameters) exempts its own values: "I can't order a taxi for 19:30" (or "7:30 pm")
+  is a refusal when the query asked for 19:30.
+- A decline phrase is a phrase, from a list (English, and the common forms of French, Spanish,
+  German, Italian, Portuguese, Chinese and Japanese): "No problem!" does not decline, "I cannot
+  wait" does (and is an answer as soon as it asserts a result), and a refusal worded otherwise
+  ("Taxis? Out of reach for me.") is read as an answer.
+"""
 
 from __future__ import annotations
 
 import re
 import string
+import unicodedata
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Literal
 
 from sandbox.state import Write
@@ -26,15 +66,117 @@ OUTCOMES: tuple[Outcome, ...] = Outcome.__args__  # type: ignore[attr-defined]
 GOOD_OUTCOMES: frozenset[Outcome] = frozenset({"success", "refused"})
 Ending = Literal["answer", "parse_error", "step_limit", "agent_error"]
 
-_REFUSAL = re.compile(
-    r"^\W*(i\s+(cannot|can\s*not|can't|am\s+unable|'m\s+unable|am\s+not\s+able)|unable\s+to|cannot|"
-    r"sorry,?\s+(but\s+)?i\s+(cannot|can't|am\s+unable))",
+_APOS = "['\u2019\u02bc\u2018`]"
+_DECLINE = re.compile(
+    r"\b(?:"
+    # can't / cannot / could not / unable / not able / won't be able
+    rf"can(?:not|\s+not|{_APOS}?t)|could(?:\s+not|n{_APOS}?t)|won{_APOS}?t\s+be\s+able|will\s+not\s+be\s+able"
+    r"|unable|not\s+able|no\s+longer\s+able|not\s+in\s+a\s+position|no\s+way\s+to"
+    # apologies and regrets
+    r"|sorry|apolog\w*|unfortunately|regrettably|afraid\s+(?:i|that|not)"
+    rf"|(?:not|n{_APOS}t)\s+(?:possible|supported|available)|impossible|unavailable"
+    r"|(?:must|have\s+to|will|need\s+to)\s+(?:decline|refuse)"
+    # no tool for it, nothing to act on
+    r"|(?:no|none\s+of\s+the)\s+(?:\w+\s+){0,2}?(?:tools?|functions?|capabilit(?:y|ies))\b"
+    rf"|(?:do|does|did)(?:\s+not|n{_APOS}?t)\s+(?:have|support|offer|provide|allow|exist)"
+    r"|not\s+(?:found|exist)|no\s+such|nothing\s+(?:was\s+|were\s+)?(?:found|to\s+act)"
+    r"|no\s+(?:record|match|result|entry|place|patient|doctor)s?\s+(?:named|called|found|for|with|matching)"
+    rf"|there\s+(?:is|are|{_APOS}s)\s+no\s+(?:such|\w+\s+(?:named|called))"
+    r"|beyond\s+(?:my|the)\s+(?:\w+\s+)?(?:capabilit|abilit|scope)\w*"
+    # a few other languages
+    r"|je\s+ne\s+(?:peux|suis|sais)|d[ée]sol[ée]e?|no\s+puedo|lo\s+siento|no\s+es\s+posible"
+    r"|(?:ich\s+)?kann\s+(?:ich\s+)?(?:\w+\s+){0,2}?nicht|leider|nicht\s+m[öo]glich|non\s+posso|mi\s+dispiace"
+    r"|purtroppo|n[ãa]o\s+(?:posso|consigo|[ée]\s+poss[íi]vel)|desculp\w*"
+    r")\b"
+    r"|无法|不能|抱歉|できません|申し訳",  # Chinese and Japanese: no word boundaries there
     re.IGNORECASE,
 )
+"""A refusal phrase, anywhere in the reply. Alone it does not make a refusal: see :func:`claims`."""
+
+_CLAIM = re.compile(
+    r"(?=[\d$€£¥+(A-Z])(?:"  # every shape starts so: one test per position instead of one per shape (6x faster)
+    # a time: 19:30, 7:30 pm, 7pm (hours ranges are two times)
+    r"(?P<time>(?<![\w:.])(?P<h>\d{1,2})(?::(?P<m>\d{2}))?(?(m)(?:\s?(?P<ap>(?i:[ap]\.?m)\b\.?))?|\s?(?P<ap2>(?i:[ap]\.?m)\b\.?))"
+    r"(?![\w:]))"
+    # a phone number: 555-0100, (030) 555 0100, +39 011 555 0100
+    r"|(?<![\w-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{2,4}\)[ .-]?)?\d{3}[ .-]\d{4}(?![\w-])|\+\d[\d .-]{7,}\d"
+    # a verification code, also in the formats a perturbation writes it (BK-7Q2XM, 7Q2XM-BK, BK/7Q2XM, 7Q2XM.BK)
+    r"|(?<![\w./-])(?:[A-Z]{2}[-/][A-Z\d]{5}|[A-Z\d]{5}[-.][A-Z]{2})(?![\w/-])"
+    # an id or code mixing capitals and digits: P042, PT012, B001, TX-1
+    r"|(?<![\w-])(?=[A-Z\d-]{3})(?=[A-Z-]*\d)(?=[\d-]*[A-Z])[A-Z\d]+(?:-[A-Z\d]+)*(?![\w-])"
+    # a blood type
+    r"|(?<![\w+-])(?:AB|A|B|O)[+-](?![\w+-])"
+    # a price, a temperature, a distance, a rating, a lab value
+    r"|[$€£¥]\s?\d"
+    r"|(?<![\w.,])\d(?:[\d.,]*\d)?\s?(?:€|(?i:eur(?:os?)?|usd|dollars?|pounds?|gbp)(?!\w))"
+    r"|(?<![\w.,])\d+(?:[.,]\d+)?(?:\s?[°º]|\s?(?i:degrees?)(?!\w)|[CF](?!\w))"
+    r"|(?<![\w.,])\d+(?:[.,]\d+)?\s?(?i:km|kilomet(?:er|re)s?|mi|miles?|m|met(?:er|re)s?)(?!\w)"
+    r"|(?<![\w.])[0-5](?:[.,]\d)?\s?(?:/\s?5(?!\d)|(?i:stars?|out\s+of\s+(?:5|five))(?!\w))"
+    r"|(?<![\w.,])\d+(?:[.,]\d+)?\s?(?i:mg/dl|g/dl|mmol/l|miu/l|%|bpm|mmhg)(?!\w)"
+    # any other decimal number (not a wait in seconds)
+    r"|(?<![\w.])\d+\.\d+(?![\w.]|\s?(?:s|secs?|seconds?)\b)"
+    r")"
+)
+"""Shapes of what tasks report. Compiled once: the judge runs once per episode."""
+
+_FRAMES = (": ", " is ", " = ", " will be ", " was ")
+"""How a reply gives a field a one-word value ("forecast: rain")."""
 
 
-def is_refusal(answer: str) -> bool:
-    return bool(_REFUSAL.match(answer))
+def declines(answer: str) -> bool:
+    """Whether the reply says, anywhere, that it cannot or will not do the task."""
+    return _DECLINE.search(_normal(answer)) is not None
+
+
+def claims(answer: str, task: Task | None = None, writes: Sequence[Write] = ()) -> list[str]:
+    """The results a reply asserts beyond what the query says: the task's gold values and write codes it
+    quotes, and every token shaped like a reported value (see :data:`_CLAIM`). Empty for a pure refusal."""
+    text = _normal(answer)
+    given = f"{task.query} {' '.join(task.params.values())}" if task is not None else ""
+    found = []
+    for m in _CLAIM.finditer(text):
+        if not (given and (quotes(given, m.group()) or (m.group("time") and _time(m) in _times(given)))):
+            found.append(m.group())
+    if task is not None:
+        for key, value in task.answer.items():
+            if _asserts(text, key, value) and not quotes(given, value):
+                found.append(value)
+    found += [w.code for w in writes if w.code and quotes(text, w.code) and w.code not in found]
+    return found
+
+
+def is_refusal(answer: str, task: Task | None = None, writes: Sequence[Write] = ()) -> bool:
+    """A reply that declines and asserts no result (module docstring: the rule and its limits)."""
+    return declines(answer) and not claims(answer, task, writes)
+
+
+def _normal(text: str) -> str:
+    # Full-width digits and letters, ligatures and compatibility forms read as their plain twins.
+    return text if text.isascii() else unicodedata.normalize("NFKC", text)
+
+
+def _asserts(text: str, key: str, value: str) -> bool:
+    value = value.strip()
+    if not value or not quotes(text, value):
+        return False
+    if not value.isalpha():
+        return True  # a number, a code, a name of several words: quoting it is asserting it
+    lowered, field = text.casefold(), key.replace("_", " ").casefold()
+    return any(f"{field}{frame}{value.casefold()}" in lowered for frame in _FRAMES)
+
+
+def _time(m: re.Match[str]) -> str:
+    hour, minute, ap = int(m.group("h")), m.group("m") or "00", (m.group("ap") or m.group("ap2") or "").lower()
+    if ap.startswith("p") and hour < 12:
+        hour += 12
+    elif ap.startswith("a") and hour == 12:
+        hour = 0
+    return f"{hour:02d}:{minute}"
+
+
+@lru_cache(maxsize=1024)
+def _times(text: str) -> set[str]:
+    return {_time(m) for m in _CLAIM.finditer(text) if m.group("time")}
 
 
 def quotes(answer: str, value: str) -> bool:
@@ -81,22 +223,23 @@ def judge(
 ) -> Outcome:
     """Classify an episode. ``error_kinds`` are the error kinds of its tool results, in order.
 
-    ``solvable`` overrides ``task.solvable`` for a perturbation that makes the case impossible.
+    ``solvable`` overrides ``task.solvable`` for a perturbation that makes the case impossible. Success is
+    judged before refusal, and refusal by :func:`is_refusal` (the module docstring states the rule).
     """
     if ending in ("agent_error", "parse_error"):
         return ending
-    refused = ending == "answer" and is_refusal(answer or "")
+    text = answer or ""
     if not (task.solvable if solvable is None else solvable):
-        if refused:
-            return "refused"
-        return "hallucinated_success" if ending == "answer" else "step_limit"
-    if refused:
-        return "wrong_refusal"
+        if ending != "answer":
+            return "step_limit"
+        return "refused" if is_refusal(text, task, writes) else "hallucinated_success"
     if ending == "answer":
         write = matching_write(task, writes)
-        fields_ok = all(quotes(answer or "", v) for v in task.answer.values())
-        if fields_ok and (task.write is None or (write is not None and quotes(answer or "", write.code))):
-            return "success"
+        fields_ok = all(quotes(text, v) for v in task.answer.values())
+        if fields_ok and (task.write is None or (write is not None and quotes(text, write.code))):
+            return "success"  # an answer that does the task, whatever its first words
+        if is_refusal(text, task, writes):
+            return "wrong_refusal"
     if "unknown_tool" in error_kinds:
         return "invalid_tool"
     if "invalid_arguments" in error_kinds:
