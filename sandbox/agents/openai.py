@@ -1,20 +1,51 @@
-"""``OpenAIAgent``: any OpenAI-compatible chat-completions server as an agent."""
+"""``OpenAIAgent``: any OpenAI-compatible chat-completions server as an agent.
+
+Built to survive a real server, on ``httpx`` (imported at the first request, so ``import sandbox``
+stays light):
+
+- **One deadline per request.** ``timeout`` bounds connect, send and the whole reply together, not
+  each socket read: a server that trickles a byte at a time or hangs is cut at the deadline. A
+  request that ran out of time is not retried, so a hung server costs one ``timeout`` per turn.
+- **Retries** with exponential backoff on connection errors and resets, 429 and 5xx. A
+  ``Retry-After`` (seconds or an HTTP date) is honoured within ``[0, max_wait]``; one that is
+  negative, not a number or not a date falls back to the backoff.
+- **The API key stays with its server.** It is read from ``OPENAGENT_API_KEY`` or
+  ``OPENAI_API_KEY`` at each request and kept nowhere (not in a repr, a fingerprint or a pickle).
+  Redirects are followed only within the same origin (scheme, host and port), and for a POST only
+  307/308, which keep the body; any other redirect is an error that names where it pointed.
+- **A reply that cannot be read fails its own episode only**: it becomes a :class:`RequestFailed`,
+  which the runner ends as ``agent_error``, while the other episodes go on.
+- **Independent turns.** ``concurrency > 1`` tells :func:`sandbox.run_episodes` that turns are
+  independent requests: it runs that many episodes at once, each advancing when its own reply
+  arrives, instead of waiting for the slowest request of a round.
+"""
 
 from __future__ import annotations
 
+import email.utils
+import functools
 import json
+import math
 import os
+import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from typing import Any
 
 from sandbox.agent import Message, Reply, ToolSpec, Turn
 
 API_KEY_VARS = ("OPENAGENT_API_KEY", "OPENAI_API_KEY")
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
+MAX_REPLY_BYTES = 32 * 2**20
+"""A reply larger than this is not a chat completion; reading on would only exhaust memory."""
+MODELS_TIMEOUT = 5.0
+"""The deadline of the one ``GET /models`` that the fingerprint asks (the server's identity)."""
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_KEEPS_BODY = frozenset({307, 308})
+_MAX_HOPS = 3
+_CHAT = "/chat/completions"
 
 
 class RequestFailed:
@@ -62,8 +93,70 @@ def to_openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return out
 
 
+def read_reply(data: Any) -> Reply | RequestFailed:
+    """A chat-completions response as a :class:`Reply`, or a :class:`RequestFailed` that says what is wrong."""
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return RequestFailed(f"the server's reply has no choices: {_clip(data)}")
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        return RequestFailed(f"the server's reply has no message in choice 0: {_clip(choices[0])}")
+    content = message.get("content")
+    if isinstance(content, list):  # content parts, as some servers send them
+        content = "".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    if content is not None and not isinstance(content, str):
+        return RequestFailed(f"the server's message content is not text: {_clip(content)}")
+    raw_calls = message.get("tool_calls") or []
+    if not isinstance(raw_calls, list):
+        return RequestFailed(f"the server's tool_calls is not a list: {_clip(raw_calls)}")
+    calls = []
+    for i, call in enumerate(raw_calls):
+        fn = call.get("function") if isinstance(call, dict) else None
+        name = fn.get("name") if isinstance(fn, dict) else None
+        if not isinstance(name, str) or not name:
+            return RequestFailed(f"the server's tool call {i} has no function name (a string): {_clip(call)}")
+        args = fn.get("arguments")
+        if args is None:
+            args = "{}"
+        if not isinstance(args, str | dict):
+            return RequestFailed(f"the server's tool call {i} has arguments that are neither JSON text nor an object")
+        call_id = call.get("id")
+        calls.append(
+            {"id": call_id if isinstance(call_id, str) else None, "function": {"name": name, "arguments": args}}
+        )
+    return Reply(text=content or "", tool_calls=calls or None)
+
+
+def parse_retry_after(value: str | None, limit: float, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header, within ``[0, limit]``; ``None`` when it says nothing usable.
+
+    Both forms of RFC 9110 are read: delay-seconds and an HTTP date (one in the past means now).
+    A negative, non-finite or unreadable value is ``None``, so the caller backs off as usual.
+    """
+    if not value or not value.strip():
+        return None
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value.strip())
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = max((when - (now or datetime.now(UTC))).total_seconds(), 0.0)
+    if not math.isfinite(seconds) or seconds < 0:
+        return None
+    return min(seconds, limit)
+
+
 class OpenAIAgent:
     """Any OpenAI-compatible chat-completions server (vLLM, SGLang, TGI, ``transformers serve``).
+
+    ``timeout`` is the deadline of one request (connect, send and the whole reply); ``retries``
+    more tries follow a failed connection, a reset, a 429 or a 5xx, ``backoff * 2**attempt``
+    seconds apart (or as ``Retry-After`` says), never more than ``max_wait``. ``concurrency`` is
+    how many requests run at once. ``top_p`` and ``seed`` are sent only when set.
 
     The API key is read from ``OPENAGENT_API_KEY`` or ``OPENAI_API_KEY`` at each request and kept
     nowhere else, so it never reaches a fingerprint, a report, a repr or a pickle.
@@ -79,22 +172,78 @@ class OpenAIAgent:
         retries: int = 4,
         backoff: float = 0.5,
         concurrency: int = 8,
+        top_p: float | None = None,
+        seed: int | None = None,
+        max_wait: float = 30.0,
     ) -> None:
         self.model = model
         base = url.rstrip("/")
-        self.url = base if base.endswith("/chat/completions") else base + "/chat/completions"
+        self.url = base if base.endswith(_CHAT) else base + _CHAT
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.top_p = top_p
+        self.seed = seed
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
+        self.max_wait = max_wait
         self.concurrency = concurrency
+        self._setup()
+
+    def _setup(self) -> None:
+        self._lock = threading.RLock()  # the fingerprint asks the server, which may make the client
+        self._client: Any = None  # one httpx.Client (one connection pool), made at the first request
+        self._server: dict[str, Any] | str | None = None  # what GET /models said of this model
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in vars(self).items() if k not in ("_lock", "_client")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        server = state.pop("_server", None)
+        vars(self).update(state)
+        self._setup()
+        self._server = server
 
     def __repr__(self) -> str:
         return f"OpenAIAgent(model={self.model!r}, url={self.url!r})"
 
+    def sampling(self) -> dict[str, Any]:
+        """The sampling settings sent with each request."""
+        settings = {"temperature": self.temperature, "max_tokens": self.max_tokens}
+        settings.update({k: v for k, v in (("top_p", self.top_p), ("seed", self.seed)) if v is not None})
+        return settings
+
     def fingerprint(self) -> str:
-        return f"openai:{self.model}@{self.url}:t={self.temperature}:max_tokens={self.max_tokens}"
+        """Model, URL, sampling settings, and the server's own account of the model (``GET /models``)."""
+        settings = "".join(f":{'t' if k == 'temperature' else k}={v}" for k, v in self.sampling().items())
+        server = self.server_identity()
+        return f"openai:{self.model}@{self.url}{settings}:server={json.dumps(server, sort_keys=True)}"
+
+    def server_identity(self) -> dict[str, Any] | str:
+        """This model's entry in the server's ``GET /models`` (asked once), or ``"unreported"``.
+
+        Scalar fields are kept (``id``, ``owned_by``, ``root``, ``parent``, ``max_model_len``, any
+        version); ``created`` only when it is not the server's clock: vLLM, SGLang and LMDeploy
+        stamp it with the time of the request, which would change the fingerprint on every run.
+        """
+        with self._lock:
+            if self._server is None:
+                self._server = self._ask_identity()
+            return self._server
+
+    def _ask_identity(self) -> dict[str, Any] | str:
+        try:
+            asked = time.time()
+            listing = self._request("GET", self.url[: -len(_CHAT)] + "/models", None, MODELS_TIMEOUT, retries=1)
+            entries = listing.get("data") if isinstance(listing, dict) else listing
+            entry = next(e for e in entries if isinstance(e, dict) and e.get("id") == self.model)
+        except Exception:  # the server's identity is best effort; a run never fails for it
+            return "unreported"
+        kept = {k: v for k, v in entry.items() if k != "object" and (v is None or isinstance(v, str | int | float))}
+        created = kept.get("created")
+        if isinstance(created, int | float) and abs(created - asked) < 600:
+            del kept["created"]
+        return kept
 
     def act(self, turns: Sequence[Turn]) -> list[Reply | RequestFailed]:
         if len(turns) <= 1 or self.concurrency <= 1:
@@ -105,50 +254,192 @@ class OpenAIAgent:
     def _reply(self, turn: Turn) -> Reply | RequestFailed:
         try:
             data = self.complete(turn.messages, turn.tools)
-            message = data["choices"][0]["message"]
-        except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
-            return RequestFailed(f"{type(exc).__name__}: {exc}")
-        calls = [
-            {"id": c.get("id"), "function": {"name": c["function"]["name"], "arguments": c["function"]["arguments"]}}
-            for c in message.get("tool_calls") or []
-        ]
-        return Reply(text=message.get("content") or "", tool_calls=calls or None)
+        except (OSError, ValueError) as exc:
+            return RequestFailed(str(exc))
+        return read_reply(data)
 
-    def complete(self, messages: Sequence[Message], tools: list[ToolSpec]) -> dict[str, Any]:
-        """One chat-completions request, retried with exponential backoff on 429, 5xx and network errors."""
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": to_openai_messages(messages),
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
-        }
+    def complete(self, messages: Sequence[Message], tools: list[ToolSpec]) -> Any:
+        """One chat-completions request (retried as the class says); the decoded JSON reply.
+
+        Raises ``OSError`` when the server cannot be reached or misses the deadline, ``ValueError``
+        when it answers with an error, a redirect it may not take, or something that is not JSON.
+        """
+        body: dict[str, Any] = {"model": self.model, "messages": to_openai_messages(messages), **self.sampling()}
         if tools:
             body["tools"] = tools
-        payload = json.dumps(body).encode()
-        for attempt in range(self.retries + 1):
-            headers = {"Content-Type": "application/json"}
-            key = next((os.environ[v] for v in API_KEY_VARS if os.environ.get(v)), None)
-            if key:
-                headers["Authorization"] = f"Bearer {key}"
-            request = urllib.request.Request(self.url, data=payload, headers=headers, method="POST")
+        return self._request("POST", self.url, json.dumps(body).encode(), self.timeout, self.retries)
+
+    def _request(self, method: str, url: str, payload: bytes | None, timeout: float, retries: int) -> Any:
+        httpx = _httpx()[0]
+        for attempt in range(retries + 1):
+            wait = min(self.backoff * 2**attempt, self.max_wait)
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    return json.loads(response.read())
-            except urllib.error.HTTPError as exc:
-                if (exc.code != 429 and exc.code < 500) or attempt == self.retries:
-                    detail = exc.read()[:300].decode(errors="replace")
-                    raise ValueError(f"{self.url} answered HTTP {exc.code}: {detail}") from None
-                wait = _retry_after(exc.headers.get("Retry-After")) or self.backoff * 2**attempt
-            except (urllib.error.URLError, TimeoutError) as exc:
-                if attempt == self.retries:
-                    raise OSError(f"{self.url} unreachable after {attempt + 1} tries: {exc}") from None
-                wait = self.backoff * 2**attempt
+                status, headers, data = self._send(method, url, payload, timeout)
+            except httpx.TimeoutException:
+                # Not retried: a server that missed one deadline is likely to miss the next.
+                raise OSError(
+                    f"{url} gave no complete reply within the {timeout:g} s deadline (connect, send and the whole "
+                    f"reply); raise the agent's timeout if the server is just slow"
+                ) from None
+            except (httpx.UnsupportedProtocol, httpx.DecodingError) as exc:
+                raise ValueError(f"{url}: {type(exc).__name__}: {exc}") from None
+            except httpx.TransportError as exc:  # refused, reset, closed early: worth another try
+                if attempt == retries:
+                    raise OSError(f"{url} unreachable after {attempt + 1} tries: {type(exc).__name__}: {exc}") from None
+            else:
+                if status < 300:
+                    try:
+                        return json.loads(data)
+                    except ValueError:
+                        raise ValueError(f"{url} answered HTTP {status} with no JSON: {_clip(data)}") from None
+                if (status != 429 and status < 500) or attempt == retries:
+                    raise ValueError(f"{url} answered HTTP {status}: {_clip(data)}")
+                said = parse_retry_after(headers.get("retry-after"), self.max_wait)
+                wait = wait if said is None else said
             time.sleep(wait)
         raise AssertionError("unreachable")
 
+    def _send(self, method: str, url: str, payload: bytes | None, timeout: float) -> tuple[int, Any, bytes]:
+        """One exchange under one deadline, following same-origin redirects only."""
+        httpx = _httpx()[0]
+        client = self._http()
+        _deadline.end = time.monotonic() + timeout
+        try:
+            target = httpx.URL(url)
+            for _ in range(_MAX_HOPS + 1):
+                headers = {"Content-Type": "application/json"} if payload is not None else {}
+                key = next((os.environ[v] for v in API_KEY_VARS if os.environ.get(v)), None)
+                if key:
+                    headers["Authorization"] = f"Bearer {key}"
+                with client.stream(method, target, content=payload, headers=headers, timeout=timeout) as response:
+                    status, location = response.status_code, response.headers.get("location")
+                    if status not in _REDIRECTS or not location:
+                        return status, response.headers, _read_body(response, httpx)
+                hop = target.join(location)
+                if _origin(hop) != _origin(target):
+                    raise ValueError(
+                        f"{target} redirected (HTTP {status}) to {hop}, another origin; not followed, so that host "
+                        f"never sees the API key: point the agent's url at the new address if you trust it"
+                    )
+                if method != "GET" and status not in _KEEPS_BODY:
+                    raise ValueError(
+                        f"{target} redirected (HTTP {status}) to {hop}; only 307 and 308 keep a POST's body, "
+                        f"so point the agent's url there"
+                    )
+                target = hop
+            raise ValueError(f"{url} redirected more than {_MAX_HOPS} times")
+        finally:
+            _deadline.end = None
 
-def _retry_after(value: str | None) -> float | None:
-    try:
-        return min(float(value), 60.0) if value else None
-    except ValueError:
-        return None
+    def _http(self) -> Any:
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    self._client = _client(self.timeout, self.concurrency)
+        return self._client
+
+
+def _clip(value: Any, n: int = 300) -> str:
+    text = value.decode(errors="replace") if isinstance(value, bytes) else repr(value)
+    return text if len(text) <= n else text[:n] + "..."
+
+
+def _origin(url: Any) -> tuple[str, str, int | None]:
+    return url.scheme, url.host, url.port or {"http": 80, "https": 443}.get(url.scheme)
+
+
+def _read_body(response: Any, httpx: Any) -> bytes:
+    body = bytearray()
+    for chunk in response.iter_bytes():
+        body += chunk
+        if len(body) > MAX_REPLY_BYTES:
+            raise ValueError(f"{response.url} sent a reply of more than {MAX_REPLY_BYTES} bytes")
+        _left(httpx.ReadTimeout)  # the backend already bounds each read; this guards a transport without it
+    return bytes(body)
+
+
+# The deadline of the request this thread is making: httpx's timeouts bound each socket operation,
+# so the network backend below gives each operation only what is left of the whole request's time.
+_deadline = threading.local()
+
+
+def _left(timeout_error: type[Exception], timeout: float | None = None) -> float | None:
+    """The time an operation may take: ``timeout``, capped by what is left of this thread's deadline."""
+    end = getattr(_deadline, "end", None)
+    if end is None:
+        return timeout
+    left = end - time.monotonic()
+    if left <= 0:
+        raise timeout_error("the request's deadline passed")
+    return left if timeout is None else min(timeout, left)
+
+
+@functools.cache
+def _httpx() -> tuple[Any, type]:
+    """httpx, and a network backend that holds each operation to the request's deadline (built at first use)."""
+    import httpcore
+    import httpx
+
+    class DeadlineStream(httpcore.NetworkStream):
+        def __init__(self, inner: httpcore.NetworkStream) -> None:
+            self._inner = inner
+
+        def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+            return self._inner.read(max_bytes, _left(httpcore.ReadTimeout, timeout))
+
+        def write(self, buffer: bytes, timeout: float | None = None) -> None:
+            for start in range(0, len(buffer), 65536):  # each piece gets only what time is left
+                self._inner.write(buffer[start : start + 65536], _left(httpcore.WriteTimeout, timeout))
+
+        def close(self) -> None:
+            self._inner.close()
+
+        def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> Any:
+            return DeadlineStream(
+                self._inner.start_tls(ssl_context, server_hostname, _left(httpcore.ConnectTimeout, timeout))
+            )
+
+        def get_extra_info(self, info: str) -> Any:
+            return self._inner.get_extra_info(info)
+
+    class DeadlineBackend(httpcore.NetworkBackend):
+        def __init__(self, inner: httpcore.NetworkBackend) -> None:
+            self._inner = inner
+
+        def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+            timeout = _left(httpcore.ConnectTimeout, timeout)
+            return DeadlineStream(self._inner.connect_tcp(host, port, timeout, local_address, socket_options))
+
+        def connect_unix_socket(self, path, timeout=None, socket_options=None):
+            timeout = _left(httpcore.ConnectTimeout, timeout)
+            return DeadlineStream(self._inner.connect_unix_socket(path, timeout, socket_options))
+
+        def sleep(self, seconds: float) -> None:
+            self._inner.sleep(seconds)
+
+    return httpx, DeadlineBackend
+
+
+def _client(timeout: float, concurrency: int) -> Any:
+    """One pooled client whose every transport (direct and proxied) keeps the deadline."""
+    httpx, backend = _httpx()
+    client = httpx.Client(
+        timeout=httpx.Timeout(timeout),
+        limits=httpx.Limits(max_connections=None, max_keepalive_connections=max(concurrency, 8)),
+        follow_redirects=False,
+    )
+    # httpx takes no network backend, so it goes on each transport's httpcore pool; a transport
+    # without one still has the deadline checked between reads of the body (see _read_body).
+    for transport in (client._transport, *client._mounts.values()):
+        pool = getattr(transport, "_pool", None)
+        if getattr(pool, "_network_backend", None) is not None:
+            pool._network_backend = backend(pool._network_backend)
+    return client
+
+
+def keeps_deadlines(agent: OpenAIAgent) -> bool:
+    """Whether every transport of the agent's client holds each socket operation to the deadline."""
+    client = agent._http()
+    backend = _httpx()[1]
+    pools = [getattr(t, "_pool", None) for t in (client._transport, *client._mounts.values()) if t is not None]
+    return all(isinstance(getattr(p, "_network_backend", None), backend) for p in pools)
