@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 from collections.abc import Sequence
@@ -13,7 +14,7 @@ from pydantic import BaseModel, Field, model_validator
 from sandbox.agent import Message, Reply, ToolSpec, Turn, as_agent, brief, close
 from sandbox.env import Env
 from sandbox.judge import GOOD_OUTCOMES, Ending, Outcome, judge
-from sandbox.parse import ToolCall, parse_reply
+from sandbox.parse import ToolCall, clean_text, parse_reply
 from sandbox.task import Task
 from sandbox.tools import AGENT_ERRORS, ToolResult
 
@@ -21,6 +22,11 @@ DEFAULT_MAX_STEPS = 8
 _episode_ids = itertools.count()
 _RAW_CALLS = json.JSONEncoder(default=str)
 """``json.dumps(..., default=str)``, built once: dumps builds an encoder per call when given options."""
+MAX_STORED_REPLY = 4_000
+"""Characters of a reply kept in its step's record (``Step.reply``); the rest is cut, with a note."""
+MAX_MESSAGE_CHARS = 50_000
+"""Characters of a reply's text kept in the conversation and the answer (the judge reads it all):
+no real reply is longer, and it keeps an episode bounded whatever the agent says."""
 
 
 class Step(BaseModel):
@@ -113,7 +119,72 @@ def _turn(ep: _Live) -> Turn:
     return Turn(ep.episode_id, list(ep.messages), ep.tools)
 
 
-def _finish(live: _Live, ending: Ending, answer: str | None = None) -> Episode:
+def _close(agent: Any, episode_ids: Sequence[str]) -> None:
+    """Tell the agent these episodes ended. A ``close`` that raises changes nothing: the episodes
+    are over and classified already, and the error is the agent's to fix, not the run's to lose."""
+    with contextlib.suppress(Exception):
+        close(agent, episode_ids)
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [{len(text) - limit} more characters cut]"
+
+
+def _preview(value: Any, limit: int = 2000) -> str:
+    """A short, storable picture of something the agent gave; never raises."""
+    try:
+        text = value if isinstance(value, str) else _RAW_CALLS.encode(value)
+    except Exception:  # too deep, a cycle, an int too long to print, a __str__ that raises
+        try:
+            text = repr(value)
+        except Exception:
+            text = f"<{type(value).__name__}>"
+    return _cut(clean_text(text), limit)
+
+
+def _error_text(exc: BaseException) -> str:
+    """``Type: message`` of an exception, storable and short; never raises."""
+    try:
+        message = str(exc)
+    except Exception:
+        message = "<unprintable>"
+    return _cut(clean_text(f"{type(exc).__name__}: {message}"), 2000)
+
+
+def _failed(live: _Live, error: str) -> Episode:
+    """End an episode as ``agent_error``, ``error`` on its last step; never raises for a working env."""
+    live.steps.append(Step(reply="", error=error))
+    try:
+        return _finish(live, "agent_error")
+    except Exception as exc:  # the trajectory would not validate: keep the error, drop the rest
+        try:
+            perturbation = live.env.describe()
+        except Exception:
+            perturbation = ""
+        return Episode(
+            task=live.env.task,
+            perturbation=perturbation,
+            messages=[],
+            steps=[Step(reply="", error=f"{error}; then {_error_text(exc)}")],
+            ending="agent_error",
+            outcome="agent_error",
+        )
+
+
+def _replies(batch: Any, n: int) -> list[Any]:
+    """The agent's batch as a list of ``n`` (a generator will do; one reply, a string or None will not)."""
+    if batch is None or isinstance(batch, str | bytes | dict | Reply):
+        raise TypeError(f"act must return a sequence of {n} replies, one per turn, got {type(batch).__name__}")
+    replies = list(batch)
+    if len(replies) != n:
+        raise ValueError(f"the agent returned {len(replies)} replies for {n} turns")
+    return replies
+
+
+def _finish(live: _Live, ending: Ending, answer: str | None = None, judged: str | None = None) -> Episode:
+    """The finished episode; ``judged`` is the whole answer where ``answer`` (stored) was cut."""
     env = live.env
     kinds = [r.error for s in live.steps for r in s.results if r.error]
     writes = env.state.writes
@@ -124,7 +195,7 @@ def _finish(live: _Live, ending: Ending, answer: str | None = None) -> Episode:
         steps=live.steps,
         ending=ending,
         answer=answer,
-        outcome=judge(env.task, ending, answer, writes, kinds, solvable=env.solvable),
+        outcome=judge(env.task, ending, answer if judged is None else judged, writes, kinds, solvable=env.solvable),
         solvable=env.solvable,
         writes=[{"tool": w.tool, "args": w.args, "code": w.code} for w in writes],
         meta=live.meta,
@@ -150,21 +221,18 @@ def run_episodes(agent: Any, envs: Sequence[Env], max_steps: int = DEFAULT_MAX_S
         try:
             brief(agent, ep.episode_id, env.task)  # a reference agent's own channel; others get nothing
         except Exception as exc:
-            ep.steps.append(Step(reply="", error=f"brief: {type(exc).__name__}: {exc}"))
-            done[i] = _finish(live.pop(i), "agent_error")
-            close(agent, [ep.episode_id])
+            done[i] = _failed(live.pop(i), f"brief: {_error_text(exc)}")
+            _close(agent, [ep.episode_id])
     while live:
         order = list(live)
         turns = [_turn(live[i]) for i in order]
         try:
-            replies = list(agent.act(turns))
-            if len(replies) != len(turns):
-                raise ValueError(f"the agent returned {len(replies)} replies for {len(turns)} turns")
-        except Exception as exc:
+            replies = _replies(agent.act(turns), len(turns))
+        except Exception as exc:  # the agent raised, or gave no batch: each of its episodes ends
+            error = _error_text(exc)
             for i in order:
-                live[i].steps.append(Step(reply="", error=f"{type(exc).__name__}: {exc}"))
-                done[i] = _finish(live.pop(i), "agent_error")
-            close(agent, [t.episode_id for t in turns])
+                done[i] = _failed(live.pop(i), error)
+            _close(agent, [t.episode_id for t in turns])
             continue
         finished = []
         for i, reply in zip(order, replies, strict=True):
@@ -174,32 +242,47 @@ def run_episodes(agent: Any, envs: Sequence[Env], max_steps: int = DEFAULT_MAX_S
                 done[i] = ended
                 finished.append(ep.episode_id)
                 del live[i]
-        close(agent, finished)
+        _close(agent, finished)
     return [done[i] for i in range(len(envs))]
 
 
 def _advance(ep: _Live, reply: Reply | str, max_steps: int) -> Episode | None:
-    """Apply one reply to one episode; the finished episode if it ended."""
+    """Apply one reply to one episode; the finished episode if it ended.
+
+    Never raises. An exception while processing the reply (a bug of the sandbox, a tool or a
+    wrapper, met on this reply) ends this episode only, as ``agent_error``: the episode cache
+    keeps no such episode, so the case runs again once the bug is fixed.
+    """
+    try:
+        return _apply(ep, reply, max_steps)
+    except Exception as exc:
+        return _failed(ep, f"the sandbox failed on this reply: {_error_text(exc)}")
+
+
+def _apply(ep: _Live, reply: Reply | str, max_steps: int) -> Episode | None:
     if isinstance(reply, str):
         reply = Reply(text=reply)
     elif not isinstance(reply, Reply):
-        ep.steps.append(Step(reply=repr(reply)[:200], error=f"not a reply: {type(reply).__name__}"))
+        ep.steps.append(Step(reply=_preview(reply, 200), error=f"not a reply: {clean_text(type(reply).__name__)}"))
         return _finish(ep, "agent_error")
-    ep.meta.append(reply.meta)
-    raw = reply.text if isinstance(reply.text, str) else repr(reply.text)
-    if reply.tool_calls:
-        raw = raw + "\n" + _RAW_CALLS.encode(reply.tool_calls)[:2000]
-    parsed = parse_reply(reply.text, reply.tool_calls)
+    text, tool_calls = reply.text, reply.tool_calls
+    ep.meta.append(reply.meta if isinstance(reply.meta, dict) else {})
+    raw = clean_text(text) if isinstance(text, str) else _preview(text)
+    if tool_calls is not None and not (isinstance(tool_calls, list | tuple) and not tool_calls):
+        raw = raw + "\n" + _preview(tool_calls)
+    raw = _cut(raw, MAX_STORED_REPLY)
+    parsed = parse_reply(text, tool_calls)
     if parsed.error is not None:
         ep.steps.append(Step(reply=raw, error=parsed.error))
         return _finish(ep, "parse_error")
+    said = _cut(parsed.text, MAX_MESSAGE_CHARS)
     if not parsed.calls:
         ep.steps.append(Step(reply=raw))
-        ep.messages.append({"role": "assistant", "content": parsed.text})
-        return _finish(ep, "answer", parsed.text)
+        ep.messages.append({"role": "assistant", "content": said})
+        return _finish(ep, "answer", said, judged=parsed.text)
     results = [ep.env.call(c.name, c.arguments) for c in parsed.calls]
     ep.steps.append(Step(reply=raw, calls=parsed.calls, results=results))
-    ep.messages.append(_assistant_message(parsed.text, parsed.calls))
+    ep.messages.append(_assistant_message(said, parsed.calls))
     ep.messages.extend(_tool_message(c, ep.env.observe(r)) for c, r in zip(parsed.calls, results, strict=True))
     if len(ep.steps) >= max_steps:
         return _finish(ep, "step_limit")

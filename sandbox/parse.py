@@ -1,15 +1,31 @@
-"""Reading an agent's reply: tool calls in the Hermes/Qwen convention or OpenAI's structure."""
+"""Reading an agent's reply: tool calls in the Hermes/Qwen convention or OpenAI's structure.
+
+Whatever the agent gives, ``parse_reply`` returns a :class:`Parsed` and never raises. What it
+returns is plain JSON that the episode can store and send on: lone surrogates (which no UTF-8
+encoder takes) become U+FFFD, and a call whose arguments are not plain JSON (NaN or infinity, a
+number too long to print, nesting deeper than :data:`MAX_DEPTH`, a set or an object) is a
+malformed call, as is a reply with more than :data:`MAX_CALLS` calls.
+"""
 
 from __future__ import annotations
 
 import json
+import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 _BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
+MAX_CALLS = 64
+"""Tool calls in one reply at most; more is a malformed reply (it keeps a trajectory bounded)."""
+MAX_DEPTH = 32
+"""Nesting of a call's arguments at most; deeper JSON is malformed (pydantic stops serialising
+at a depth not far above, and no tool takes such arguments)."""
+MAX_INT_BITS = 13_000
+"""Bits of an integer argument at most: Python refuses to print an int over 4,300 digits."""
 
 
 class ToolCall(BaseModel):
@@ -29,35 +45,105 @@ class Parsed:
     error: str | None = None
 
 
+def clean_text(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD, since it can be neither sent nor stored.
+
+    A surrogate pair (two code points, as a UTF-16 decoder without ``surrogatepass`` leaves it) is
+    joined into the character it encodes.
+    """
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
+
+
+def json_value(value: Any, depth: int = 0) -> Any:
+    """``value`` as plain JSON (dicts with string keys, lists, finite numbers, clean strings).
+
+    Raises ``ValueError`` saying what is not JSON; recursion stops at :data:`MAX_DEPTH`.
+    """
+    if isinstance(value, str):
+        return clean_text(value)
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        if value.bit_length() > MAX_INT_BITS:
+            raise ValueError(f"an integer of {value.bit_length()} bits (at most {MAX_INT_BITS})")
+        return int(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{value!r} is not a JSON number")
+        return float(value)
+    if depth >= MAX_DEPTH:
+        raise ValueError(f"arguments nested deeper than {MAX_DEPTH} levels")
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValueError(f"object keys must be strings, got {type(key).__name__}")
+            out[clean_text(key)] = json_value(item, depth + 1)
+        return out
+    if isinstance(value, list | tuple):
+        return [json_value(item, depth + 1) for item in value]
+    raise ValueError(f"not a JSON value: {clean_text(type(value).__name__)}")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def _loads(text: str) -> Any:
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as exc:
         raise ValueError(f"not valid JSON ({type(exc).__name__}: {str(exc)[:80]})") from None
 
 
-def _call(obj: Any, call_id: str | None = None) -> ToolCall:
+def _call(obj: Any) -> ToolCall:
     if not isinstance(obj, dict):
-        raise ValueError(f"a tool call must be a JSON object, got {type(obj).__name__}")
-    if "function" in obj and isinstance(obj["function"], dict):
-        return _call(obj["function"], obj.get("id"))
+        raise ValueError(f"a tool call must be a JSON object, got {clean_text(type(obj).__name__)}")
+    call_id = None
+    if isinstance(obj.get("function"), dict):  # OpenAI's shape: {"id": ..., "function": {...}}
+        call_id, obj = obj.get("id"), obj["function"]
+    if call_id is not None and not isinstance(call_id, str):
+        raise ValueError(f"a tool call's 'id' must be a string, got {clean_text(type(call_id).__name__)}")
     name, arguments = obj.get("name"), obj.get("arguments", obj.get("parameters", {}))
     if not isinstance(name, str) or not name:
         raise ValueError("a tool call needs a string 'name'")
     if isinstance(arguments, str):
         arguments = _loads(arguments) if arguments.strip() else {}
-    return ToolCall(name=name, arguments=arguments, id=call_id)
+    return ToolCall(
+        name=clean_text(name),
+        arguments=json_value(arguments),
+        id=None if call_id is None else clean_text(call_id),
+    )
 
 
-def parse_reply(text: str, tool_calls: list[dict[str, Any]] | None = None) -> Parsed:
+def _error(exc: BaseException) -> str:
+    try:
+        message = str(exc)
+    except Exception:
+        message = type(exc).__name__
+    return clean_text(message[:300])
+
+
+def parse_reply(text: str, tool_calls: Sequence[dict[str, Any]] | None = None) -> Parsed:
     """Parse one reply. Garbage is reported in ``Parsed.error``, never raised."""
     if not isinstance(text, str):
-        return Parsed(error=f"the reply must be text, got {type(text).__name__}")
+        return Parsed(error=f"the reply must be text, got {clean_text(type(text).__name__)}")
+    if tool_calls is not None and not isinstance(tool_calls, list | tuple):
+        return Parsed(error=f"tool_calls must be a list of calls, got {clean_text(type(tool_calls).__name__)}")
+    text = clean_text(text)
     try:
-        calls = [_call(c) for c in tool_calls or []]
-        blocks = _BLOCK.findall(text)
+        calls = [_call(c) for c in tool_calls or ()]
+        blocks = _BLOCK.findall(text) if "<tool_call>" in text else []
         calls += [_call(_loads(block.strip())) for block in blocks]
-    except ValueError as exc:
-        return Parsed(text=text, error=f"malformed tool call: {exc}")
+    except Exception as exc:  # whatever the reply holds, it is an outcome
+        return Parsed(text=text, error=f"malformed tool call: {_error(exc)}")
+    if len(calls) > MAX_CALLS:
+        return Parsed(text=text, error=f"malformed reply: {len(calls)} tool calls (at most {MAX_CALLS})")
     outside = _BLOCK.sub("", text).strip() if blocks else text.strip()
     return Parsed(calls=calls, text=outside)

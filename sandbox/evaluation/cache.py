@@ -1,16 +1,31 @@
 """The episode cache: content-addressed by agent fingerprint, case (with the sandbox version) and step limit.
 
 Hypothesis demands determinism and reruns examples while it shrinks and replays; the cache makes
-a rerun free and makes a sampling agent replay the same episode. Files are written to a temporary
-name and renamed into place, so concurrent pytest-xdist workers never read half a file.
+a rerun free and makes a sampling agent replay the same episode.
+
+On disk, each agent (by fingerprint) has a folder of append-only packs, one line per episode:
+``<key>\\t<episode JSON>\\n``. Each process (each pytest-xdist worker) appends to a pack of its own,
+created at its first write, and writes each episode as one line when it is stored, at the end of
+every :meth:`EpisodeCache.run`: a kill loses at most the episodes in flight, and nothing is ever
+written under a temporary name. A reader takes every line it can use and skips the others (bad
+JSON, bytes that are not UTF-8, the torn last line of a killed writer or of a pack still being
+written, an episode of another schema); a skipped case runs again and its new line replaces the
+bad one, since of several lines for one key the newest that reads wins.
+
+An episode is stored or skipped, never fatal: one whose JSON exceeds :data:`MAX_EPISODE_BYTES`,
+or that cannot be written at all (a full disk, a read-only folder), stays in memory for the
+session and runs again next time; :attr:`EpisodeCache.skipped` counts them. ``.tmp-*`` files that
+killed writers of earlier versions left behind are removed when a folder is first read.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import itertools
 import os
-import tempfile
 import time
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,36 +37,49 @@ from sandbox.episode import DEFAULT_MAX_STEPS, Episode
 DEFAULT_CACHE_DIR = Path(".openagent_cache")
 """Where the episode cache and Hypothesis' example database live unless told otherwise."""
 
+MAX_EPISODE_BYTES = 1 << 20
+"""The largest episode written to disk, as JSON (1 MiB; a typical one is a few kB). A larger one is
+kept in memory only: a runaway agent must not fill the disk, nor make every read slow."""
+STALE_TEMP_SECONDS = 600
+"""Age after which a ``.tmp-*`` file in a cache folder (left by a killed writer) is removed."""
+
 # An agent_error usually means the server was down or the agent crashed: worth retrying next run.
 _NOT_CACHED = frozenset({"agent_error"})
-FLUSH_EVERY = 256
-"""Episodes held in memory at most before they are written, so a crash loses little."""
+_KEY_LENGTH = 40
+_pack_ids = itertools.count()
+
+
+def _close_all(fds: dict[str, tuple[int, int]]) -> None:
+    for pid, fd in fds.values():
+        if pid == os.getpid():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    fds.clear()
 
 
 class EpisodeCache:
-    """Episodes in memory and, when ``directory`` is given, on disk under it.
-
-    On disk, each agent (by fingerprint) has a folder of pack files, one JSON line per episode.
-    New episodes are held until :meth:`flush` writes them as one new pack: creating a file costs
-    more than a millisecond on many file systems, an episode of the oracle less. A pack is written
-    under a temporary name and renamed into place, and its name is unique to the process, so
-    pytest-xdist workers never write the same file. An agent's packs are read when first needed.
-    """
+    """Episodes in memory and, when ``directory`` is given, on disk under it (see the module)."""
 
     def __init__(self, directory: Path | str | None) -> None:
         self.directory = Path(directory) if directory is not None else None
         self._memory: dict[str, Episode] = {}
-        self._stored: dict[str, bytes] = {}
+        self._stored: dict[str, bytes] = {}  # lines read from disk, not yet asked for: the newest per key
+        self._older: dict[str, list[bytes]] = {}  # earlier lines of the same keys, oldest first
         self._loaded: set[str] = set()
-        self._pending: dict[str, list[tuple[str, Episode]]] = {}
-        self._packs = 0
+        self._bad: set[str] = set()  # keys whose lines did not read back this session
+        self._packs: dict[str, tuple[int, int]] = {}  # agent folder -> (pid, fd) of this process's pack
+        self._finalizer = weakref.finalize(self, _close_all, self._packs)
         self.hits = 0
         self.misses = 0
+        self.skipped = 0
+        """Episodes not written to disk: too large, not serialisable, or the write failed."""
+        self.corrupt = 0
+        """Lines on disk that could not be read back (and whose cases ran again)."""
 
     @staticmethod
     def key(agent_fingerprint: str, case: Case, max_steps: int = DEFAULT_MAX_STEPS) -> str:
         blob = f"{agent_fingerprint}\0{case.key()}\0{max_steps}"
-        return hashlib.sha256(blob.encode()).hexdigest()[:40]
+        return hashlib.sha256(blob.encode()).hexdigest()[:_KEY_LENGTH]
 
     def _folder(self, agent_fingerprint: str) -> Path:
         assert self.directory is not None
@@ -60,14 +88,27 @@ class EpisodeCache:
     def _load(self, agent_fingerprint: str) -> None:
         self._loaded.add(agent_fingerprint)
         folder = self._folder(agent_fingerprint)
-        for pack in sorted(folder.glob("pack-*.jsonl")) if folder.is_dir() else []:
+        try:
+            packs = sorted(folder.glob("pack-*.jsonl")) if folder.is_dir() else []
+        except OSError:
+            return
+        _remove_stale_temps(folder)
+        stored, older = self._stored, self._older
+        for pack in packs:  # names start with the creation time, so a later pack holds newer lines
             try:
-                lines = pack.read_bytes().splitlines()
+                data = pack.read_bytes()
             except OSError:
                 continue
-            for line in lines:
-                key, _, blob = line.partition(b"\t")
-                self._stored.setdefault(key.decode(), blob)
+            for line in data.split(b"\n"):
+                key, tab, blob = line.partition(b"\t")
+                if len(key) != _KEY_LENGTH or not tab or not key.isalnum():
+                    self.corrupt += bool(line)
+                    continue
+                name = key.decode("ascii")  # isalnum() on bytes means ASCII letters and digits only
+                previous = stored.get(name)
+                if previous is not None:
+                    older.setdefault(name, []).append(previous)
+                stored[name] = blob
 
     def get(self, key: str, agent_fingerprint: str = "") -> Episode | None:
         episode = self._memory.get(key)
@@ -76,37 +117,66 @@ class EpisodeCache:
         if agent_fingerprint not in self._loaded:
             self._load(agent_fingerprint)
         blob = self._stored.pop(key, None)
-        if blob is None:
-            return None
-        try:
-            episode = self._memory[key] = Episode.model_validate_json(blob)
-        except ValueError:
-            return None
-        return episode
+        while blob is not None:
+            episode = _read(blob)
+            if episode is not None:
+                self._older.pop(key, None)
+                self._memory[key] = episode
+                return episode
+            self.corrupt += 1
+            self._bad.add(key)
+            earlier = self._older.get(key)
+            blob = earlier.pop() if earlier else None
+        return None
 
     def put(self, key: str, episode: Episode, agent_fingerprint: str = "") -> None:
+        """Keep ``episode`` in memory and append it to this process's pack; never raises for a bad episode."""
         if episode.outcome in _NOT_CACHED:
             return
         self._memory[key] = episode
-        if self.directory is not None:
-            self._pending.setdefault(agent_fingerprint, []).append((key, episode))
+        if self.directory is None:
+            return
+        try:
+            blob = episode.model_dump_json().encode()
+        except Exception:  # a value pydantic cannot write as JSON: keep it in memory only
+            self.skipped += 1
+            return
+        if len(blob) > MAX_EPISODE_BYTES or (key in self._bad and _read(blob) is None):
+            # The second test stops a case whose episode never reads back from being appended on every run.
+            self.skipped += 1
+            return
+        self._append(agent_fingerprint, b"%s\t%s\n" % (key.encode(), blob))
+
+    def _append(self, agent_fingerprint: str, line: bytes) -> None:
+        pack = self._packs.get(agent_fingerprint)
+        if pack is None or pack[0] != os.getpid():  # none yet, or inherited through a fork: start one
+            folder = self._folder(agent_fingerprint)
+            name = f"pack-{time.time_ns():016x}-{os.getpid()}-{next(_pack_ids)}.jsonl"
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                fd = os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+            except OSError:
+                self.skipped += 1
+                return
+            pack = self._packs[agent_fingerprint] = (os.getpid(), fd)
+        try:
+            view = memoryview(line)
+            while view:
+                view = view[os.write(pack[1], view) :]
+        except OSError:
+            # Part of the line may be there: never append after it; the next episode starts a new pack.
+            self.skipped += 1
+            del self._packs[agent_fingerprint]
+            with contextlib.suppress(OSError):
+                os.close(pack[1])
 
     def flush(self) -> None:
-        """Write the episodes stored since the last flush, one pack per agent."""
-        pending, self._pending = self._pending, {}
-        for agent_fingerprint, items in pending.items():
-            folder = self._folder(agent_fingerprint)
-            folder.mkdir(parents=True, exist_ok=True)
-            self._packs += 1
-            name = f"pack-{time.time_ns():x}-{os.getpid()}-{self._packs}.jsonl"
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".jsonl")
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.writelines(f"{key}\t".encode() + ep.model_dump_json().encode() + b"\n" for key, ep in items)
-                os.replace(tmp, folder / name)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+        """Nothing is left to write: each episode went to disk when it was stored. Kept for callers
+        (the pytest session flushes after each test)."""
+
+    def close(self) -> None:
+        """Close this process's pack files; the cache still reads, and a later write opens a new pack."""
+        _close_all(self._packs)
 
     def run(self, agent: Any, cases: Sequence[Case], max_steps: int | None = None) -> list[Episode]:
         """One episode per case: cached ones read back, the others run and stored.
@@ -128,9 +198,23 @@ class EpisodeCache:
             for key, episode in zip(group, run_cases(agent, list(group.values()), budget), strict=True):
                 self.put(key, episode, fp)
                 found[key] = episode
-        if sum(map(len, self._pending.values())) >= FLUSH_EVERY:
-            self.flush()
         return [found[k] for k in keys]
+
+
+def _read(blob: bytes) -> Episode | None:
+    try:
+        return Episode.model_validate_json(blob)
+    except Exception:  # bad JSON, not UTF-8, torn, another schema: the case runs again
+        return None
+
+
+def _remove_stale_temps(folder: Path) -> None:
+    cutoff = time.time() - STALE_TEMP_SECONDS
+    with contextlib.suppress(OSError):
+        for tmp in folder.glob(".tmp-*"):
+            with contextlib.suppress(OSError):
+                if tmp.stat().st_mtime < cutoff:
+                    tmp.unlink()
 
 
 def _budget(case: Case, max_steps: int | None) -> int:
