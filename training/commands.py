@@ -12,6 +12,7 @@ import dataclasses
 import os
 import sys
 
+from sandbox.errors import UsageError
 from training.config import SFTConfig, help_of
 
 
@@ -42,7 +43,15 @@ def configure_train(p: argparse.ArgumentParser) -> None:
     p.add_argument("--full", dest="lora", action="store_false", help="full fine-tune (same as --no-lora)")
     p.add_argument("--seed", type=int, default=d.seed, help=help_of(SFTConfig, "seed"))
     p.add_argument("--save-every", type=int, default=None, help=help_of(SFTConfig, "save_every") + " (rl: 5)")
-    p.add_argument("--no-resume", dest="resume", action="store_false", help="start over, ignoring checkpoints")
+    p.add_argument(
+        "--no-resume", dest="resume", action="store_false",
+        help="start from step 0, ignoring OUT/checkpoints (a finished run in OUT is still reused or refused)",
+    )  # fmt: skip
+    p.add_argument(
+        "--overwrite", action="store_true",
+        help="train again into an OUT that holds a finished run (reused if its options are these, else refused) "
+        "or checkpoints of other options, and replace it",
+    )  # fmt: skip
     p.add_argument("--threads", type=int, default=d.threads, help=help_of(SFTConfig, "threads"))
     from training.rl_cli import add_rl_arguments
 
@@ -51,13 +60,13 @@ def configure_train(p: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace) -> SFTConfig:
     if args.method == "paft" and not 0 < args.alpha <= 1:
-        raise SystemExit(f"openagent train paft: --alpha must be in (0, 1], got {args.alpha}")
+        raise UsageError(f"--alpha must be in (0, 1] (the share of perturbed episodes), got {args.alpha}")
     lr = args.lr if args.lr is not None else (1e-3 if args.lora else 1e-4)
     return SFTConfig(
         out=args.out, base=args.base, steps=args.steps if args.steps is not None else SFTConfig.steps,
         batch_size=args.batch_size, episodes=args.episodes, lr=lr, lora=args.lora, seed=args.seed,
         save_every=args.save_every if args.save_every is not None else SFTConfig.save_every, resume=args.resume,
-        threads=args.threads, alpha=args.alpha if args.method == "paft" else 0.0,
+        threads=args.threads, alpha=args.alpha if args.method == "paft" else 0.0, overwrite=args.overwrite,
         families=[f for f in args.families.split(",") if f],
         perturbations=[n for n in args.perturbations.split(",") if n],
     )  # fmt: skip

@@ -53,8 +53,13 @@ class SFTConfig:
         metadata={"help": "also export a full model at these steps, into OUT/step-N (the demo's SFT-N)"},
     )
     resume: bool = field(
-        default=True, metadata={"help": "continue from the last checkpoint in OUT/checkpoints if there is one"}
+        default=True, metadata={"help": "continue from the last intact checkpoint in OUT/checkpoints if there is one"}
     )
+    overwrite: bool = field(
+        default=False,
+        metadata={"help": "train again even if OUT holds a finished run (of these options: reused; of others: "
+                  "refused) or checkpoints of other options, and replace it"},
+    )  # fmt: skip
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     progress: bool = field(default=True, metadata={"help": "show a progress bar with loss and throughput"})
 

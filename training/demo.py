@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sandbox.errors import UsageError
 from training.config import SFTConfig
 
 TIER_COLUMNS = (("perception", "Δ tier 1"), ("interaction", "Δ tier 2"), ("reasoning", "Δ tier 3"))
@@ -87,7 +87,12 @@ def config_from_args(args: argparse.Namespace) -> DemoConfig:
     for f in dataclasses.fields(DemoConfig):
         value = getattr(args, f.name)
         if f.name == "sft_steps":
-            value = sorted({int(s) for s in str(value).split(",") if s.strip()})
+            try:
+                value = sorted({int(s) for s in str(value).split(",") if s.strip()})
+            except ValueError:
+                raise UsageError(f"--sft-steps {value!r}: expected step counts joined by commas (25,50,100)") from None
+            if not value or min(value) < 1:
+                raise UsageError(f"--sft-steps {getattr(args, f.name)!r}: give step counts of at least 1")
         elif f.name == "agents":
             value = [a.strip() for a in str(value).split(",") if a.strip()]
         values[f.name] = value
@@ -115,21 +120,11 @@ def _train_configs(cfg: DemoConfig, root: Path) -> dict[str, SFTConfig]:
     return runs
 
 
-def _stale_checkpoints(cfg: SFTConfig) -> bool:
-    """Whether ``cfg.out`` holds checkpoints of a run with other options (the demo then starts over)."""
-    from training.sft import config_changes
-
-    changes = config_changes(Path(cfg.out), cfg.to_dict())
-    if changes:
-        _say(f"{cfg.out}: its checkpoints are of other options ({'; '.join(changes)}); starting over")
-    return bool(changes)
-
-
 def rl_start(cfg: DemoConfig) -> int:
     """The SFT step count the RL agents start from."""
     if cfg.rl_steps > 0 and cfg.rl_from and cfg.rl_from not in cfg.sft_steps:
-        raise SystemExit(
-            f"openagent demo: --rl-from {cfg.rl_from} is not one of --sft-steps {cfg.sft_steps}: "
+        raise UsageError(
+            f"--rl-from {cfg.rl_from} is not one of --sft-steps {cfg.sft_steps}: "
             "give one of them (0: the last), or --rl-steps 0"
         )
     return cfg.rl_from or max(cfg.sft_steps)
@@ -159,7 +154,7 @@ def _agent_dirs(cfg: DemoConfig, runs: dict[str, SFTConfig]) -> dict[str, str]:
         elif name in ("oracle", "static"):
             specs[name] = name
         else:
-            raise SystemExit(f"openagent demo: unknown agent {name!r}; expected base, sft, paft, oracle or static")
+            raise UsageError(f"--agents: unknown agent {name!r}; expected base, sft, paft, rl, oracle or static")
     return specs
 
 
@@ -219,6 +214,10 @@ def run(cfg: DemoConfig) -> int:
     from training.sft import finished_run, train
 
     t0 = time.perf_counter()
+    runs = _train_configs(cfg, Path(cfg.dir or "."))
+    _agent_dirs(cfg, runs)  # misuse (an unknown agent, a bad --rl-from) stops the demo before it trains
+    if "rl" in cfg.agents and "sft" in cfg.agents:
+        rl_start(cfg)
     root = Path(cfg.dir).expanduser() if cfg.dir else openagent_home() / ("demo-quick" if cfg.quick else "demo")
     root.mkdir(parents=True, exist_ok=True)
     _say(f"working in {root} (seed {cfg.seed})")
@@ -232,7 +231,8 @@ def run(cfg: DemoConfig) -> int:
         if finished_run(run_cfg.out, run_cfg.to_dict()) and not cfg.retrain:
             _say(f"{name}: reusing {run_cfg.out} (--retrain to start over)")
             continue
-        run_cfg.resume = not cfg.retrain and not _stale_checkpoints(run_cfg)
+        # The demo owns its folder: a finished run of other options is replaced, checkpoints of them start over.
+        run_cfg.resume, run_cfg.overwrite = not cfg.retrain, True
         _say(f"{name}: training {run_cfg.steps} steps × {run_cfg.batch_size} episodes into {run_cfg.out}")
         t = time.perf_counter()
         train(run_cfg)
@@ -272,7 +272,9 @@ def run(cfg: DemoConfig) -> int:
     _say(f"done in {timings['total_s']} s")
     if cfg.json:
         payload = {"config": dataclasses.asdict(cfg), "rows": rows, "timings": timings, "reports": reports}
+        from training.runs import write_json
+
         Path(cfg.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(cfg.json).write_text(json.dumps(payload, indent=1, default=str) + "\n")
+        write_json(cfg.json, payload)
         _say(f"table written to {cfg.json}")
     return 0

@@ -18,6 +18,7 @@ import random
 from collections import Counter
 from typing import Any
 
+from sandbox.errors import UsageError
 from sandbox.seeds import child_seed
 from training.config import PERTURBATION_FAMILIES, SFTConfig
 
@@ -68,12 +69,15 @@ def train_perturbations(families: list[str] | None = None, names: list[str] | No
 
     if names:
         for n in names:
-            get(n)  # raises with "did you mean" on a typo
+            try:
+                get(n)
+            except KeyError as exc:  # the registry's message has the "did you mean"
+                raise UsageError(f"--perturbations: {exc.args[0]}") from None
         return list(names)
     families = list(families or PERTURBATION_FAMILIES)
     unknown = sorted(set(families) - set(PERTURBATION_FAMILIES))
     if unknown:
-        raise ValueError(f"unknown PAFT families {unknown}; expected some of {list(PERTURBATION_FAMILIES)}")
+        raise UsageError(f"unknown PAFT families {unknown}; expected some of {list(PERTURBATION_FAMILIES)}")
     return [n for n in registered() if family_of(get(n)) in families]
 
 
@@ -92,9 +96,9 @@ def paft_cases(tasks: list[Any], alpha: float, perturbation_names: list[str], se
     from sandbox.case import Case
 
     if not 0 <= alpha <= 1:
-        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+        raise UsageError(f"alpha must be in [0, 1], got {alpha}")
     if alpha > 0 and not perturbation_names:
-        raise ValueError("PAFT needs perturbations: none of the registered ones is in the families asked for")
+        raise UsageError("PAFT needs perturbations: none of the registered ones is in the families asked for")
     r = random.Random(child_seed(seed, "paft"))
     order = list(range(len(tasks)))
     r.shuffle(order)

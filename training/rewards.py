@@ -18,6 +18,8 @@ import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from sandbox.errors import UsageError
+
 if TYPE_CHECKING:
     from sandbox.episode import Episode
 
@@ -48,13 +50,13 @@ def get_reward(spec: str | Callable[[Episode], float]) -> Reward:
         return REWARDS[spec]
     module, sep, attr = spec.partition(":")
     if not sep or not module or not attr:
-        raise ValueError(f"unknown reward {spec!r}: expected {', '.join(REWARDS)} or module:function")
+        raise UsageError(f"unknown reward {spec!r}: expected {', '.join(REWARDS)} or module:function")
     try:
         fn = getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as exc:
-        raise ValueError(f"reward {spec!r}: cannot load it ({exc})") from None
+        raise UsageError(f"reward {spec!r}: cannot load it ({exc})") from None
     if not callable(fn):
-        raise ValueError(f"reward {spec!r} is a {type(fn).__name__}, expected a function reward(episode) -> float")
+        raise UsageError(f"reward {spec!r} is a {type(fn).__name__}, expected a function reward(episode) -> float")
     return fn
 
 

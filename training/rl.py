@@ -93,7 +93,10 @@ class RLConfig:
     bf16: bool = field(default=True, metadata={"help": "bf16 autocast in the update where the hardware supports it"})
     seed: int = field(default=0, metadata={"help": "seed of the task draw, the sampling and the LoRA init"})
     save_every: int = field(default=5, metadata={"help": "write a resumable checkpoint every N steps (0: end only)"})
-    resume: bool = field(default=True, metadata={"help": "continue from the last checkpoint in OUT/checkpoints"})
+    resume: bool = field(default=True, metadata={"help": "continue from the last intact checkpoint in OUT/checkpoints"})
+    overwrite: bool = field(
+        default=False, metadata={"help": "train again even if OUT holds a finished run, and replace it"}
+    )
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     progress: bool = field(default=True, metadata={"help": "show a progress bar with reward and speed"})
 
@@ -242,7 +245,9 @@ def load_policy(cfg: RLConfig) -> tuple[Any, Any, Any]:
 
     init = init_dir(cfg)
     if not (init / "config.json").is_file():
-        raise SystemExit(f"--init {cfg.init!r}: no config.json there; give an SFT output directory")
+        from training.checkpoint import CheckpointError
+
+        raise CheckpointError(f"--init {cfg.init!r}: no config.json there; give an SFT output directory")
     model, tokenizer = load_model(cfg, init)
     reference = None
     if not cfg.lora and cfg.kl > 0:
@@ -278,7 +283,9 @@ def sft_term_data(cfg: RLConfig, tokenizer: Any) -> tuple[list[Any], list[list[i
     meta = json.loads(path.read_text()) if path.is_file() else {}
     if meta.get("kind") not in ("sft", "paft"):
         found = f"kind {meta.get('kind')!r}" if meta else "no such file"
-        raise SystemExit(
+        from sandbox.errors import UsageError
+
+        raise UsageError(
             f"RLConfig.sft_coef={cfg.sft_coef}: the supervised term trains on the SFT data of --init, described in "
             f"{path}; found {found}. Start from an `openagent train sft` output, or set sft_coef to 0."
         )
@@ -339,19 +346,27 @@ def rollout(
 
 
 def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Path:
-    """GRPO from ``cfg.init`` into ``cfg.out``; ``reward`` overrides ``cfg.reward``. Resumes if it can."""
+    """GRPO from ``cfg.init`` into ``cfg.out``; ``reward`` overrides ``cfg.reward``.
+
+    A finished run of the same options (the reward included) in ``cfg.out`` is reused, one of other options
+    refused unless ``cfg.overwrite``; an unfinished one resumes from its newest intact checkpoint."""
+    from training import runs
+
+    check_config(cfg)
+    reward_fn = get_reward(reward if reward is not None else cfg.reward)
+    out = Path(cfg.out)
+    # The reward that is used, not the name in the config, decides whether a run can be reused or resumed.
+    config = {**cfg.to_dict(), "reward": reward_name(reward if reward is not None else cfg.reward)}
+    if runs.reuse_finished(out, config, cfg.overwrite):
+        return out
+    point = runs.resume_point(out, config, cfg.overwrite) if cfg.resume else None
+
     import torch
     from accelerate import Accelerator
 
     from training.data import collate
-    from training.sft import _bf16_ok, export, latest_checkpoint, load_checkpoint, refuse_other_config, save_checkpoint
+    from training.sft import _bf16_ok, export
 
-    if not cfg.out:
-        raise SystemExit("RLConfig.out: an output directory is required")
-    if cfg.group < 2:
-        raise SystemExit(f"RLConfig.group: GRPO compares episodes within a group; need at least 2, got {cfg.group}")
-    reward_fn = get_reward(reward if reward is not None else cfg.reward)
-    out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
@@ -376,17 +391,16 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
         reference.to(accelerator.device)
 
     start, history = 0, []
-    last = latest_checkpoint(out) if cfg.resume else None
-    if last is not None:
-        import json
-
-        refuse_other_config(out, cfg.to_dict())
-        start = load_checkpoint(last, policy, optimizer, scheduler)
-        history = list(json.loads((last / "state.json").read_text()).get("history", []))
-        accelerator.print(f"openagent train rl: resuming from {last} (step {start} of {cfg.steps})")
+    if point is not None:
+        start, history = runs.restore(point, policy, optimizer, scheduler), point.history
+        if accelerator.is_main_process:  # stderr: stdout carries only OUT, for scripts
+            print(f"openagent train rl: resuming from {point.path} (step {start} of {cfg.steps})", file=sys.stderr)
+        del point
+    elif accelerator.is_main_process:
+        runs.clear_checkpoints(out)  # a fresh start: an older run's checkpoints must not outrank its own
     meta = {
         "kind": "rl", "algorithm": "grpo", "init": str(cfg.init), "base": str(cfg.init), "reward": reward_name(
-            reward if reward is not None else cfg.reward), "config": cfg.to_dict(), "bf16": bf16, "seed": cfg.seed,
+            reward if reward is not None else cfg.reward), "config": config, "bf16": bf16, "seed": cfg.seed,
         "data": {"domain": cfg.domain, "split": "train", "tasks": len(pool), "perturbed": cfg.perturbed,
                  "perturbed_cases": sum(bool(c.perturbations) for c in pool), "pool": "train",
                  "candidates": perturbations},
@@ -449,21 +463,48 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
             )
             bar.update(1)
         done = step + 1
-        if cfg.save_every and done % cfg.save_every == 0 and done != cfg.steps:
-            save_checkpoint(out, done, policy, optimizer, scheduler, history, cfg.to_dict())
+        if cfg.save_every and done % cfg.save_every == 0 and done != cfg.steps and accelerator.is_main_process:
+            runs.save_checkpoint(out, done, policy, optimizer, scheduler, history, config)
     if bar is not None:
         bar.close()
 
     elapsed = time.perf_counter() - t_start
     meta.update(steps=cfg.steps, history=history, train_seconds=round(elapsed, 1))
     if accelerator.is_main_process:
-        import shutil
-
-        from training.sft import CHECKPOINTS
-
         export(policy, tokenizer, out, meta)
-        shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
+        runs.clear_checkpoints(out)
     return out
+
+
+def check_config(cfg: RLConfig) -> None:
+    """Raise :class:`~sandbox.errors.UsageError` on options no run can train with."""
+    from sandbox.errors import UsageError
+
+    if not cfg.out:
+        raise UsageError("RLConfig.out: an output directory is required")
+    if not cfg.init:
+        raise UsageError("RLConfig.init: the checkpoint to start from is required (an SFT output directory)")
+    problems = [
+        f"{name} must be at least {low}, got {value}"
+        for name, value, low in (("steps", cfg.steps, 1), ("tasks", cfg.tasks, 1),
+                                 ("tasks_per_step", cfg.tasks_per_step, 1), ("max_new_tokens", cfg.max_new_tokens, 1),
+                                 ("micro_batch", cfg.micro_batch, 1), ("save_every", cfg.save_every, 0),
+                                 ("max_turns", cfg.max_turns, 1))
+        if value < low
+    ]  # fmt: skip
+    if cfg.group < 2:
+        problems.append(f"group must be at least 2 (GRPO compares episodes within a group), got {cfg.group}")
+    if not cfg.lr > 0:
+        problems.append(f"lr must be positive, got {cfg.lr}")
+    if cfg.temperature < 0 or cfg.clip <= 0 or cfg.kl < 0 or cfg.sft_coef < 0:
+        problems.append(
+            f"temperature, kl and sft_coef must not be negative and clip must be positive (got temperature="
+            f"{cfg.temperature}, clip={cfg.clip}, kl={cfg.kl}, sft_coef={cfg.sft_coef})"
+        )
+    if not 0 <= cfg.perturbed <= 1:
+        problems.append(f"perturbed must be in [0, 1], got {cfg.perturbed}")
+    if problems:
+        raise UsageError(f"RLConfig: {'; '.join(problems)}")
 
 
 def _step_record(

@@ -12,6 +12,7 @@ import dataclasses
 import os
 import sys
 
+from sandbox.errors import UsageError
 from training.rl import RLConfig
 
 RL_STEPS, RL_SAVE_EVERY = RLConfig.steps, RLConfig.save_every
@@ -40,7 +41,7 @@ def add_rl_arguments(p: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace) -> RLConfig:
     if not args.init:
-        raise SystemExit("openagent train rl: --init SFT_DIR is required (the checkpoint RL starts from)")
+        raise UsageError("rl needs --init SFT_DIR (the checkpoint RL starts from, an `openagent train sft` output)")
     lr = args.lr if getattr(args, "lr", None) is not None else (RLConfig.lr if args.lora else 1e-5)
     steps = getattr(args, "steps", None)
     save_every = getattr(args, "save_every", None)
@@ -50,6 +51,7 @@ def config_from_args(args: argparse.Namespace) -> RLConfig:
         max_new_tokens=args.max_new_tokens, clip=args.clip, kl=args.kl, perturbed=args.perturbed,
         sft_coef=args.sft_coef, sft_batch=args.sft_batch, lr=lr, lora=args.lora, seed=args.seed,
         save_every=save_every if save_every is not None else RL_SAVE_EVERY, resume=args.resume, threads=args.threads,
+        overwrite=getattr(args, "overwrite", False),
     )  # fmt: skip
 
 
@@ -62,8 +64,8 @@ def run_rl(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     try:
         get_reward(cfg.reward)
-    except ValueError as exc:
-        raise SystemExit(f"openagent train rl: --reward: {exc}") from None
+    except UsageError as exc:
+        raise UsageError(f"--reward: {exc}") from None
     keys = ("init", "steps", "group", "tasks_per_step", "reward", "lr", "lora", "kl", "perturbed", "sft_coef", "seed")
     print(f"openagent train rl: {', '.join(f'{k}={getattr(cfg, k)}' for k in keys)}", file=sys.stderr)
     print(train(cfg))

@@ -67,7 +67,7 @@ def rl_agents(
     """``{"RL (completion)": dir, "RL (refusal-aware)": dir}`` trained from ``sft_dir`` under ``root``; a finished
     directory is reused unless ``retrain``; ``steps == 0`` trains nothing and returns ``{}``."""
     from training.rl import train
-    from training.sft import config_changes, finished_run
+    from training.runs import finished_run
 
     if settings.steps <= 0:
         return {}
@@ -76,7 +76,8 @@ def rl_agents(
         out = Path(root) / f"rl-{reward}"
         cfg = settings.config(sft_dir, out, reward, progress=progress, save_every=1)
         if retrain or not finished_run(out, cfg.to_dict()):
-            cfg.resume = not retrain and not config_changes(out, cfg.to_dict())
+            # The demo owns these folders: a finished run of other options is replaced, checkpoints of them start over.
+            cfg.resume, cfg.overwrite = not retrain, True
             train(cfg)
         agents[f"RL ({reward})"] = out
     return agents
@@ -246,7 +247,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--retrain", action="store_true")
     p.add_argument("--json", default=None, help="also write the figures here")
     args = p.parse_args(argv)
+    from sandbox.errors import UsageError
 
+    try:
+        return _run(args)
+    except UsageError as exc:
+        p.error(str(exc))  # exits 2, as openagent does on misuse
+    return 2  # pragma: no cover - p.error exits
+
+
+def _run(args: argparse.Namespace) -> int:
     settings = RLDemoSettings(
         steps=args.steps, group=args.group, tasks_per_step=args.tasks_per_step, tasks=args.tasks,
         perturbed=args.perturbed, temperature=args.temperature, lr=args.lr, sft_coef=args.sft_coef,
@@ -264,7 +274,9 @@ def main(argv: list[str] | None = None) -> int:
         curve = curve_text(agents[label]) if label != "SFT" else ""
         print(f"{label:<22} {f['clean_success']:>14.1%} {f['tier4_refusal_rate']:>15.1%}  {curve}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"settings": vars(args), "figures": figures}, indent=1) + "\n")
+        from training.runs import write_json
+
+        write_json(args.json, {"settings": vars(args), "figures": figures})
     return 0
 
 

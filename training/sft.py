@@ -16,7 +16,6 @@ its share of every step's rows).
 from __future__ import annotations
 
 import copy
-import json
 import math
 import os
 import shutil
@@ -26,11 +25,21 @@ from pathlib import Path
 from typing import Any
 
 from training.config import SFTConfig
-
-META_FILE = "openagent-train.json"
-CHECKPOINTS = "checkpoints"
-RUN_SETTINGS = frozenset({"out", "progress", "threads", "resume", "save_every"})
-"""Config fields that change how a run is carried out, not what it trains."""
+from training.runs import (  # noqa: F401  (re-exported: the names RL, the demo and users reach through here)
+    CHECKPOINTS,
+    META_FILE,
+    RUN_SETTINGS,
+    clear_checkpoints,
+    config_changes,
+    finished_run,
+    latest_checkpoint,
+    restore,
+    resume_point,
+    reuse_finished,
+    save_checkpoint,
+    sync_tree,
+    write_json,
+)
 
 
 def resolve_base(base: str) -> Path:
@@ -40,7 +49,9 @@ def resolve_base(base: str) -> Path:
         return prepare_default_base()
     path = Path(base.removeprefix("hf:")).expanduser()
     if not (path / "config.json").is_file():
-        raise SystemExit(f"--base {base!r}: no config.json there; expected a Hugging Face model directory")
+        from training.checkpoint import CheckpointError
+
+        raise CheckpointError(f"--base {base!r}: no config.json there; expected a Hugging Face model directory")
     return path
 
 
@@ -136,15 +147,26 @@ def lr_at(step: int, cfg: SFTConfig) -> float:
 
 
 def train(cfg: SFTConfig, examples: list | None = None, data_meta: dict | None = None) -> Path:
-    """Fine-tune ``cfg.base`` on gold trajectories; the model lands in ``cfg.out``. Resumes if it can."""
+    """Fine-tune ``cfg.base`` on gold trajectories; the model lands in ``cfg.out``.
+
+    A finished run of the same options in ``cfg.out`` is reused (nothing trained), one of other options refused
+    unless ``cfg.overwrite``; an unfinished one resumes from its newest intact checkpoint (``training.runs``)."""
+    from sandbox.errors import UsageError
+
+    if not cfg.out:
+        raise UsageError("SFTConfig.out: an output directory is required")
+    check_config(cfg)
+    out = Path(cfg.out)
+    config = cfg.to_dict()
+    if reuse_finished(out, config, cfg.overwrite):
+        return out
+    point = resume_point(out, config, cfg.overwrite) if cfg.resume else None
+
     import torch
     from accelerate import Accelerator
 
     from training.data import collate, plan_batches
 
-    if not cfg.out:
-        raise SystemExit("SFTConfig.out: an output directory is required")
-    out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
@@ -163,18 +185,19 @@ def train(cfg: SFTConfig, examples: list | None = None, data_meta: dict | None =
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_at(s, cfg))
     wrapped, optimizer = accelerator.prepare(loss_module(model), optimizer)
 
-    start = 0
-    last = latest_checkpoint(out) if cfg.resume else None
-    if last is not None:
-        refuse_other_config(out, cfg.to_dict())
-        start = load_checkpoint(last, model, optimizer, scheduler)
-        accelerator.print(f"openagent train: resuming from {last} (step {start} of {cfg.steps})")
+    start, history = 0, []
+    if point is not None:
+        start, history = restore(point, model, optimizer, scheduler), point.history
+        if accelerator.is_main_process:  # stderr: stdout carries only OUT, for scripts
+            print(f"openagent train: resuming from {point.path} (step {start} of {cfg.steps})", file=sys.stderr)
+        del point
+    elif accelerator.is_main_process:
+        clear_checkpoints(out)  # a fresh start: an older run's checkpoints must not outrank its own
 
     meta = {
         "kind": cfg.kind, "base": str(base_dir), "config": cfg.to_dict(), "data": data_meta or {},
         "examples": len(examples), "bf16": bf16, "seed": cfg.seed,
     }  # fmt: skip
-    history: list[dict] = _read_history(last)
     bar = _progress(cfg, accelerator, start)
     rank, world = accelerator.process_index, accelerator.num_processes
     wrapped.train()
@@ -206,8 +229,8 @@ def train(cfg: SFTConfig, examples: list | None = None, data_meta: dict | None =
         if done in cfg.export_at and done != cfg.steps:
             snapshot = {**meta, "steps": done, "history": history}
             export(model, tokenizer, out / f"step-{done}", snapshot)
-        if cfg.save_every and done % cfg.save_every == 0 and done != cfg.steps:
-            save_checkpoint(out, done, model, optimizer, scheduler, history, cfg.to_dict())
+        if cfg.save_every and done % cfg.save_every == 0 and done != cfg.steps and accelerator.is_main_process:
+            save_checkpoint(out, done, model, optimizer, scheduler, history, config)
     if bar is not None:
         bar.close()
 
@@ -219,7 +242,7 @@ def train(cfg: SFTConfig, examples: list | None = None, data_meta: dict | None =
     )  # fmt: skip
     if accelerator.is_main_process:
         export(model, tokenizer, out, meta)
-        shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
+        clear_checkpoints(out)
     return out
 
 
@@ -241,7 +264,9 @@ def _progress(cfg: SFTConfig, accelerator: Any, start: int) -> Any:
 
 
 def export(model: Any, tokenizer: Any, target: Path, meta: dict) -> None:
-    """A plain ``save_pretrained`` directory (LoRA merged in) plus the metadata file, written atomically."""
+    """A plain ``save_pretrained`` directory (LoRA merged in) plus the metadata file, written atomically: into a
+    temp folder, then renamed (or, into an existing ``target``, each file replaced, the metadata file last, so
+    that ``target`` never looks finished with half a model)."""
     plain = model
     if hasattr(model, "merge_and_unload"):
         plain = copy.deepcopy(model).merge_and_unload()
@@ -252,96 +277,32 @@ def export(model: Any, tokenizer: Any, target: Path, meta: dict) -> None:
     plain.save_pretrained(tmp)
     plain.config.use_cache = False
     tokenizer.save_pretrained(tmp)
-    (tmp / META_FILE).write_text(json.dumps(meta, indent=1, default=str) + "\n")
+    write_json(tmp / META_FILE, meta)
+    sync_tree(tmp)
     if target.exists() and target.resolve() != tmp.resolve():
         # The output directory also holds checkpoints/ and step-N/: replace only what export writes.
-        for item in tmp.iterdir():
+        (target / META_FILE).unlink(missing_ok=True)
+        for item in sorted(tmp.iterdir(), key=lambda p: p.name == META_FILE):
             os.replace(item, target / item.name)
         tmp.rmdir()
     else:
         os.rename(tmp, target)
 
 
-def save_checkpoint(
-    out: Path, step: int, model: Any, optimizer: Any, scheduler: Any, history: list[dict], config: dict | None = None
-) -> Path:
-    """Trainable weights, optimizer and schedule at ``step`` (and the run's config, which a resume must
-    match), written to a temp dir then renamed."""
-    import torch
+def check_config(cfg: SFTConfig) -> None:
+    """Raise :class:`~sandbox.errors.UsageError` on options no run can train with."""
+    from sandbox.errors import UsageError
 
-    root = out / CHECKPOINTS
-    root.mkdir(parents=True, exist_ok=True)
-    target = root / f"step-{step:06d}"
-    tmp = root / f".step-{step:06d}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    trainable = {n: p.detach().cpu() for n, p in model.named_parameters() if p.requires_grad}
-    torch.save(trainable, tmp / "trainable.pt")
-    torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}, tmp / "optimizer.pt")
-    state = {"step": step, "history": history, "config": config}
-    (tmp / "state.json").write_text(json.dumps(state, default=str) + "\n")
-    shutil.rmtree(target, ignore_errors=True)
-    os.rename(tmp, target)
-    for old in sorted(root.glob("step-*"))[:-2]:  # keep the last two
-        shutil.rmtree(old, ignore_errors=True)
-    return target
-
-
-def latest_checkpoint(out: Path) -> Path | None:
-    done = sorted(p for p in (out / CHECKPOINTS).glob("step-*") if (p / "state.json").is_file())
-    return done[-1] if done else None
-
-
-def config_changes(out: Path, config: dict) -> list[str]:
-    """What differs between the run whose last checkpoint is in ``out`` and ``config`` (run settings aside);
-    empty when there is no checkpoint or it records no config."""
-    last = latest_checkpoint(out)
-    saved = json.loads((last / "state.json").read_text()).get("config") if last is not None else None
-    if saved is None:
-        return []
-    return _differences(saved, config, ignore={"export_at"})
-
-
-def finished_run(out: str | Path, config: dict) -> bool:
-    """Whether ``out`` holds a finished run (its exported model) of ``config``, run settings aside."""
-    meta_file = Path(out) / META_FILE
-    if not meta_file.is_file():
-        return False
-    return not _differences(json.loads(meta_file.read_text()).get("config", {}), config)
-
-
-def _differences(saved: dict, config: dict, ignore: set[str] = frozenset()) -> list[str]:
-    """``"key: saved -> config"`` for each field that differs, run settings and ``ignore`` aside."""
-    saved = json.loads(json.dumps(saved, default=str))
-    config = json.loads(json.dumps(config, default=str))
-    keys = sorted((set(saved) | set(config)) - RUN_SETTINGS - set(ignore))
-    return [f"{k}: {saved.get(k)!r} -> {config.get(k)!r}" for k in keys if saved.get(k) != config.get(k)]
-
-
-def refuse_other_config(out: Path, config: dict) -> None:
-    changes = config_changes(out, config)
-    if changes:
-        raise SystemExit(
-            f"openagent train: the checkpoints in {out} were written by a run with other options "
-            f"({'; '.join(changes)}). Rerun with the same options to resume it, or pass --no-resume "
-            "(or another --out) to start over."
-        )
-
-
-def load_checkpoint(path: Path, model: Any, optimizer: Any, scheduler: Any) -> int:
-    import torch
-
-    trainable = torch.load(path / "trainable.pt")
-    missing = model.load_state_dict(trainable, strict=False)
-    if missing.unexpected_keys:
-        raise RuntimeError(f"checkpoint {path} does not match the model: unexpected {missing.unexpected_keys[:3]}")
-    state = torch.load(path / "optimizer.pt")
-    optimizer.load_state_dict(state["optimizer"])
-    scheduler.load_state_dict(state["scheduler"])
-    return int(json.loads((path / "state.json").read_text())["step"])
-
-
-def _read_history(path: Path | None) -> list[dict]:
-    if path is None:
-        return []
-    return list(json.loads((path / "state.json").read_text()).get("history", []))
+    problems = [
+        f"{name} must be at least {low}, got {value}"
+        for name, value, low in (("steps", cfg.steps, 1), ("batch_size", cfg.batch_size, 1),
+                                 ("episodes", cfg.episodes, 1), ("save_every", cfg.save_every, 0),
+                                 ("warmup", cfg.warmup, 0))
+        if value < low
+    ]  # fmt: skip
+    if not cfg.lr > 0:
+        problems.append(f"lr must be positive, got {cfg.lr}")
+    if not 0 <= cfg.alpha <= 1:
+        problems.append(f"alpha must be in [0, 1], got {cfg.alpha}")
+    if problems:
+        raise UsageError(f"SFTConfig: {'; '.join(problems)}")

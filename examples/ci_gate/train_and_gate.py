@@ -4,12 +4,16 @@
     python examples/ci_gate/train_and_gate.py --steps 60      # shorter training
     python examples/ci_gate/train_and_gate.py --agents hf:runs/sft hf:runs/paft   # gate what you have
 
-Each checkpoint is trained with ``openagent train`` and tested with ``pytest`` in this folder
-(``--openagent-agent hf:DIR``); the job's verdict is pytest's exit code, and a failed gate lists
-each criterion it missed with the value measured. The paper's expectation: the plain SFT agent
-is brittle (it collapses under renamed tools and errors, and stops refusing) and fails the gate;
-the PAFT agent, trained on perturbed episodes too, holds up better. Whether it clears this
-gate at your step count is what the run measures.
+Each checkpoint is trained with ``openagent train`` (a finished one is reused; one trained with
+other options is refused, so a changed ``--steps`` never gates a stale model: add ``--overwrite``)
+and tested with ``pytest`` in this folder (``--openagent-agent hf:DIR``); a failed gate lists each
+criterion it missed with the value measured. The script's exit code is the job's verdict, as
+``openagent gate`` gives it: 0 every agent passed, 1 a gate (or a test) failed, 2 misuse (a bad
+option or agent spec, a refused ``--out``: no verdict), which outranks 1; 3 if training crashed.
+
+The paper's expectation: the plain SFT agent is brittle (it collapses under renamed tools and
+errors, and stops refusing) and fails the gate; the PAFT agent, trained on perturbed episodes too,
+holds up better. Whether it clears this gate at your step count is what the run measures.
 """
 
 from __future__ import annotations
@@ -21,15 +25,33 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+EXIT_PASSED, EXIT_FAILED, EXIT_USAGE, EXIT_CRASHED = 0, 1, 2, 3
+PYTEST_TESTS_FAILED = 1  # pytest.ExitCode.TESTS_FAILED: a test or the gate failed; any other nonzero code is misuse
 
 
-def train(method: str, out: Path, steps: int) -> str:
-    """``openagent train sft|paft``; returns the agent spec of the checkpoint (reused if already there)."""
-    if not (out / "config.json").is_file():
-        command = ["openagent", "train", method, "--out", str(out), "--steps", str(steps)]
-        print("$", " ".join(command), flush=True)
-        subprocess.run(command, check=True)
+class TrainingFailed(Exception):
+    def __init__(self, code: int) -> None:
+        super().__init__(f"openagent train exited {code}")
+        self.code = code
+
+
+def train(method: str, out: Path, steps: int, overwrite: bool = False) -> str:
+    """``openagent train sft|paft`` (which reuses a finished run of the same options); the checkpoint's agent spec."""
+    command = ["openagent", "train", method, "--out", str(out), "--steps", str(steps)]
+    command += ["--overwrite"] if overwrite else []
+    print("$", " ".join(command), flush=True)
+    # Through this interpreter, so the script works from a virtual environment that is not activated.
+    done = subprocess.run([sys.executable, "-m", "pytest_openagent.cli", *command[1:]])
+    if done.returncode != 0:
+        raise TrainingFailed(done.returncode)
     return f"hf:{out}"
+
+
+def verdict(codes: list[int]) -> int:
+    """The job's exit code from pytest's, one per agent: misuse outranks a failure, which outranks a pass."""
+    if any(code not in (0, PYTEST_TESTS_FAILED) for code in codes):
+        return EXIT_USAGE
+    return EXIT_FAILED if PYTEST_TESTS_FAILED in codes else EXIT_PASSED
 
 
 def gate(agent: str, cache_dir: Path, extra: list[str] | None = None) -> tuple[int, str]:
@@ -49,17 +71,28 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--agents", nargs="+", default=None, help="agent specs to gate instead of training (hf:DIR, ...)")
     p.add_argument("--work", default="runs/ci_gate", help="where checkpoints and the episode cache go")
     p.add_argument("--steps", type=int, default=200, help="training steps of each checkpoint (default 200)")
+    p.add_argument("--overwrite", action="store_true", help="retrain checkpoints trained with other options")
     args = p.parse_args(argv)
 
     work = Path(args.work)
-    agents = args.agents or [train(method, work / method, args.steps) for method in ("sft", "paft")]
-    verdicts = {}
+    try:
+        agents = args.agents or [train(m, work / m, args.steps, args.overwrite) for m in ("sft", "paft")]
+    except TrainingFailed as exc:
+        print(f"train_and_gate: {exc}; nothing gated", file=sys.stderr)
+        return EXIT_USAGE if exc.code == EXIT_USAGE else EXIT_CRASHED
+    codes, verdicts = [], {}
     for agent in agents:
         code, output = gate(agent, work / "cache")
         print(output)
-        verdicts[agent] = "passed" if code == 0 else f"FAILED (pytest exit code {code})"
-    print("\n".join(f"{agent}: {verdict}" for agent, verdict in verdicts.items()))
-    return 0
+        codes.append(code)
+        if code == 0:
+            verdicts[agent] = "passed"
+        elif code == PYTEST_TESTS_FAILED:
+            verdicts[agent] = f"FAILED (pytest exit code {code})"
+        else:
+            verdicts[agent] = f"NOT GATED: misuse (pytest exit code {code})"
+    print("\n".join(f"{agent}: {text}" for agent, text in verdicts.items()))
+    return verdict(codes)
 
 
 if __name__ == "__main__":

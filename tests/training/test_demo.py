@@ -51,6 +51,7 @@ def test_quick_scales_everything_down_and_leaves_out_rl_and_the_base_row():
 def test_rl_starts_from_the_sft_checkpoint_asked_for(tmp_path):
     from dataclasses import replace
 
+    from sandbox.errors import UsageError
     from training.config import SFTConfig
     from training.demo import DemoConfig, rl_start, sft_dir
 
@@ -58,6 +59,6 @@ def test_rl_starts_from_the_sft_checkpoint_asked_for(tmp_path):
     runs = {"sft": SFTConfig(out=str(tmp_path / "sft"))}
     assert rl_start(cfg) == 50 and sft_dir(cfg, runs, 50) == tmp_path / "sft" / "step-50"
     assert rl_start(replace(cfg, rl_from=0)) == 100 and sft_dir(cfg, runs, 100) == tmp_path / "sft"
-    with pytest.raises(SystemExit, match=r"--rl-from 40 is not one of --sft-steps \[25, 50, 100\]"):
+    with pytest.raises(UsageError, match=r"--rl-from 40 is not one of --sft-steps \[25, 50, 100\]"):
         rl_start(replace(cfg, rl_from=40))
     rl_start(replace(cfg, rl_from=40, rl_steps=0))  # no RL: nothing to start from, no error

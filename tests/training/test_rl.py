@@ -11,6 +11,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
+from training.checkpoint import CheckpointError  # noqa: E402
 from training.rewards import completion, get_reward, refusal_aware, reward_name  # noqa: E402
 from training.rl import (  # noqa: E402
     RLConfig,
@@ -210,7 +211,9 @@ def test_the_supervised_term_trains_on_the_sft_data_of_the_init_checkpoint(tiny,
     losses = [h["sft_loss"] for h in history]  # each two steps are one pass over the 8 gold episodes
     assert sum(losses[-2:]) < 0.8 * sum(losses[:2]), losses
 
-    with pytest.raises(SystemExit, match=r"sft_coef=1.0: the supervised term trains on the SFT data of --init.*"
+    from sandbox.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"sft_coef=1.0: the supervised term trains on the SFT data of --init.*"
                                          r"no such file.*or set sft_coef to 0"):  # fmt: skip
         train(_cfg(tiny, tmp_path / "rl-plain", steps=1, sft_coef=1.0))
 
@@ -220,11 +223,11 @@ class _Interrupt(Exception):
 
 
 def test_lora_with_kl_resumes_after_an_interruption(tiny, tmp_path):
-    calls = {"n": 0}
+    calls = {"n": 0, "armed": True}
 
-    def dies_in_step_4(episode) -> float:
+    def dies_in_step_4(episode) -> float:  # one reward for both runs: a resume must use the run's own reward
         calls["n"] += 1
-        if calls["n"] > 3 * 16:
+        if calls["armed"] and calls["n"] > 3 * 16:
             raise _Interrupt
         return digit_share(episode)
 
@@ -232,7 +235,10 @@ def test_lora_with_kl_resumes_after_an_interruption(tiny, tmp_path):
     with pytest.raises(_Interrupt):
         train(cfg, reward=dies_in_step_4)
     assert sorted(p.name for p in (tmp_path / "rl" / "checkpoints").iterdir()) == ["step-000002"]
-    out = train(cfg, reward=digit_share)
+    with pytest.raises(CheckpointError, match=r"other options \(reward: \S+dies_in_step_4' -> \S+:digit_share'\)"):
+        train(cfg, reward=digit_share)  # another reward is another run: not resumed
+    calls["armed"] = False
+    out = train(cfg, reward=dies_in_step_4)
     history = _history(out)
     assert [h["step"] for h in history] == [1, 2, 3, 4]
     assert all("kl" in h for h in history if h["rows"])
@@ -250,8 +256,10 @@ def test_openagent_train_rl_command(tiny, tmp_path, capsys):
     assert capsys.readouterr().out.strip().endswith(str(out))
     meta = json.loads((out / "openagent-train.json").read_text())
     assert meta["reward"] == "refusal-aware" and meta["steps"] == 2 and not meta["config"]["lora"]
-    with pytest.raises(SystemExit, match="--init SFT_DIR is required"):
+    with pytest.raises(SystemExit) as exited:
         main(["train", "rl", "--out", str(out)])
+    assert exited.value.code == 2
+    assert "openagent train: error: rl needs --init SFT_DIR" in capsys.readouterr().err
 
 
 def test_the_demo_note_says_with_figures_whether_boundary_blindness_showed(tmp_path):

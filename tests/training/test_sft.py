@@ -175,7 +175,9 @@ def test_resume_after_interruption_matches_an_uninterrupted_run(base, examples, 
     finally:
         sft.save_checkpoint = original
     assert sft.latest_checkpoint(tmp_path / "resumed").name == "step-000004"
-    with pytest.raises(SystemExit, match=r"lr: 0\.003 -> 0\.001.*--no-resume"):  # other options: not resumed
+    from training.checkpoint import CheckpointError
+
+    with pytest.raises(CheckpointError, match=r"lr: 0\.003 -> 0\.001.*--no-resume"):  # other options: not resumed
         sft.train(_cfg(base, tmp_path / "resumed", steps=8, save_every=2, lr=1e-3), examples)
     resumed = sft.train(_cfg(base, tmp_path / "resumed", steps=8, save_every=2), examples)
 

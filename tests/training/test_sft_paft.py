@@ -50,9 +50,11 @@ def test_the_oracle_gives_an_adapted_target_for_every_perturbed_case(train_tasks
 
 
 def test_explicit_names_are_checked():
-    with pytest.raises(KeyError, match="Did you mean"):
+    from sandbox.errors import UsageError
+
+    with pytest.raises(UsageError, match="Did you mean"):
         train_perturbations(names=["runtime_eror"])
-    with pytest.raises(ValueError, match="unknown PAFT families"):
+    with pytest.raises(UsageError, match="unknown PAFT families"):
         train_perturbations(["lexical"])
     with pytest.raises(ValueError, match="alpha"):
         paft_cases([], 1.5, ["runtime_error"], seed=0)
