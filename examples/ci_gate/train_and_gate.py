@@ -9,7 +9,8 @@ other options is refused, so a changed ``--steps`` never gates a stale model: ad
 and tested with ``pytest`` in this folder (``--openagent-agent hf:DIR``); a failed gate lists each
 criterion it missed with the value measured. The script's exit code is the job's verdict, as
 ``openagent gate`` gives it: 0 every agent passed, 1 a gate (or a test) failed, 2 misuse (a bad
-option or agent spec, a refused ``--out``: no verdict), which outranks 1; 3 if training crashed.
+option or agent spec, a refused ``--out``: no verdict), which outranks 1; 4 if training crashed
+(nothing to measure, as ``openagent eval`` exits 4 when the agent is dead).
 
 The paper's expectation: the plain SFT agent is brittle (it collapses under renamed tools and
 errors, and stops refusing) and fails the gate; the PAFT agent, trained on perturbed episodes too,
@@ -25,7 +26,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-EXIT_PASSED, EXIT_FAILED, EXIT_USAGE, EXIT_CRASHED = 0, 1, 2, 3
+EXIT_PASSED, EXIT_FAILED, EXIT_USAGE, EXIT_NO_MEASUREMENT = 0, 1, 2, 4  # openagent's codes
 PYTEST_TESTS_FAILED = 1  # pytest.ExitCode.TESTS_FAILED: a test or the gate failed; any other nonzero code is misuse
 
 
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         agents = args.agents or [train(m, work / m, args.steps, args.overwrite) for m in ("sft", "paft")]
     except TrainingFailed as exc:
         print(f"train_and_gate: {exc}; nothing gated", file=sys.stderr)
-        return EXIT_USAGE if exc.code == EXIT_USAGE else EXIT_CRASHED
+        return EXIT_USAGE if exc.code == EXIT_USAGE else EXIT_NO_MEASUREMENT
     codes, verdicts = [], {}
     for agent in agents:
         code, output = gate(agent, work / "cache")
