@@ -151,7 +151,7 @@ COMMANDS: list[Command] = [
     ),
     Command(
         "train",
-        "fine-tune an agent on the sandbox's gold trajectories: sft, or paft (perturbation-augmented)",
+        "fine-tune an agent on the sandbox: sft, paft (perturbation-augmented) or rl (GRPO)",
         lambda p: _training_commands().configure_train(p),
         lambda args: _training_commands().run_train(args),
     ),
