@@ -213,6 +213,8 @@ def run_episodes(agent: Any, envs: Sequence[Env], max_steps: int = DEFAULT_MAX_S
     ``agent_error``.
     """
     agent = as_agent(agent)
+    if (workers := _concurrency(agent)) > 1 and len(envs) > 1:
+        return _run_independently(agent, envs, max_steps, workers)
     done: dict[int, Episode] = {}
     live: dict[int, _Live] = {}
     for i, env in enumerate(envs):
@@ -291,6 +293,51 @@ def _apply(ep: _Live, reply: Reply | str, max_steps: int) -> Episode | None:
 
 def run_episode(agent: Any, env: Env, max_steps: int = DEFAULT_MAX_STEPS) -> Episode:
     return run_episodes(agent, [env], max_steps)[0]
+
+
+def _concurrency(agent: Any) -> int:
+    """How many turns the agent answers at once, each on its own (its ``concurrency``); 1 if it does not say."""
+    n = getattr(agent, "concurrency", 1)
+    return n if isinstance(n, int) and not isinstance(n, bool) else 1
+
+
+def _run_independently(agent: Any, envs: Sequence[Env], max_steps: int, workers: int) -> list[Episode]:
+    """Run one episode per env, each advancing as soon as its own reply arrives.
+
+    For agents whose ``concurrency > 1`` says they answer turns independently (an HTTP agent sends
+    one request per turn): ``workers`` threads each run one episode at a time through
+    ``agent.act([turn])``, so no episode waits for another's slow request, as a lockstep round waits
+    for its slowest. Same start, same ``_advance`` and same errors per episode as the lockstep
+    runner, so a deterministic agent gets the same episodes from both.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    started: list[_Live | Episode] = []
+    for env in envs:
+        ep = _Live(env, f"ep{next(_episode_ids)}", env.reset(), env.tool_specs())
+        try:
+            brief(agent, ep.episode_id, env.task)
+        except Exception as exc:
+            started.append(_failed(ep, f"brief: {_error_text(exc)}"))
+            _close(agent, [ep.episode_id])
+            continue
+        started.append(ep)
+
+    def run(ep: _Live | Episode) -> Episode:
+        while isinstance(ep, _Live):
+            try:
+                [reply] = _replies(agent.act([_turn(ep)]), 1)
+            except Exception as exc:  # ends this episode only, as a failed batch ends its own episodes
+                ended: Episode | None = _failed(ep, _error_text(exc))
+            else:
+                ended = _advance(ep, reply, max_steps)
+            if ended is not None:
+                _close(agent, [ep.episode_id])
+                return ended
+        return ep
+
+    with ThreadPoolExecutor(max_workers=min(workers, len(started)), thread_name_prefix="episode") as pool:
+        return list(pool.map(run, started))
 
 
 __all__ = ["Episode", "Step", "Task", "run_episode", "run_episodes"]
