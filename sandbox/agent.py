@@ -97,6 +97,17 @@ class Reply:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+class RequestFailed:
+    """Stands in for the reply of one episode whose request failed (a server that did not answer or
+    answered garbage); the runner ends just that episode as ``agent_error`` with ``error`` as its cause."""
+
+    def __init__(self, error: str) -> None:
+        self.error = error
+
+    def __repr__(self) -> str:
+        return f"RequestFailed({self.error})"
+
+
 @runtime_checkable
 class Agent(Protocol):
     """Anything with ``act``; ``fingerprint`` keys the episode cache, ``close`` frees state."""

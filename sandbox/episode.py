@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from sandbox.agent import Message, Reply, ToolSpec, Turn, as_agent, brief, close
+from sandbox.agent import Message, Reply, RequestFailed, ToolSpec, Turn, as_agent, brief, close
 from sandbox.env import Env
 from sandbox.judge import GOOD_OUTCOMES, Ending, Outcome, judge
 from sandbox.parse import ToolCall, clean_text, parse_reply
@@ -264,6 +264,8 @@ def _advance(ep: _Live, reply: Reply | str, max_steps: int) -> Episode | None:
 def _apply(ep: _Live, reply: Reply | str, max_steps: int) -> Episode | None:
     if isinstance(reply, str):
         reply = Reply(text=reply)
+    elif isinstance(reply, RequestFailed):
+        return _failed(ep, _cut(clean_text(f"request failed: {reply.error}"), 2000))
     elif not isinstance(reply, Reply):
         ep.steps.append(Step(reply=_preview(reply, 200), error=f"not a reply: {clean_text(type(reply).__name__)}"))
         return _finish(ep, "agent_error")

@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
-from sandbox.agent import Message, Reply, ToolSpec, Turn
+from sandbox.agent import Message, Reply, RequestFailed, ToolSpec, Turn
 
 API_KEY_VARS = ("OPENAGENT_API_KEY", "OPENAI_API_KEY")
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
@@ -48,15 +48,8 @@ _MAX_HOPS = 3
 _CHAT = "/chat/completions"
 
 
-class RequestFailed:
-    """Stands in for the reply of one episode whose request failed; the runner ends just that episode
-    as ``agent_error`` instead of failing the whole batch."""
-
-    def __init__(self, error: str) -> None:
-        self.error = error
-
-    def __repr__(self) -> str:
-        return f"RequestFailed({self.error})"
+CLIENT_VERSION = "v2"
+"""Part of the fingerprint: cached episodes of an older client are not served to this one."""
 
 
 def to_openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -214,10 +207,11 @@ class OpenAIAgent:
         return settings
 
     def fingerprint(self) -> str:
-        """Model, URL, sampling settings, and the server's own account of the model (``GET /models``)."""
+        """The client's version, model, URL, sampling settings, and the server's own account of the model
+        (``GET /models``). Bump :data:`CLIENT_VERSION` when the way requests are built or replies read changes."""
         settings = "".join(f":{'t' if k == 'temperature' else k}={v}" for k, v in self.sampling().items())
         server = self.server_identity()
-        return f"openai:{self.model}@{self.url}{settings}:server={json.dumps(server, sort_keys=True)}"
+        return f"openai-{CLIENT_VERSION}:{self.model}@{self.url}{settings}:server={json.dumps(server, sort_keys=True)}"
 
     def server_identity(self) -> dict[str, Any] | str:
         """This model's entry in the server's ``GET /models`` (asked once), or ``"unreported"``.

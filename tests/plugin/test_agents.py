@@ -134,4 +134,4 @@ def test_openai_agent_fails_one_episode_not_the_batch_when_unreachable():
     tasks = sandbox.tasks("poi", "test", n=2)
     episodes = sandbox.run_episodes(agent, [Case(t).env() for t in tasks])
     assert [e.outcome for e in episodes] == ["agent_error", "agent_error"]
-    assert "unreachable" in episodes[0].steps[0].reply
+    assert "unreachable" in episodes[0].steps[0].error

@@ -317,7 +317,7 @@ def test_one_reply_without_a_message_fails_only_its_own_episode(serve, lockstep)
     outcomes = [e.outcome for e in episodes]
     assert outcomes.count("agent_error") == 1 and len(outcomes) == 16
     failed = next(e for e in episodes if e.outcome == "agent_error")
-    assert "no message" in failed.steps[-1].reply
+    assert failed.steps[-1].error.startswith("request failed: the server's reply has no message")
 
 
 # --- the API key -----------------------------------------------------------------------------------
@@ -392,7 +392,7 @@ def test_the_fingerprint_holds_what_the_server_says_of_the_model(serve):
     server = serve(respond)
     agent = OpenAIAgent("m", server.url, temperature=0.7, top_p=0.9, seed=3)
     fp = agent.fingerprint()
-    assert fp.startswith(f"openai:m@{server.url}/chat/completions:t=0.7:max_tokens=512:top_p=0.9:seed=3:server=")
+    assert fp.startswith(f"openai-v2:m@{server.url}/chat/completions:t=0.7:max_tokens=512:top_p=0.9:seed=3:server=")
     assert '"root": "/ckpt/a"' in fp and '"owned_by": "vllm"' in fp and '"created": 1700000000' in fp
     assert "perm-1" not in fp
     assert agent.fingerprint() == fp and [m for m, *_ in server.seen] == ["GET"]  # asked once
@@ -477,3 +477,12 @@ def test_in_the_independent_runner_an_agent_that_raises_ends_only_its_episode():
     assert [e.outcome == "agent_error" for e in episodes] == [i == 3 for i in range(8)]
     assert "RuntimeError: boom" in episodes[3].steps[-1].error
     assert sum(len(ids) for _, ids in agent.closed) == 8
+
+
+def test_a_dead_server_is_an_agent_failure_that_names_the_connection_error():
+    from sandbox.errors import OpenAgentError
+    from sandbox.evaluation import evaluate
+
+    agent = OpenAIAgent("m", "http://127.0.0.1:9/v1", retries=0)
+    with pytest.raises(OpenAgentError, match=r"failed on 16 of 16 episodes .* request failed: .*127\.0\.0\.1:9"):
+        evaluate(agent, tiers=1, n=8, cache_dir=None)
