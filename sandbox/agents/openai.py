@@ -22,24 +22,19 @@ stays light):
 
 from __future__ import annotations
 
-import email.utils
-import functools
 import json
-import math
 import os
 import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
 from typing import Any
 
 from sandbox.agent import Message, Reply, RequestFailed, ToolSpec, Turn
+from sandbox.agents import http
 
 API_KEY_VARS = ("OPENAGENT_API_KEY", "OPENAI_API_KEY")
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
-MAX_REPLY_BYTES = 32 * 2**20
-"""A reply larger than this is not a chat completion; reading on would only exhaust memory."""
 MODELS_TIMEOUT = 5.0
 """The deadline of the one ``GET /models`` that the fingerprint asks (the server's identity)."""
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -118,29 +113,6 @@ def read_reply(data: Any) -> Reply | RequestFailed:
             {"id": call_id if isinstance(call_id, str) else None, "function": {"name": name, "arguments": args}}
         )
     return Reply(text=content or "", tool_calls=calls or None)
-
-
-def parse_retry_after(value: str | None, limit: float, now: datetime | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header, within ``[0, limit]``; ``None`` when it says nothing usable.
-
-    Both forms of RFC 9110 are read: delay-seconds and an HTTP date (one in the past means now).
-    A negative, non-finite or unreadable value is ``None``, so the caller backs off as usual.
-    """
-    if not value or not value.strip():
-        return None
-    try:
-        seconds = float(value.strip())
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value.strip())
-        except (TypeError, ValueError, IndexError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        seconds = max((when - (now or datetime.now(UTC))).total_seconds(), 0.0)
-    if not math.isfinite(seconds) or seconds < 0:
-        return None
-    return min(seconds, limit)
 
 
 class OpenAIAgent:
@@ -264,7 +236,8 @@ class OpenAIAgent:
         return self._request("POST", self.url, json.dumps(body).encode(), self.timeout, self.retries)
 
     def _request(self, method: str, url: str, payload: bytes | None, timeout: float, retries: int) -> Any:
-        httpx = _httpx()[0]
+        import httpx
+
         for attempt in range(retries + 1):
             wait = min(self.backoff * 2**attempt, self.max_wait)
             try:
@@ -288,17 +261,17 @@ class OpenAIAgent:
                         raise ValueError(f"{url} answered HTTP {status} with no JSON: {_clip(data)}") from None
                 if (status != 429 and status < 500) or attempt == retries:
                     raise ValueError(f"{url} answered HTTP {status}: {_clip(data)}")
-                said = parse_retry_after(headers.get("retry-after"), self.max_wait)
+                said = http.parse_retry_after(headers.get("retry-after"), self.max_wait)
                 wait = wait if said is None else said
             time.sleep(wait)
         raise AssertionError("unreachable")
 
     def _send(self, method: str, url: str, payload: bytes | None, timeout: float) -> tuple[int, Any, bytes]:
         """One exchange under one deadline, following same-origin redirects only."""
-        httpx = _httpx()[0]
+        import httpx
+
         client = self._http()
-        _deadline.end = time.monotonic() + timeout
-        try:
+        with http.deadline(timeout):
             target = httpx.URL(url)
             for _ in range(_MAX_HOPS + 1):
                 headers = {"Content-Type": "application/json"} if payload is not None else {}
@@ -308,9 +281,9 @@ class OpenAIAgent:
                 with client.stream(method, target, content=payload, headers=headers, timeout=timeout) as response:
                     status, location = response.status_code, response.headers.get("location")
                     if status not in _REDIRECTS or not location:
-                        return status, response.headers, _read_body(response, httpx)
+                        return status, response.headers, http.read_body(response, httpx)
                 hop = target.join(location)
-                if _origin(hop) != _origin(target):
+                if http.origin(hop) != http.origin(target):
                     raise ValueError(
                         f"{target} redirected (HTTP {status}) to {hop}, another origin; not followed, so that host "
                         f"never sees the API key: point the agent's url at the new address if you trust it"
@@ -322,118 +295,15 @@ class OpenAIAgent:
                     )
                 target = hop
             raise ValueError(f"{url} redirected more than {_MAX_HOPS} times")
-        finally:
-            _deadline.end = None
 
     def _http(self) -> Any:
         if self._client is None:
             with self._lock:
                 if self._client is None:
-                    self._client = _client(self.timeout, self.concurrency)
+                    self._client = http.client(self.timeout, self.concurrency)
         return self._client
 
 
 def _clip(value: Any, n: int = 300) -> str:
     text = value.decode(errors="replace") if isinstance(value, bytes) else repr(value)
     return text if len(text) <= n else text[:n] + "..."
-
-
-def _origin(url: Any) -> tuple[str, str, int | None]:
-    return url.scheme, url.host, url.port or {"http": 80, "https": 443}.get(url.scheme)
-
-
-def _read_body(response: Any, httpx: Any) -> bytes:
-    body = bytearray()
-    for chunk in response.iter_bytes():
-        body += chunk
-        if len(body) > MAX_REPLY_BYTES:
-            raise ValueError(f"{response.url} sent a reply of more than {MAX_REPLY_BYTES} bytes")
-        _left(httpx.ReadTimeout)  # the backend already bounds each read; this guards a transport without it
-    return bytes(body)
-
-
-# The deadline of the request this thread is making: httpx's timeouts bound each socket operation,
-# so the network backend below gives each operation only what is left of the whole request's time.
-_deadline = threading.local()
-
-
-def _left(timeout_error: type[Exception], timeout: float | None = None) -> float | None:
-    """The time an operation may take: ``timeout``, capped by what is left of this thread's deadline."""
-    end = getattr(_deadline, "end", None)
-    if end is None:
-        return timeout
-    left = end - time.monotonic()
-    if left <= 0:
-        raise timeout_error("the request's deadline passed")
-    return left if timeout is None else min(timeout, left)
-
-
-@functools.cache
-def _httpx() -> tuple[Any, type]:
-    """httpx, and a network backend that holds each operation to the request's deadline (built at first use)."""
-    import httpcore
-    import httpx
-
-    class DeadlineStream(httpcore.NetworkStream):
-        def __init__(self, inner: httpcore.NetworkStream) -> None:
-            self._inner = inner
-
-        def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-            return self._inner.read(max_bytes, _left(httpcore.ReadTimeout, timeout))
-
-        def write(self, buffer: bytes, timeout: float | None = None) -> None:
-            for start in range(0, len(buffer), 65536):  # each piece gets only what time is left
-                self._inner.write(buffer[start : start + 65536], _left(httpcore.WriteTimeout, timeout))
-
-        def close(self) -> None:
-            self._inner.close()
-
-        def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> Any:
-            return DeadlineStream(
-                self._inner.start_tls(ssl_context, server_hostname, _left(httpcore.ConnectTimeout, timeout))
-            )
-
-        def get_extra_info(self, info: str) -> Any:
-            return self._inner.get_extra_info(info)
-
-    class DeadlineBackend(httpcore.NetworkBackend):
-        def __init__(self, inner: httpcore.NetworkBackend) -> None:
-            self._inner = inner
-
-        def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
-            timeout = _left(httpcore.ConnectTimeout, timeout)
-            return DeadlineStream(self._inner.connect_tcp(host, port, timeout, local_address, socket_options))
-
-        def connect_unix_socket(self, path, timeout=None, socket_options=None):
-            timeout = _left(httpcore.ConnectTimeout, timeout)
-            return DeadlineStream(self._inner.connect_unix_socket(path, timeout, socket_options))
-
-        def sleep(self, seconds: float) -> None:
-            self._inner.sleep(seconds)
-
-    return httpx, DeadlineBackend
-
-
-def _client(timeout: float, concurrency: int) -> Any:
-    """One pooled client whose every transport (direct and proxied) keeps the deadline."""
-    httpx, backend = _httpx()
-    client = httpx.Client(
-        timeout=httpx.Timeout(timeout),
-        limits=httpx.Limits(max_connections=None, max_keepalive_connections=max(concurrency, 8)),
-        follow_redirects=False,
-    )
-    # httpx takes no network backend, so it goes on each transport's httpcore pool; a transport
-    # without one still has the deadline checked between reads of the body (see _read_body).
-    for transport in (client._transport, *client._mounts.values()):
-        pool = getattr(transport, "_pool", None)
-        if getattr(pool, "_network_backend", None) is not None:
-            pool._network_backend = backend(pool._network_backend)
-    return client
-
-
-def keeps_deadlines(agent: OpenAIAgent) -> bool:
-    """Whether every transport of the agent's client holds each socket operation to the deadline."""
-    client = agent._http()
-    backend = _httpx()[1]
-    pools = [getattr(t, "_pool", None) for t in (client._transport, *client._mounts.values()) if t is not None]
-    return all(isinstance(getattr(p, "_network_backend", None), backend) for p in pools)

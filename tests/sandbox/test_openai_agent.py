@@ -17,8 +17,9 @@ import pytest
 
 import sandbox
 from sandbox import OracleAgent, make_env, run_episodes
-from sandbox.agent import Turn
-from sandbox.agents.openai import OpenAIAgent, RequestFailed, keeps_deadlines, parse_retry_after, read_reply
+from sandbox.agent import RequestFailed, Turn
+from sandbox.agents.http import keeps_deadlines, parse_retry_after
+from sandbox.agents.openai import OpenAIAgent, read_reply
 
 TASKS = sandbox.tasks("poi", "test", 24)
 HELLO = Turn("ep-test", [{"role": "user", "content": "hello"}], [])
@@ -186,7 +187,7 @@ def test_a_slow_or_hung_server_is_cut_at_the_deadline_and_not_retried(raw, handl
     assert isinstance(reply, RequestFailed) and "1 s deadline" in reply.error
     assert 0.9 < elapsed < 1.6, elapsed  # one deadline, not one per socket read, not one per try
     assert server.connections == 1
-    assert keeps_deadlines(agent)
+    assert keeps_deadlines(agent._http())
 
 
 def test_a_connection_reset_is_retried(raw):
