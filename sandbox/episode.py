@@ -202,6 +202,18 @@ def _finish(live: _Live, ending: Ending, answer: str | None = None, judged: str 
     )
 
 
+def _start(agent: Any, env: Env) -> _Live | Episode:
+    """A new episode, its reference agent briefed; the ended episode if the briefing failed."""
+    # An opaque id: a task id names the family (``unknown_place``), which would tell solvability.
+    ep = _Live(env, f"ep{next(_episode_ids)}", env.reset(), env.tool_specs())
+    try:
+        brief(agent, ep.episode_id, env.task)  # a reference agent's own channel; others get nothing
+    except Exception as exc:
+        _close(agent, [ep.episode_id])
+        return _failed(ep, f"brief: {_error_text(exc)}")
+    return ep
+
+
 def run_episodes(agent: Any, envs: Sequence[Env], max_steps: int = DEFAULT_MAX_STEPS) -> list[Episode]:
     """Run one episode per env, all in lockstep: each round asks the agent for one batch of replies.
 
@@ -218,13 +230,11 @@ def run_episodes(agent: Any, envs: Sequence[Env], max_steps: int = DEFAULT_MAX_S
     done: dict[int, Episode] = {}
     live: dict[int, _Live] = {}
     for i, env in enumerate(envs):
-        # An opaque id: a task id names the family (``unknown_place``), which would tell solvability.
-        ep = live[i] = _Live(env, f"ep{next(_episode_ids)}", env.reset(), env.tool_specs())
-        try:
-            brief(agent, ep.episode_id, env.task)  # a reference agent's own channel; others get nothing
-        except Exception as exc:
-            done[i] = _failed(live.pop(i), f"brief: {_error_text(exc)}")
-            _close(agent, [ep.episode_id])
+        started = _start(agent, env)
+        if isinstance(started, Episode):
+            done[i] = started
+        else:
+            live[i] = started
     while live:
         order = list(live)
         turns = [_turn(live[i]) for i in order]
@@ -314,16 +324,7 @@ def _run_independently(agent: Any, envs: Sequence[Env], max_steps: int, workers:
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    started: list[_Live | Episode] = []
-    for env in envs:
-        ep = _Live(env, f"ep{next(_episode_ids)}", env.reset(), env.tool_specs())
-        try:
-            brief(agent, ep.episode_id, env.task)
-        except Exception as exc:
-            started.append(_failed(ep, f"brief: {_error_text(exc)}"))
-            _close(agent, [ep.episode_id])
-            continue
-        started.append(ep)
+    started = [_start(agent, env) for env in envs]
 
     def run(ep: _Live | Episode) -> Episode:
         while isinstance(ep, _Live):
