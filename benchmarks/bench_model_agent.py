@@ -135,7 +135,7 @@ def main() -> None:
 
     import torch
 
-    from training.model_agent import HFAgent
+    from training.inference.model_agent import HFAgent
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -46,7 +46,7 @@ def main() -> None:
     import torch
 
     from sandbox.episode import run_episodes
-    from training.model_agent import HFAgent
+    from training.inference.model_agent import HFAgent
     from training.rl import RLConfig, load_policy, rollout, run_cases, step_cases, train
     from training.rl_demo import RLDemoSettings
 

@@ -9,12 +9,12 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "BaseModelUnavailable": "training.base",
+    "BaseModelUnavailable": "training.inference.base",
     "CheckpointError": "training.checkpoint",
-    "HFAgent": "training.model_agent",
+    "HFAgent": "training.inference.model_agent",
     "build_tiny_model": "training.tiny",
-    "load_agent": "training.model_agent",
-    "prepare_default_base": "training.base",
+    "load_agent": "training.inference.model_agent",
+    "prepare_default_base": "training.inference.base",
 }
 
 __all__ = sorted(_EXPORTS)

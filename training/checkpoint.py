@@ -23,7 +23,7 @@ def resolve(path: str | Path) -> Path:
     if text.startswith("hf:"):
         text = text[3:]
     if text == "default":
-        from training.base import prepare_default_base
+        from training.inference.base import prepare_default_base
 
         return prepare_default_base()
     return Path(text).expanduser()
@@ -125,7 +125,7 @@ def load(path: str | Path, dtype: str = "auto", device: str | None = None, trust
         raise CheckpointError(
             f"{where}: the tokenizer has no chat template, so conversations cannot be rendered. Add one "
             "(chat_template.jinja, or tokenizer.chat_template before save_pretrained); for tool use in the "
-            "Hermes/Qwen convention, training.chat_template.HERMES_TOOL_TEMPLATE fits ChatML models."
+            "Hermes/Qwen convention, training.inference.chat_template.HERMES_TOOL_TEMPLATE fits ChatML models."
         )
     device = pick_device(device)
     torch_dtype = pick_dtype(dtype, device)

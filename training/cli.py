@@ -11,8 +11,8 @@ def configure_base(p: argparse.ArgumentParser) -> None:
 
 def run_base(args: argparse.Namespace) -> int:
     """Print the default base's directory (converting it on first use); 0. If it is unavailable,
-    :class:`~training.base.BaseModelUnavailable` (a usage error) reaches ``openagent``, which exits 2."""
-    from training.base import prepare_default_base
+    :class:`~training.inference.base.BaseModelUnavailable` (a usage error) reaches ``openagent``, which exits 2."""
+    from training.inference.base import prepare_default_base
 
     print(prepare_default_base(force=args.force))
     return 0

@@ -73,7 +73,7 @@ def encode(tokenizer: Any, messages: list[dict], tools: list[dict] | None) -> tu
     if not any(mask):
         raise ValueError(
             "the chat template marks no assistant tokens: it needs {% generation %} ... {% endgeneration %} "
-            "around the assistant's content (training.chat_template has it)"
+            "around the assistant's content (training.inference.chat_template has it)"
         )
     return ids, mask
 

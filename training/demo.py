@@ -210,7 +210,7 @@ def format_table(rows: dict[str, dict[str, Any]]) -> str:
 def run(cfg: DemoConfig) -> int:
     from sandbox.evaluation.evaluate import evaluate
     from sandbox.evaluation.specs import load_agent
-    from training.base import openagent_home, prepare_default_base
+    from training.inference.base import openagent_home, prepare_default_base
     from training.sft import finished_run, train
 
     t0 = time.perf_counter()

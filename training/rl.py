@@ -3,7 +3,7 @@
 A run draws its cases once: ``tasks`` train tasks, a share ``perturbed`` of them with one
 train-pool perturbation. Each step takes the next ``tasks_per_step`` cases (each epoch visits
 every case once, so epochs' rewards compare like with like), runs ``group`` sampled episodes of
-each through the batched :class:`~training.model_agent.HFAgent` (multi-turn, real tool calls,
+each through the batched :class:`~training.inference.model_agent.HFAgent` (multi-turn, real tool calls,
 all episodes of the step in one batch), scores each episode with the reward, and normalises
 rewards within each task's group (advantage = (r - mean) / (std + eps)). The loss is the clipped
 policy-gradient objective of PPO on the tokens the agent generated, and on nothing else: each
@@ -320,7 +320,7 @@ def rollout(
 ) -> tuple[list[Episode], dict[str, Any]]:
     """``group`` sampled episodes of each case, all in one lockstep batch; the agent's stats."""
     from sandbox.episode import run_episodes
-    from training.model_agent import HFAgent
+    from training.inference.model_agent import HFAgent
 
     generator_model = model.get_base_model() if hasattr(model, "get_base_model") else model
     agent = HFAgent(

@@ -211,7 +211,7 @@ def measure(directory: str | Path, n: int, seed: int = 0) -> dict[str, Any]:
     """Clean success on ``n`` held-out test tasks and the tier-4 refusal rate, greedy."""
     import sandbox
     from sandbox.evaluation.evaluate import evaluate
-    from training.model_agent import HFAgent
+    from training.inference.model_agent import HFAgent
 
     agent = HFAgent(directory)
     tasks = sandbox.tasks("poi", "test", n, seed)

@@ -5,7 +5,7 @@ prompt and the tool specs, the same in every clean episode, and only about 105 a
 assistant's (the loss). So each step runs each group of rows' common prefix once (batch 1, with
 gradients; clean rows form one group, a perturbed row with other tool specs may form its own) and
 then only the rows' suffixes, packed end to end into one sequence with no padding
-(``training.prefix_attention.packed``), and projects onto the vocabulary only the positions the loss
+(``training.inference.prefix_attention.packed``), and projects onto the vocabulary only the positions the loss
 reads. The gradients are those of running each full row, up to float rounding
 (``tests/training/test_sft.py`` checks it).
 
@@ -44,7 +44,7 @@ from training.runs import (  # noqa: F401  (re-exported: the names RL, the demo 
 
 def resolve_base(base: str) -> Path:
     if base in ("", "default", "hf:default"):
-        from training.base import prepare_default_base
+        from training.inference.base import prepare_default_base
 
         return prepare_default_base()
     path = Path(base.removeprefix("hf:")).expanduser()
@@ -73,7 +73,7 @@ def _group_logits(model: Any, group: Any) -> tuple[Any, Any]:
     """The logits of the positions whose next token is a label, and those labels."""
     import torch
 
-    from training import prefix_attention
+    from training.inference import prefix_attention
 
     causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model
     body = getattr(causal_lm, causal_lm.base_model_prefix)

@@ -31,7 +31,7 @@ def build_tiny_tokenizer(vocab_size: int = 512):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    from training.chat_template import HERMES_TOOL_TEMPLATE
+    from training.inference.chat_template import HERMES_TOOL_TEMPLATE
 
     core = Tokenizer(models.BPE())
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)

@@ -78,11 +78,11 @@ def _static() -> Agent:
 
 def _hf(path: str) -> Agent:
     try:
-        from training.model_agent import load_agent as load_model_agent
+        from training.inference.model_agent import load_agent as load_model_agent
     except ImportError as exc:
         raise AgentSpecError(
             f"agent 'hf:{path}' needs the training package and its extra: pip install 'pytest-openagent[train]' "
-            f"(importing training.model_agent failed: {exc})"
+            f"(importing training.inference.model_agent failed: {exc})"
         ) from exc
     return load_model_agent(path)
 

@@ -51,7 +51,7 @@ def test_checking_a_spec_imports_nothing():
 def test_hf_specs_import_training_only_when_asked(monkeypatch):
     import sys
 
-    monkeypatch.setitem(sys.modules, "training.model_agent", None)  # as if it were not installed
+    monkeypatch.setitem(sys.modules, "training.inference.model_agent", None)  # as if it were not installed
     with pytest.raises(AgentSpecError, match=r"pip install 'pytest-openagent\[train\]'"):
         load_agent("hf:some/checkpoint")
 

@@ -91,7 +91,7 @@ def test_the_openai_agent_gets_the_checkpoints_own_replies_from_transformers_ser
     import sandbox
     from sandbox import make_env, run_episodes
     from sandbox.evaluation.specs import load_agent
-    from training.model_agent import HFAgent
+    from training.inference.model_agent import HFAgent
 
     remote = load_agent(f"openai:{checkpoint}@{server}")
     remote.max_tokens = 16

