@@ -11,7 +11,7 @@ from sandbox.case import SANDBOX_VERSION
 from sandbox.evaluation.cache import DEFAULT_CACHE_DIR, EpisodeCache, prepare
 from sandbox.evaluation.draw import TierSpec, draw_cases
 from sandbox.evaluation.report import Report
-from sandbox.evaluation.runner import AgentFailure, Runner
+from sandbox.evaluation.runner import Runner
 from sandbox.perturbations import registry
 from sandbox.perturbations.base import Pool
 
@@ -36,8 +36,8 @@ def evaluate(
     Cases go to the agent in batches of ``batch_size`` (a model agent generates for a batch at once);
     episodes are cached under ``cache_dir`` (``None`` turns the disk cache off). ``pool`` picks the
     perturbations' names and texts: ``"eval"`` (held out from training) or ``"train"`` (what PAFT trains on).
-    Raises :class:`AgentFailure` when most episodes end as ``agent_error`` of one cause: a dead
-    server is not a 0% agent.
+    Raises :class:`~sandbox.evaluation.runner.AgentFailure` when most episodes end as ``agent_error``
+    of one cause: a dead server is not a 0% agent.
     """
     spec = agent if isinstance(agent, str) else None
     if spec is not None:
@@ -49,13 +49,7 @@ def evaluate(
     cache = EpisodeCache(prepare(Path(cache_dir)) / "episodes" if cache_dir is not None else None)
     runner = Runner(cache)
     runner.test = "evaluate"
-    records = []
-    for start in range(0, len(cases), batch_size):
-        records += runner.run_batch(agent, cases[start : start + batch_size], max_steps)
-        cache.flush()
-        failure = runner.health.failure()
-        if failure is not None:
-            raise AgentFailure(failure)
+    records = runner.run_batches(agent, cases, batch_size, max_steps)
     meta = {
         "agent": spec or fingerprint(agent), "seed": seed, "n": n, "tiers": registry.normalize_tiers(tiers),
         "names": names, "domain": domain, "split": split, "pool": pool, "max_stack": max_stack,

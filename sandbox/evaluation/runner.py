@@ -70,21 +70,43 @@ class Runner:
         self._keep(Record.of(self.test, fingerprint(agent), case, episode, clean))
         return episode, clean
 
-    def run_batch(self, agent: Any, cases: Sequence[Case], max_steps: int | None = None) -> list[Record]:
-        """Many cases and their clean twins in one batch (a model agent generates for all at once)."""
-        twins = [c.clean() for c in cases]
-        episodes = self.cache.run(agent, [*cases, *twins], max_steps)
-        self.health.add(episodes)
+    def run_batches(
+        self, agent: Any, cases: Sequence[Case], batch_size: int = 64, max_steps: int | None = None
+    ) -> list[Record]:
+        """Many cases and their clean twins, ``batch_size`` cases (and their twins) per batch: a model agent
+        generates for a whole batch at once. Raises :class:`AgentFailure` as soon as the agent looks broken."""
         fp = fingerprint(agent)
-        records = [
-            Record.of(self.test, fp, case, episode, clean)
-            for case, episode, clean in zip(cases, episodes[: len(cases)], episodes[len(cases) :], strict=True)
-        ]
-        for record in records:
-            self._keep(record)
+        records: list[Record] = []
+        for start in range(0, len(cases), batch_size):
+            batch = cases[start : start + batch_size]
+            twins = [c.clean() for c in batch]
+            episodes = self.cache.run(agent, [*batch, *twins], max_steps)
+            self.health.add(episodes)
+            for case, episode, clean in zip(batch, episodes[: len(batch)], episodes[len(batch) :], strict=True):
+                records.append(record := Record.of(self.test, fp, case, episode, clean))
+                self._keep(record)
+            failure = self.health.failure()
+            if failure is not None:
+                raise AgentFailure(failure)
         return records
 
     def _keep(self, record: Record) -> None:
         self.episodes_this_test.append(record)
         if self.record is not None:
             self.record(record)
+
+
+def run_in_batches(
+    agent: Any,
+    cases: Sequence[Case],
+    batch_size: int = 64,
+    cache: EpisodeCache | None = None,
+    max_steps: int | None = None,
+) -> list[Episode]:
+    """The episodes of ``cases``, in order, asked of the agent ``batch_size`` at a time through ``cache``
+    (a memory-only one if ``None``): the one loop for every caller that has more cases than a batch."""
+    cache = cache if cache is not None else EpisodeCache(None)
+    episodes: list[Episode] = []
+    for start in range(0, len(cases), batch_size):
+        episodes += cache.run(agent, cases[start : start + batch_size], max_steps)
+    return episodes
