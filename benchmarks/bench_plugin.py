@@ -22,8 +22,9 @@ from _common import write
 
 import pytest_openagent as openagent
 from pytest_openagent.decorator import SessionDatabase
-from pytest_openagent.runner import Runner, install
 from sandbox.agents import OracleAgent
+from sandbox.case import install_runner
+from sandbox.evaluation import Runner
 from sandbox.evaluation import cache as cache_module
 from sandbox.evaluation.cache import EpisodeCache
 from sandbox.seeds import child_seed
@@ -45,7 +46,7 @@ class SlowOracle(OracleAgent):
 def _session(directory: Path) -> tuple[Runner, list]:
     records: list = []
     runner = Runner(EpisodeCache(directory / "episodes"), records.append)
-    install(runner)
+    install_runner(runner)
     SessionDatabase.directory = directory / "hypothesis"
     return runner, records
 
@@ -133,7 +134,7 @@ def warm_vs_cold() -> dict:
 
 def main() -> None:
     figures = {"overhead": overhead(), "warm_vs_cold": warm_vs_cold()}
-    install(None)
+    install_runner(None)
     o, w = figures["overhead"], figures["warm_vs_cold"]
     print(f"perturb overhead, oracle, cold cache: median {o['median_ms']:.2f} ms per example, p90 {o['p90_ms']:.2f} ms")
     print(

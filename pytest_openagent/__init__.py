@@ -10,8 +10,8 @@ def test_agent_follows_inverted_dependencies(agent, case):
 
 from pytest_openagent import strategies
 from pytest_openagent.decorator import perturb
-from pytest_openagent.runner import Case
 from sandbox.agents.openai import OpenAIAgent
+from sandbox.case import Case
 from sandbox.evaluation import AgentFailure, GateError, GateResult, Record, Report, evaluate, load_agent
 
 __version__ = "0.1.0"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -12,9 +13,10 @@ import pytest
 from hypothesis import HealthCheck, Phase, assume, event, given, settings
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
-from pytest_openagent.runner import Case
 from pytest_openagent.strategies import TierSpec, cases
-from sandbox.evaluation.cache import DEFAULT_CACHE_DIR
+from sandbox.case import Case, current_runner
+from sandbox.evaluation.cache import DEFAULT_CACHE_DIR, EpisodeCache
+from sandbox.evaluation.runner import Runner
 
 F = TypeVar("F", bound=Callable[..., Any])
 Relation = Literal["invariant"]
@@ -65,6 +67,20 @@ def _events(case: Case) -> None:
         event("tier", p.tier)
 
 
+_script_runner: Runner | None = None
+
+
+def _runner() -> contextlib.AbstractContextManager[object]:
+    """The installed runner (the session's); outside a session, a process-wide one with a memory cache,
+    so that Hypothesis, replaying or shrinking a test run as a script, still sees the same episodes."""
+    global _script_runner
+    if current_runner() is not None:
+        return contextlib.nullcontext()
+    if _script_runner is None:
+        _script_runner = Runner(EpisodeCache(None))
+    return _script_runner.installed()
+
+
 def perturb(
     tier: TierSpec = "all",
     names: str | Iterable[str] | None = None,
@@ -102,7 +118,8 @@ def perturb(
                 __tracebackhide__ = True
                 # Hypothesis passes the case by keyword (given(case=...)); bind only when it did not.
                 _events(kwargs["case"] if "case" in kwargs else signature.bind(*args, **kwargs).arguments["case"])
-                return fn(*args, **kwargs)
+                with _runner():
+                    return fn(*args, **kwargs)
 
         test = given(case=strategy)(body)
         test = settings(
@@ -135,9 +152,10 @@ def _invariant(fn: Callable[..., Any], signature: inspect.Signature) -> Callable
         case: Case = bound.arguments["case"]
         agent = bound.arguments["agent"] if wants_agent else bound.arguments.pop("agent")
         _events(case)
-        episode, clean = case.run_with_clean(agent)
-        assume(clean.success)
-        result = fn(*bound.args, **bound.kwargs)
+        with _runner():
+            episode, clean = case.run_with_clean(agent)
+            assume(clean.success)
+            result = fn(*bound.args, **bound.kwargs)
         assert episode.success, (
             f"invariant broken: the agent solves {case.task.id} clean but not under "
             f"{' + '.join(p.label() for p in case.perturbations)}\n{episode.explain()}"

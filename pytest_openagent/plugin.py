@@ -6,6 +6,7 @@ everything with ``-p no:openagent``.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -14,8 +15,8 @@ import pytest
 from pytest_openagent.options import add_options
 
 if TYPE_CHECKING:
-    from pytest_openagent.runner import Case
     from pytest_openagent.session import OpenAgentSession
+    from sandbox.case import Case
     from sandbox.perturbations.base import Perturbation
 
 SESSION = "openagent-session"
@@ -23,6 +24,11 @@ MARKER = (
     "openagent(tier, names, ...): a robustness test over perturbed cases, "
     "added by @pytest_openagent.perturb; select them with -m openagent"
 )
+SANDBOX_DEPRECATED = (
+    "the 'sandbox' fixture is now called 'make_case' (a parameter named 'sandbox' hides the sandbox "
+    "package in the test); rename the parameter, the factory is the same"
+)
+SANDBOX_WARNED = pytest.StashKey[bool]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -52,13 +58,12 @@ def agent(pytestconfig: pytest.Config) -> Any:
 
 
 @pytest.fixture
-def sandbox() -> Callable[..., Case]:
-    """A factory for hand-written cases: ``sandbox(task=None, perturbations=(), domain="poi", family=None, index=0)``.
+def make_case() -> Callable[..., Case]:
+    """A factory for hand-written cases: ``make_case(task=None, perturbations=(), domain="poi", family=None, index=0)``.
 
     ``task`` is a :class:`~sandbox.task.Task` or a task id of the test split; without it the
     ``index``-th test task (of ``family`` if given) is taken. ``perturbations`` holds specs or names.
     """
-    from pytest_openagent.runner import make_case
 
     def build(
         task: Any = None,
@@ -67,10 +72,11 @@ def sandbox() -> Callable[..., Case]:
         family: str | None = None,
         index: int = 0,
     ) -> Case:
-        import sandbox as sb
+        import sandbox
+        from sandbox.case import Case
         from sandbox.perturbations import create
 
-        pool = sb.tasks(domain, "test")
+        pool = sandbox.tasks(domain, "test")
         if task is None:
             matching = [t for t in pool if family is None or t.family == family]
             if not matching:
@@ -82,10 +88,18 @@ def sandbox() -> Callable[..., Case]:
             if found is None:
                 raise ValueError(f"no task {task!r} in the {domain} test split; pass a Task or one of its ids")
             task = found
-        specs = [create(p) if isinstance(p, str) else p for p in perturbations]
-        return make_case(task, specs)
+        return Case(task, tuple(create(p) if isinstance(p, str) else p for p in perturbations))
 
     return build
+
+
+@pytest.fixture(name="sandbox")
+def deprecated_sandbox(request: pytest.FixtureRequest, make_case: Callable[..., Case]) -> Callable[..., Case]:
+    """Deprecated alias of ``make_case``: a parameter named ``sandbox`` hides the ``sandbox`` package."""
+    if not request.config.stash.get(SANDBOX_WARNED, False):
+        request.config.stash[SANDBOX_WARNED] = True
+        warnings.warn(SANDBOX_DEPRECATED, DeprecationWarning, stacklevel=1)
+    return make_case
 
 
 @pytest.fixture
@@ -93,5 +107,5 @@ def case() -> None:
     """Given by ``@openagent.perturb``; requesting it elsewhere is a mistake worth explaining."""
     raise pytest.UsageError(
         "the 'case' fixture is drawn by @pytest_openagent.perturb(...); decorate the test with it, "
-        "or build a case by hand with the 'sandbox' fixture"
+        "or build a case by hand with the 'make_case' fixture"
     )

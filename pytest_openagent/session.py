@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from pytest_openagent.options import Options
-from pytest_openagent.runner import install
 from sandbox.agent import fingerprint
+from sandbox.case import install_runner
 from sandbox.errors import OpenAgentError
 from sandbox.evaluation.cache import EpisodeCache, prepare
 from sandbox.evaluation.gate import GateResult
@@ -64,7 +64,7 @@ class OpenAgentSession:
         # A session inside a session (pytester) puts the outer one's state back when it ends.
         self._outer_database = SessionDatabase.directory
         SessionDatabase.directory = options.cache_dir / "hypothesis"
-        self._outer_runner = install(self.runner)
+        self._outer_runner = install_runner(self.runner)
         self._prepared = False
 
     # -- what fixtures and hooks ask for ---------------------------------------------------------
@@ -266,7 +266,7 @@ class OpenAgentSession:
     def pytest_unconfigure(self) -> None:
         from pytest_openagent.decorator import SessionDatabase
 
-        install(self._outer_runner)
+        install_runner(self._outer_runner)
         SessionDatabase.directory = self._outer_database
 
 

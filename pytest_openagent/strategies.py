@@ -14,7 +14,7 @@ from functools import lru_cache
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from pytest_openagent.runner import Case
+from sandbox.case import Case
 from sandbox.evaluation.draw import (
     SEEDS,
     TierSpec,

@@ -1,4 +1,10 @@
-"""A case: a task plus a stack of perturbations; the unit that tests generate and cache."""
+"""A case: a task plus a stack of perturbations; the unit that tests generate and cache.
+
+``Case.run`` goes through the installed :class:`CaseRunner` when there is one (the pytest
+session's, or a user's :class:`sandbox.evaluation.Runner`: cached and recorded) and runs the
+episode directly otherwise. The runner is injected with :func:`install_runner`, so the sandbox
+knows only the shape of a runner and the evaluation core, which builds on the sandbox, plugs in.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from sandbox.env import Env, make_env
 from sandbox.episode import DEFAULT_MAX_STEPS, Episode, run_episodes
@@ -50,7 +56,24 @@ class Case:
         return step_budget(self.perturbations, DEFAULT_MAX_STEPS)
 
     def run(self, agent: Any, max_steps: int | None = None) -> Episode:
+        """The agent's episode on this case, through the installed runner if there is one."""
+        if _runner is not None:
+            return _runner.run(agent, self, max_steps)[0]
         return run_cases(agent, [self], max_steps)[0]
+
+    def run_with_clean(self, agent: Any, max_steps: int | None = None) -> tuple[Episode, Episode]:
+        """The episode and its clean twin's (the same one for a clean case), in one batch where the budgets agree."""
+        if _runner is not None:
+            return _runner.run(agent, self, max_steps)
+        if not self.perturbations:
+            episode = run_cases(agent, [self], max_steps)[0]
+            return episode, episode
+        clean = self.clean()
+        if max_steps is not None or clean.max_steps == self.max_steps:
+            episode, twin = run_cases(agent, [self, clean], max_steps)
+            return episode, twin
+        # Each at its own budget, as the episode cache runs them: an episode never depends on its batch.
+        return run_cases(agent, [self])[0], run_cases(agent, [clean])[0]
 
     def clean(self) -> Case:
         """The unperturbed twin."""
@@ -91,6 +114,34 @@ class Case:
 
     def __repr__(self) -> str:
         return f"Case({self.describe()})"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # Hypothesis prints dataclasses field by field; a falsifying example should read as one line.
+        printer.text(repr(self))
+
+
+class CaseRunner(Protocol):
+    """What ``Case.run`` goes through once installed: :class:`sandbox.evaluation.Runner` is one."""
+
+    def run(self, agent: Any, case: Case, max_steps: int | None = None) -> tuple[Episode, Episode]:
+        """The case's episode and its clean twin's."""
+        ...
+
+
+_runner: CaseRunner | None = None
+
+
+def install_runner(runner: CaseRunner | None) -> CaseRunner | None:
+    """Route every ``Case.run`` through ``runner`` (``None``: run directly); returns the one it
+    replaces, to put back afterwards (the pytest session does, when it ends)."""
+    global _runner
+    previous, _runner = _runner, runner
+    return previous
+
+
+def current_runner() -> CaseRunner | None:
+    """The installed runner, or ``None`` when cases run directly."""
+    return _runner
 
 
 def run_cases(agent: Any, cases: Sequence[Case], max_steps: int | None = None) -> list[Episode]:

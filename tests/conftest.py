@@ -1,6 +1,14 @@
 import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+from sandbox.case import install_runner
+
+sys.path.insert(0, str(Path(__file__).parent))
+import toys  # tests/toys.py: tests/ is no package (--import-mode=importlib), so put it on the path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -17,3 +25,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def cases_run_directly() -> Iterator[None]:
+    """Our own tests check the sandbox and the core, not this session's episode cache: ``Case.run``
+    runs the episode unless a test installs a runner (a pytester run installs its own session's).
+    Without this, a spy agent's second run would be read back from ``.openagent_cache`` unseen."""
+    previous = install_runner(None)
+    try:
+        yield
+    finally:
+        install_runner(previous)
+
+
+@pytest.fixture
+def toy_perturbations() -> Iterator[None]:
+    """Registers the toy perturbations for one test and removes them after, so that tests of the
+    real catalogue never see them."""
+    toys.register_toys()
+    try:
+        yield
+    finally:
+        toys.unregister_toys()

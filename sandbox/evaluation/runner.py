@@ -1,13 +1,18 @@
-"""The batched runner: cases and their clean twins through the episode cache, one record per case."""
+"""The batched runner: cases and their clean twins through the episode cache, one record per case.
+
+A :class:`Runner` is a :class:`sandbox.case.CaseRunner`: installed (``with runner.installed():``,
+or :func:`sandbox.case.install_runner` as the pytest session does), it serves every ``Case.run``.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from sandbox.agent import fingerprint
-from sandbox.case import Case
+from sandbox.case import Case, install_runner
 from sandbox.episode import Episode
 from sandbox.errors import OpenAgentError
 from sandbox.evaluation.cache import EpisodeCache
@@ -89,6 +94,15 @@ class Runner:
             if failure is not None:
                 raise AgentFailure(failure)
         return records
+
+    @contextmanager
+    def installed(self) -> Iterator[Runner]:
+        """``with runner.installed(): case.run(agent)``: every ``Case.run`` inside goes through this runner."""
+        previous = install_runner(self)
+        try:
+            yield self
+        finally:
+            install_runner(previous)
 
     def _keep(self, record: Record) -> None:
         self.episodes_this_test.append(record)

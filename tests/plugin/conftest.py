@@ -1,22 +1,5 @@
-import sys
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-import toys
-
-
-@pytest.fixture
-def toy_perturbations() -> Iterator[None]:
-    """Registers the toy perturbations for one test and removes them after, so that tests of the
-    real catalogue never see them."""
-    toys.register_toys()
-    try:
-        yield
-    finally:
-        toys.unregister_toys()
+import toys  # tests/toys.py, put on the path by tests/conftest.py
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ import pytest
 
 import sandbox
 from sandbox.agent import FunctionAgent, fingerprint
+from sandbox.case import Case
 from sandbox.evaluation import evaluate
 from sandbox.evaluation.cache import EpisodeCache
 from sandbox.evaluation.runner import Runner
@@ -108,8 +109,6 @@ def second(messages, tools):
 
 
 def test_two_plain_functions_get_two_keys_and_each_runs(tmp_path):
-    from pytest_openagent.runner import install, make_case
-
     keys = {fingerprint(first), fingerprint(second), fingerprint(_say("a")), fingerprint(_say("b"))}
     assert len(keys) == 4
     assert fingerprint(first) == fingerprint(first) == FunctionAgent(first).fingerprint()
@@ -123,12 +122,9 @@ def test_two_plain_functions_get_two_keys_and_each_runs(tmp_path):
         return agent
 
     one, two = counted("first", first), counted("second", second)
-    case = make_case(sandbox.tasks("poi", "test", n=1)[0])
-    previous = install(Runner(EpisodeCache(tmp_path)))
-    try:
+    case = Case(sandbox.tasks("poi", "test", n=1)[0])
+    with Runner(EpisodeCache(tmp_path)).installed():
         assert case.run(one).answer != case.run(two).answer
-    finally:
-        install(previous)
     assert calls == {"first": 1, "second": 1}
 
 

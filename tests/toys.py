@@ -1,4 +1,4 @@
-"""Test-only perturbations and agents, so plugin tests do not depend on the real catalogue.
+"""Test-only perturbations and agents, so plugin and core tests do not depend on the real catalogue.
 
 ``toy_shout`` (perception) shouts the query with 1-3 exclamation marks; ``toy_pad`` (interaction)
 pads observations and applies only to tasks with tool calls. Both leave every task solvable.
