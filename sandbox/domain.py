@@ -28,7 +28,7 @@ class Domain:
         object.__setattr__(self, "toolbox", Toolbox({t.name: t for t in self.tools}))
 
     def world(self, seed: int = 0) -> Any:
-        return _world(self.name, seed)
+        return _world(self, seed)
 
     def family(self, name: str) -> Family:
         for family in self.families:
@@ -40,7 +40,7 @@ class Domain:
         """``n`` distinct tasks of ``split`` (its default size if ``None``), deterministic in ``seed``."""
         if split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-        return list(_tasks(self.name, split, DEFAULT_SIZES[split] if n is None else n, seed))
+        return list(_tasks(self, split, DEFAULT_SIZES[split] if n is None else n, seed))
 
     def draw(self, split: Split, index: int, seed: int = 0) -> Task | None:
         """Task number ``index`` of the stream behind :meth:`tasks`; ``None`` if that draw is void."""
@@ -67,23 +67,19 @@ def did_you_mean(kind: str, name: str, known: list[str]) -> str:
     return f"Unknown {kind} {name!r}.{hint} Known: {', '.join(known)}."
 
 
+# Cached by the domain itself (a Domain hashes by identity), so this module needs no registry of domains.
 @lru_cache(maxsize=8)
-def _world(domain: str, seed: int) -> Any:
-    from sandbox.domains import get_domain
-
-    return get_domain(domain).build_world(seed)
+def _world(domain: Domain, seed: int) -> Any:
+    return domain.build_world(seed)
 
 
 @lru_cache(maxsize=32)
-def _tasks(domain: str, split: Split, n: int, seed: int) -> tuple[Task, ...]:
-    from sandbox.domains import get_domain
-
-    d = get_domain(domain)
+def _tasks(d: Domain, split: Split, n: int, seed: int) -> tuple[Task, ...]:
     tasks: dict[str, Task] = {}
     index = 0
     while len(tasks) < n:
         if index > 50 * n + 1000:
-            raise ValueError(f"{domain}/{split}: only {len(tasks)} distinct tasks exist, {n} were asked for")
+            raise ValueError(f"{d.name}/{split}: only {len(tasks)} distinct tasks exist, {n} were asked for")
         task = d.draw(split, index, seed)
         index += 1
         if task is not None and task.id not in tasks:

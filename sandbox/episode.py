@@ -1,4 +1,4 @@
-"""Episodes: the runner that drives many in lockstep, and the trajectory it records."""
+"""Episodes: the runner that drives many in lockstep (the trajectory it records is in ``sandbox.trajectory``)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, Field, model_validator
-
 from sandbox.agent import Message, Reply, RequestFailed, ToolSpec, Turn, as_agent, brief, close
 from sandbox.env import Env
-from sandbox.judge import GOOD_OUTCOMES, Ending, Outcome, judge
+from sandbox.judge import Ending, judge
 from sandbox.parse import ToolCall, clean_text, parse_reply
 from sandbox.task import Task
-from sandbox.tools import AGENT_ERRORS, ToolResult
+from sandbox.trajectory import Episode, Step
 
 DEFAULT_MAX_STEPS = 8
 _episode_ids = itertools.count()
@@ -27,60 +25,6 @@ MAX_STORED_REPLY = 4_000
 MAX_MESSAGE_CHARS = 50_000
 """Characters of a reply's text kept in the conversation and the answer (the judge reads it all):
 no real reply is longer, and it keeps an episode bounded whatever the agent says."""
-
-
-class Step(BaseModel):
-    """One agent turn: what it said, the calls it made, and what came back."""
-
-    reply: str
-    calls: list[ToolCall] = Field(default_factory=list)
-    results: list[ToolResult] = Field(default_factory=list)
-    error: str | None = None
-
-
-class Episode(BaseModel):
-    """A finished episode: the full trajectory and the judge's outcome. Round-trips through JSON."""
-
-    task: Task
-    perturbation: str = ""
-    messages: list[dict[str, Any]]
-    steps: list[Step]
-    ending: Ending
-    answer: str | None = None
-    outcome: Outcome
-    writes: list[dict[str, Any]] = Field(default_factory=list)
-    solvable: bool | None = None
-    """Whether the case could be completed: ``task.solvable`` unless a perturbation ruled it out."""
-    meta: list[dict[str, Any]] = Field(default_factory=list, exclude=True)
-    """Per-turn data from the agent (token ids, log-probabilities), kept in memory only."""
-
-    @model_validator(mode="after")
-    def _default_solvable(self) -> Episode:
-        if self.solvable is None:
-            self.solvable = self.task.solvable
-        return self
-
-    @property
-    def success(self) -> bool:
-        return self.outcome in GOOD_OUTCOMES
-
-    @property
-    def calls(self) -> list[ToolCall]:
-        return [c for s in self.steps for c in s.calls]
-
-    @property
-    def tool_errors(self) -> int:
-        """Calls to tools that do not exist or with invalid arguments (the agent's fault)."""
-        return sum(r.error in AGENT_ERRORS for s in self.steps for r in s.results)
-
-    def explain(self) -> str:
-        from sandbox.explain import explain
-
-        return explain(self)
-
-    def __repr__(self) -> str:
-        # pytest prints the repr in assertion failures: keep it one line; explain() has the story.
-        return f"Episode({self.outcome}, {self.perturbation or self.task.id}, {len(self.steps)} turns)"
 
 
 @dataclass

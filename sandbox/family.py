@@ -39,3 +39,9 @@ class Family:
     def __post_init__(self) -> None:
         if len(self.phrasings) < 3 or any(len(v) < 1 for v in self.paraphrases.values()):
             raise ValueError(f"family {self.name!r} needs 3 clean phrasings and a paraphrase per pool")
+
+
+def family(name: str, draft: Callable[[Any, random.Random, Split], Draft | None], phrasings: list[str],
+           train: list[str], eval_: list[str], unsolvable: Unsolvable | None = None) -> Family:  # fmt: skip
+    """A family from its clean phrasings and its ``train`` and ``eval`` paraphrases, as the domains write them."""
+    return Family(name, tuple(phrasings), {"train": tuple(train), "eval": tuple(eval_)}, draft, unsolvable)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import random
 
 from sandbox.domains.medical.world import DRUGS, LAB_TESTS, SPECIALTIES, MedicalWorld, Patient
-from sandbox.domains.poi.families import TIMES, _family
+from sandbox.domains.poi.families import TIMES
 from sandbox.domains.poi.world import CITY_SPLIT, DAYS
-from sandbox.family import Draft
+from sandbox.family import Draft, family
 from sandbox.task import Call, Source
 
 
@@ -127,47 +127,47 @@ def unknown_patient(world, r, split):
 
 
 FAMILIES = (
-    _family("blood_type", blood_type, [
+    family("blood_type", blood_type, [
         "What is the blood type of {name} from {city}?",
         "Tell me {name}'s blood type ({city}).",
         "Look up the blood group of patient {name} in {city}.",
     ], ["Which blood type is on file for {name}, {city}?"], ["For a transfusion, what blood group does {name} of {city} have?"]),
-    _family("lab_value", lab_value, [
+    family("lab_value", lab_value, [
         "What is the latest {test} result of {name} from {city}?",
         "Give me the {test} value for patient {name} in {city}.",
         "Look up {name}'s most recent {test} ({city}).",
     ], ["Show the last {test} measurement of {name}, {city}."], ["How did {name} from {city} score on the newest {test} test?"]),
-    _family("interaction", interaction, [
+    family("interaction", interaction, [
         "Does {drug} interact with the first medication of {name} from {city}? Give the severity.",
         "How severe is the interaction of {drug} with the first drug {name} ({city}) takes?",
         "Check {drug} against {name}'s first current medication ({city}) and tell me the severity.",
     ], ["Is it risky to add {drug} to the first medicine of {name}, {city}? Severity please."],
        ["If {name} of {city} starts {drug}, how bad is the clash with their first listed medication?"]),
-    _family("best_doctor", best_doctor, [
+    family("best_doctor", best_doctor, [
         "Who is the best-rated {specialty} doctor in {city}?",
         "Find the top-rated doctor for {specialty} in {city}.",
         "Name the highest-rated {specialty} specialist in {city}.",
     ], ["Which {specialty} doctor do patients rate highest in {city}?"],
        ["In {city}, whom do reviewers rank first for {specialty}?"]),
-    _family("doctor_hours", doctor_hours, [
+    family("doctor_hours", doctor_hours, [
         "When does the best-rated {specialty} doctor in {city} see patients on {day}?",
         "What are the {day} hours of the top-rated {specialty} doctor in {city}?",
         "Give me the consulting hours on {day} of {city}'s highest-rated {specialty} doctor.",
     ], ["On {day}, when can I see {city}'s best {specialty} doctor?"],
        ["What times on {day} does the {specialty} doctor in {city} that reviewers like most work?"]),
-    _family("book_doctor", book_doctor, [
+    family("book_doctor", book_doctor, [
         "Book {name} from {city} with the best-rated {specialty} doctor there on {day} at {time}.",
         "Make an appointment for {name} ({city}) with the top {specialty} doctor, {day} {time}.",
         "Schedule {name} of {city} to see the highest-rated {specialty} doctor on {day} at {time}.",
     ], ["Get {name}, {city}, in to see the best {specialty} doctor on {day} at {time}."],
        ["Arrange a {specialty} consultation for {name} ({city}) with whoever rates best, {day} at {time}."]),
-    _family("prescribe", prescribe, [
+    family("prescribe", prescribe, [
         "Prescribe {drug} to {name} from {city}.",
         "Write a {drug} prescription for {name} ({city}).",
         "Issue a prescription of {drug} for patient {name} in {city}.",
     ], ["Put {name} of {city} on {drug} with a new prescription."], ["Send a {drug} script for {name}, {city}, to the pharmacy."],
        unsolvable="missing_capability"),
-    _family("unknown_patient", unknown_patient, [
+    family("unknown_patient", unknown_patient, [
         "What is the blood type of {name} from {city}?",
         "Tell me {name}'s blood type ({city}).",
         "Look up the blood group of patient {name} in {city}.",

@@ -6,7 +6,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass
 
-from sandbox.domains.poi.world import CITIES, DAYS, _hours
+from sandbox.domains.poi.world import CITIES, DAYS, weekly_hours
 from sandbox.seeds import rng
 
 SPECIALTIES = ("cardiology", "dermatology", "neurology", "pediatrics", "oncology", "orthopedics", "psychiatry")
@@ -108,7 +108,7 @@ def build_world(seed: int = 0, patients_per_city: int = 30, doctors_per_city: in
             did = f"D{len(doctors) + 1:03d}"
             doctors[did] = Doctor(
                 id=did, name=f"Dr. {r.choice(_FIRST)} {r.choice(_LAST)}", specialty=SPECIALTIES[i % len(SPECIALTIES)],
-                city=city, rating=round(r.uniform(2.5, 5.0), 1), hours=_hours(r),
+                city=city, rating=round(r.uniform(2.5, 5.0), 1), hours=weekly_hours(r),
             )  # fmt: skip
     interactions = {(a, b): r.choice(SEVERITIES) for i, a in enumerate(sorted(DRUGS)) for b in sorted(DRUGS)[i:]}
     return MedicalWorld(seed=seed, patients=patients, doctors=doctors, interactions=interactions)

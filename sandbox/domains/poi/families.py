@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from sandbox.domains.poi.world import BOOKABLE, CITY_SPLIT, DAYS, Place, PoiWorld, distance_km
-from sandbox.family import Draft, Family
+from sandbox.family import Draft, family
 from sandbox.task import Call, Source
 
 TIMES = ("12:00", "12:30", "13:00", "19:00", "19:30", "20:00", "20:30", "21:00")
@@ -185,57 +185,53 @@ def unknown_place(world, r, split):
     )
 
 
-def _family(name, draft, phrasings, train, eval_, unsolvable=None) -> Family:
-    return Family(name, tuple(phrasings), {"train": tuple(train), "eval": tuple(eval_)}, draft, unsolvable)
-
-
 FAMILIES = (
-    _family("phone", phone, [
+    family("phone", phone, [
         "What is the phone number of {name} in {city}?",
         "Give me the phone number for {name} in {city}.",
         "I need to call {name} ({city}). What's their number?",
     ], ["How can I reach {name} in {city} by phone?"], ["Could you find a number to ring {name}, the one in {city}?"]),
-    _family("best_rated", best_rated, [
+    family("best_rated", best_rated, [
         "Which {category} in {city} has the best rating?",
         "What is the top-rated {category} in {city}?",
         "Name the best-rated {category} in {city}.",
     ], ["Which {category} do people rate highest in {city}?"], ["In {city}, which {category} scores best with reviewers?"]),
-    _family("hours", hours, [
+    family("hours", hours, [
         "When is {name} in {city} open on {day}?",
         "What are the opening hours of {name} in {city} on {day}?",
         "Is {name} in {city} open on {day}, and when?",
     ], ["At what times can I visit {name} in {city} on {day}?"], ["On {day}, from when to when does {name} ({city}) welcome visitors?"]),
-    _family("weather", weather, [
+    family("weather", weather, [
         "What's the weather in {city} on {day}?",
         "Give me the forecast for {city} on {day}.",
         "How will the weather be in {city} on {day}?",
     ], ["Will I need an umbrella in {city} on {day}? Tell me the forecast."],
        ["What conditions and temperature should I expect in {city} this {day}?"]),
-    _family("distance", distance, [
+    family("distance", distance, [
         "How far is {name} from {other} in {city}?",
         "What is the distance between {name} and {other} in {city}?",
         "In {city}, how many km are there from {name} to {other}?",
     ], ["How long a trip is it from {name} to {other}, both in {city}?"],
        ["I am at {name} in {city}; how far away is {other}?"]),
-    _family("book_best", book_best, [
+    family("book_best", book_best, [
         "Book the best-rated {category} in {city} for {people} people on {day} at {time}.",
         "Reserve the top-rated {category} in {city} on {day} at {time} for {people}.",
         "Make a booking for {people} at the highest-rated {category} in {city}, {day} {time}.",
     ], ["Get {people} of us into {city}'s best {category} on {day} at {time}, please."],
        ["Secure a spot for {people} at whichever {category} in {city} rates best, {day} at {time}."]),
-    _family("book_named", book_named, [
+    family("book_named", book_named, [
         "Book {name} in {city} for {people} people on {day} at {time}.",
         "Reserve {name} ({city}) on {day} at {time} for {people}.",
         "Make a reservation at {name} in {city}: {people} people, {day}, {time}.",
     ], ["Please hold a booking at {name} in {city} for {people} on {day}, {time}."],
        ["Could you arrange for {people} guests at {name}, {city}, {day} at {time}?"]),
-    _family("best_phone_hours", best_phone_hours, [
+    family("best_phone_hours", best_phone_hours, [
         "Find the best-rated {category} in {city}: what is its phone number and its hours on {day}?",
         "For the top-rated {category} in {city}, give me the phone number and the {day} opening hours.",
         "I want the highest-rated {category} in {city}. Its phone and hours on {day}, please.",
     ], ["Which number do I call for {city}'s best {category}, and when is it open on {day}?"],
        ["Tell me how to phone the {category} in {city} that reviewers like most, and its {day} hours."]),
-    _family("outing", outing, [
+    family("outing", outing, [
         "Book the best-rated {category} in {city} for {people} on {day} at {time}, and tell me the weather "
         "that day and how far it is from {name}.",
         "Reserve the top-rated {category} in {city} ({day}, {time}, {people} people); also give me the "
@@ -246,13 +242,13 @@ FAMILIES = (
         "and the km from {name}."],
        ["Arrange {city}'s best-rated {category} for {people} on {day} at {time}; what will the weather be, "
         "and what distance separates it from {name}?"]),
-    _family("taxi", taxi, [
+    family("taxi", taxi, [
         "Order a taxi to {name} in {city} at {time}.",
         "Call me a cab to {name} in {city} for {time}.",
         "Book a taxi that takes me to {name} ({city}) at {time}.",
     ], ["Arrange a ride to {name} in {city} at {time}."], ["Get a car to pick me up for {name}, {city}, at {time}."],
        unsolvable="missing_capability"),
-    _family("unknown_place", unknown_place, [
+    family("unknown_place", unknown_place, [
         "What is the phone number of {name} in {city}?",
         "Give me the phone number for {name} in {city}.",
         "I need to call {name} ({city}). What's their number?",

@@ -93,7 +93,8 @@ def distance_km(a: Place, b: Place) -> float:
     return round(2 * 6371 * math.asin(math.sqrt(h)), 1)
 
 
-def _hours(r) -> dict[str, str]:
+def weekly_hours(r) -> dict[str, str]:
+    """Opening (or consulting) hours for each weekday, some days closed."""
     open_, close = r.choice((7, 8, 9, 10, 11, 12)), r.choice((17, 18, 19, 20, 22, 23))
     closed = set(r.sample(DAYS, r.choice((0, 1, 1, 2))))
     return {d: "closed" if d in closed else f"{open_:02d}:00-{close:02d}:00" for d in DAYS}
@@ -125,7 +126,7 @@ def build_world(seed: int = 0, places_per_city: int = 50) -> PoiWorld:
                 price=r.randint(1, 4),
                 phone=f"555-{phones[n - 1]}",
                 address=f"{r.randint(1, 199)} {r.choice(_STREETS)}",
-                hours=_hours(r),
+                hours=weekly_hours(r),
                 lat=round(lat + r.uniform(-0.05, 0.05), 4),
                 lon=round(lon + r.uniform(-0.05, 0.05), 4),
             )

@@ -1,0 +1,98 @@
+"""The trajectory an episode records (its turns, calls, results and outcome) and its readable transcript."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, Field, model_validator
+
+from sandbox.judge import GOOD_OUTCOMES, Ending, Outcome
+from sandbox.parse import ToolCall
+from sandbox.task import Task
+from sandbox.tools import AGENT_ERRORS, ToolResult
+
+
+class Step(BaseModel):
+    """One agent turn: what it said, the calls it made, and what came back."""
+
+    reply: str
+    calls: list[ToolCall] = Field(default_factory=list)
+    results: list[ToolResult] = Field(default_factory=list)
+    error: str | None = None
+
+
+class Episode(BaseModel):
+    """A finished episode: the full trajectory and the judge's outcome. Round-trips through JSON."""
+
+    task: Task
+    perturbation: str = ""
+    messages: list[dict[str, Any]]
+    steps: list[Step]
+    ending: Ending
+    answer: str | None = None
+    outcome: Outcome
+    writes: list[dict[str, Any]] = Field(default_factory=list)
+    solvable: bool | None = None
+    """Whether the case could be completed: ``task.solvable`` unless a perturbation ruled it out."""
+    meta: list[dict[str, Any]] = Field(default_factory=list, exclude=True)
+    """Per-turn data from the agent (token ids, log-probabilities), kept in memory only."""
+
+    @model_validator(mode="after")
+    def _default_solvable(self) -> Episode:
+        if self.solvable is None:
+            self.solvable = self.task.solvable
+        return self
+
+    @property
+    def success(self) -> bool:
+        return self.outcome in GOOD_OUTCOMES
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        return [c for s in self.steps for c in s.calls]
+
+    @property
+    def tool_errors(self) -> int:
+        """Calls to tools that do not exist or with invalid arguments (the agent's fault)."""
+        return sum(r.error in AGENT_ERRORS for s in self.steps for r in s.results)
+
+    def explain(self) -> str:
+        """A readable transcript: what was perturbed and where the agent went wrong."""
+        return explain(self)
+
+    def __repr__(self) -> str:
+        # pytest prints the repr in assertion failures: keep it one line; explain() has the story.
+        return f"Episode({self.outcome}, {self.perturbation or self.task.id}, {len(self.steps)} turns)"
+
+
+_LIMIT = 300
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= _LIMIT else text[:_LIMIT] + f"... ({len(text)} chars)"
+
+
+def explain(episode: Episode) -> str:
+    task = episode.task
+    expected = "refuse" if not episode.solvable else ", ".join(f"{k}={v}" for k, v in task.answer.items())
+    if task.write is not None:
+        expected = (expected + ", " if task.answer else "") + f"code of {task.write.tool}"
+    lines = [
+        f"outcome: {episode.outcome} (case: {episode.perturbation or task.id})",
+        f"query: {episode.messages[1]['content'] if len(episode.messages) > 1 else task.query}",
+        f"expected: {expected}; gold plan: " + " -> ".join(c.tool for c in task.plan),
+    ]
+    for n, step in enumerate(episode.steps, 1):
+        if step.error:
+            lines.append(f"  turn {n}: {_short(step.reply)!r}\n    !! {step.error}")
+            continue
+        if not step.calls:
+            lines.append(f"  turn {n}: answer {_short(step.reply)!r}")
+        for call, result in zip(step.calls, step.results, strict=True):
+            args = json.dumps(call.arguments, default=str)
+            lines.append(f"  turn {n}: {call.name}({_short(args)})")
+            lines.append(f"    -> {_short(result.render())}" + ("  !! " + result.error if result.error else ""))
+    if episode.ending == "step_limit":
+        lines.append(f"  (stopped at the step limit, {len(episode.steps)} turns)")
+    return "\n".join(lines)
