@@ -12,7 +12,7 @@ from pytest_openagent import strategies
 from pytest_openagent.decorator import perturb
 from sandbox.agents.openai import OpenAIAgent
 from sandbox.case import Case
-from sandbox.evaluation import AgentFailure, GateError, GateResult, Record, Report, evaluate, load_agent
+from sandbox.evaluation import AgentFailure, GateError, GateResult, Record, Report, check, compare, evaluate, load_agent
 
 __version__ = "0.1.0"
 
@@ -24,6 +24,8 @@ __all__ = [
     "OpenAIAgent",
     "Record",
     "Report",
+    "check",
+    "compare",
     "evaluate",
     "load_agent",
     "perturb",

@@ -27,7 +27,7 @@ from sandbox.agent import fingerprint
 from sandbox.case import install_runner
 from sandbox.errors import OpenAgentError
 from sandbox.evaluation.cache import EpisodeCache, prepare
-from sandbox.evaluation.gate import GateResult
+from sandbox.evaluation.gate import GateResult, check, compare
 from sandbox.evaluation.report import Record, Report
 from sandbox.evaluation.runner import Runner
 
@@ -185,24 +185,27 @@ class OpenAgentSession:
     def _check_gates(self, report: Report) -> None:
         result = GateResult()
         if self.options.gate:
-            from sandbox.evaluation.gate import check
-
             result += check(report, self.options.gate)
         if self.options.baseline is not None:
-            result += report.compare(self.options.baseline, self.options.max_regression)
+            result += compare(report, self.options.baseline, self.options.max_regression)
         if result.checks:
             self.gate = result
 
     def _gate_passes(self, result: GateResult) -> bool:
         return result.verdict == "PASS" or (result.verdict == "INCONCLUSIVE" and self.options.inconclusive == "pass")
 
+    def _junit_xml(self) -> Any:
+        """pytest's JUnit XML writer if ``--junitxml`` is given: the plugin that takes global properties
+        (pytest keeps it under a private stash key, so it is found by what it does)."""
+        for plugin in self.config.pluginmanager.get_plugins():
+            if callable(getattr(plugin, "add_global_property", None)) and callable(
+                getattr(plugin, "pytest_runtest_logreport", None)
+            ):
+                return plugin
+        return None
+
     def _junit(self, report: Report | None) -> None:
-        try:
-            from _pytest.junitxml import xml_key
-            from _pytest.reports import TestReport
-        except ImportError:  # pragma: no cover - pytest internals moved
-            return
-        xml = self.config.stash.get(xml_key, None)
+        xml = self._junit_xml()
         if xml is None:
             return
         for row in report.rows() if report is not None else []:
@@ -219,7 +222,7 @@ class OpenAgentSession:
         location = ("openagent", None, "gate")
         for when, outcome in (("call", "passed" if passed else "failed"), ("teardown", "passed")):
             longrepr = None if outcome == "passed" else text
-            xml.pytest_runtest_logreport(TestReport(GATE_TEST, location, {}, outcome, longrepr, when))  # type: ignore[arg-type]
+            xml.pytest_runtest_logreport(pytest.TestReport(GATE_TEST, location, {}, outcome, longrepr, when))  # type: ignore[arg-type]
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.is_worker or (self.report is None and self.problem is None):

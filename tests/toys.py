@@ -91,3 +91,13 @@ class Fragile(OracleAgent):
 
 _SOURCE = Path(__file__).read_text()
 CONFTEST = _SOURCE + "\n\nregister_toys()\n\n\ndef pytest_unconfigure(config):\n    unregister_toys()\n"
+
+
+class Dead:
+    """An agent whose server is down: every request fails the same way."""
+
+    def fingerprint(self):
+        return "dead-v1"
+
+    def act(self, turns):
+        raise ConnectionRefusedError("[Errno 111] Connection refused")

@@ -172,7 +172,13 @@ def _fmt(metric: str, value: float) -> str:
     return f"{value:.3f}"
 
 
-def check(report: Report, criteria: Iterable[Criterion]) -> GateResult:
+def check(report: Report, gate: str | Iterable[str | Criterion]) -> GateResult:
+    """Check a gate on a report: criteria such as ``"clean.success>=0.95 perception.delta>=-10"``, a
+    list of such texts, or parsed criteria (:func:`parse_gate`); raises :class:`GateError` if malformed."""
+    if isinstance(gate, str):
+        criteria = parse_gate(gate)
+    else:
+        criteria = [c for part in gate for c in ([part] if isinstance(part, Criterion) else parse_gate(part))]
     result = GateResult()
     rows = {row.scope: row for row in report.rows()}
     for c in criteria:

@@ -2,14 +2,14 @@
 
 A record pairs a perturbed episode with its clean twin, so Δ compares the same tasks. The report
 sorts its records, so the same episodes give the same figures whatever order they arrived in
-(serially or from pytest-xdist workers).
+(serially or from pytest-xdist workers). Gates read reports (:func:`sandbox.evaluation.check`,
+:func:`sandbox.evaluation.compare`); a report knows nothing of gates.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +22,6 @@ from sandbox.perturbations.base import TIERS
 if TYPE_CHECKING:
     from sandbox.case import Case
     from sandbox.episode import Episode
-    from sandbox.evaluation.gate import GateResult
 
 SCHEMA = "pytest-openagent/report"
 SCHEMA_VERSION = 2
@@ -280,18 +279,6 @@ class Report:
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise UsageError(f"report {str(path)!r} is not JSON: {exc}") from None
         return cls.from_dict(data)
-
-    def check(self, gate: str | Iterable[str]) -> GateResult:
-        """Check a gate such as ``"clean.success>=0.95 perception.delta>=-10"``; raises ``GateError`` if malformed."""
-        from sandbox.evaluation.gate import check, parse_gate
-
-        return check(self, parse_gate(gate))
-
-    def compare(self, baseline: Report, margin: float = 5.0) -> GateResult:
-        """Non-inferiority against ``baseline`` on the same cases, with a margin in points (see ``gate.compare``)."""
-        from sandbox.evaluation.gate import compare
-
-        return compare(self, baseline, margin)
 
     def __str__(self) -> str:
         return self.table()

@@ -1,0 +1,63 @@
+"""evaluate, the report and its gates, without pytest's plugin: what ``openagent eval`` and a user's script get."""
+
+import pytest
+import toys
+
+import sandbox.evaluation as core
+from sandbox.agents import OracleAgent
+
+
+class Counter(OracleAgent):
+    def __init__(self):
+        self.turns = 0
+
+    def fingerprint(self):
+        return "counter-v1"
+
+    def act(self, turns):
+        self.turns += len(turns)
+        return super().act(turns)
+
+
+@pytest.mark.usefixtures("toy_perturbations")
+def test_evaluate_is_deterministic_batched_and_cached(tmp_path):
+    agent = Counter()
+    report = core.evaluate(agent, tiers=["perception", "interaction"], n=6, seed=3, cache_dir=tmp_path)
+    turns = agent.turns
+    again = core.evaluate(agent, tiers=["perception", "interaction"], n=6, seed=3, cache_dir=tmp_path)
+    assert report.to_dict()["rows"] == again.to_dict()["rows"] and agent.turns == turns
+    assert [r.tier for r in report.records].count("perception") == 6
+    assert core.check(report, "clean.success>=0.7 all.success>=0.7").ok
+    assert core.check(report, "clean.success>=1").verdict == "INCONCLUSIVE"  # no interval of 12 cases reaches 1
+
+
+def test_evaluate_draws_from_the_pool_asked_for():
+    train = core.evaluate("oracle", tiers=1, n=4, cache_dir=None, pool="train")
+    held_out = core.evaluate("oracle", tiers=1, n=4, cache_dir=None)
+    assert all(",train" in r.label for r in train.records), [r.label for r in train.records]
+    assert all(",eval" in r.label for r in held_out.records), [r.label for r in held_out.records]
+    assert (train.meta["pool"], held_out.meta["pool"]) == ("train", "eval")
+
+
+def test_report_round_trips_and_gates(tmp_path):
+    from sandbox.perturbations import names
+
+    report = core.evaluate("oracle", tiers=1, n=4, names=names(1)[:2], cache_dir=None)
+    path = tmp_path / "r.json"
+    report.to_json(path)
+    loaded = core.Report.load(path)
+    assert loaded.to_dict()["rows"] == report.to_dict()["rows"]
+    with pytest.raises(core.GateError, match="'x' is not a number"):
+        core.check(report, "perception.delta>=x")
+    assert not core.check(report, "perception.episodes>=100").ok
+    assert "no episodes measured for 'reasoning'" in core.check(report, "reasoning.success>=0").failures[0]
+    # Text, a list of texts and parsed criteria are the same gate.
+    texts = ["perception.success>=0.5", "perception.episodes>=4"]
+    verdicts = {core.check(report, g).message() for g in (" ".join(texts), texts, core.parse_gate(texts))}
+    assert len(verdicts) == 1
+    assert core.compare(loaded, report, 5).verdict != "FAIL"
+
+
+def test_a_dead_agent_is_an_error_naming_the_cause_not_a_table_of_zeros():
+    with pytest.raises(core.AgentFailure, match=r"failed on 16 of 16 episodes .*ConnectionRefusedError"):
+        core.evaluate(toys.Dead(), tiers=1, n=8, cache_dir=None)
