@@ -1,4 +1,4 @@
-"""Agents by spec, and the OpenAI-compatible agent against a local fake server."""
+"""The OpenAI-compatible agent against a local fake server."""
 
 import json
 import threading
@@ -7,53 +7,9 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 import sandbox
-from sandbox.agents import OracleAgent
 from sandbox.agents.openai import OpenAIAgent, to_openai_messages
 from sandbox.case import Case
-from sandbox.evaluation.specs import AgentSpecError, check_spec, load_agent
-
-
-def echo(messages, tools):
-    return "I cannot help with that."
-
-
-class Counting:
-    def act(self, turns):
-        return ["I cannot help." for _ in turns]
-
-
-def test_specs_name_builtin_callable_and_object_agents():
-    assert isinstance(load_agent("oracle"), OracleAgent)
-    assert load_agent(f"{__name__}:echo").fingerprint().startswith(f"function:{__name__}.echo@")
-    assert isinstance(load_agent(f"{__name__}:Counting"), Counting)
-    assert isinstance(load_agent("openai:qwen@http://localhost:9/v1"), OpenAIAgent)
-
-
-@pytest.mark.parametrize(
-    ("spec", "message"),
-    [
-        ("oracel", r"Unknown agent 'oracel'\. Did you mean 'oracle'\?"),
-        ("openai:@http://x", "names no model"),
-        ("hf:", "names no checkpoint"),
-        ("no_such_module_xyz:agent", "cannot import module 'no_such_module_xyz'"),
-        (f"{__name__}:missing", "has no attribute 'missing'"),
-    ],
-)
-def test_bad_specs_say_what_was_given(spec, message):
-    with pytest.raises(AgentSpecError, match=message):
-        load_agent(spec)
-
-
-def test_checking_a_spec_imports_nothing():
-    assert check_spec(" some.module:factory ") == "some.module:factory"
-
-
-def test_hf_specs_import_training_only_when_asked(monkeypatch):
-    import sys
-
-    monkeypatch.setitem(sys.modules, "training.inference.model_agent", None)  # as if it were not installed
-    with pytest.raises(AgentSpecError, match=r"pip install 'pytest-openagent\[train\]'"):
-        load_agent("hf:some/checkpoint")
+from sandbox.evaluation.specs import load_agent
 
 
 def test_messages_go_over_the_wire_in_openai_format():
