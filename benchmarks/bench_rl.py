@@ -3,7 +3,7 @@
 Run: python benchmarks/bench_rl.py --init DIR     (an SFT checkpoint; the demo's is a good one)
 
 In the same run, on the same model and the same sampled tasks:
-- batched: one step's ``tasks_per_step × group`` episodes in one lockstep batch (``training.rl.rollout``);
+- batched: one step's ``tasks_per_step × group`` episodes in one lockstep batch (``training.rollouts.rollout``);
 - one at a time: the same kind of episodes run one by one through the same agent (a plain rollout
   loop), on a subset, since it is the slow one;
 - seconds per RL step at the demo's settings (rollout, then the update), over a few real steps.
@@ -47,7 +47,8 @@ def main() -> None:
 
     from sandbox.episode import run_episodes
     from training.inference.model_agent import HFAgent
-    from training.rl import RLConfig, load_policy, rollout, run_cases, step_cases, train
+    from training.rl import RLConfig, load_policy, train
+    from training.rollouts import rollout, run_cases, step_cases
     from training.rl_demo import RLDemoSettings
 
     torch.set_num_threads(args.threads)

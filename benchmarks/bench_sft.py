@@ -43,7 +43,8 @@ def steady_rate(times: list[float], tokens: list[int]) -> float:
 
 def run_ours(args, base, examples) -> dict:
     from training.config import SFTConfig
-    from training.sft import META_FILE, train
+    from training.runs import META_FILE
+    from training.sft import train
 
     with tempfile.TemporaryDirectory() as out:
         cfg = SFTConfig(
@@ -133,8 +134,8 @@ def main() -> int:
     from transformers import AutoTokenizer
 
     from training.config import SFTConfig
-    from training.data import plan_batches
-    from training.paft import build_examples
+    from training.batches import plan_batches
+    from training.dataset import build_examples
     from training.sft import resolve_base
 
     base = resolve_base("default")

@@ -152,24 +152,16 @@ COMMANDS: list[Command] = [
     Command(
         "train",
         "fine-tune an agent on the sandbox: sft, paft (perturbation-augmented) or rl (GRPO)",
-        lambda p: _training_commands().configure_train(p),
-        lambda args: _training_commands().run_train(args),
+        lambda p: _training_cli().configure_train(p),
+        lambda args: _training_cli().run_train(args),
     ),
     Command(
         "demo",
-        "train SFT and PAFT agents here and print the robustness table beside the base, oracle, static",
-        lambda p: _training_commands().configure_demo(p),
-        lambda args: _training_commands().run_demo(args),
+        "train SFT, PAFT and RL agents here and print the robustness table beside the base, oracle, static",
+        lambda p: _training_cli().configure_demo(p),
+        lambda args: _training_cli().run_demo(args),
     ),
 ]
-
-
-def _training_commands():
-    try:
-        from training import commands
-    except ImportError as exc:
-        raise UsageFailure(f"needs the training extra: pip install 'pytest-openagent[train]' ({exc})") from None
-    return commands
 
 
 def _training_cli():

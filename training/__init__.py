@@ -10,7 +10,7 @@ from typing import Any
 
 _EXPORTS = {
     "BaseModelUnavailable": "training.inference.base",
-    "CheckpointError": "training.checkpoint",
+    "CheckpointError": "training.inference.model_dir",
     "HFAgent": "training.inference.model_agent",
     "build_tiny_model": "training.tiny",
     "load_agent": "training.inference.model_agent",

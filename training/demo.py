@@ -11,7 +11,6 @@ are cached by the plugin's episode cache.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import sys
 import time
@@ -34,7 +33,8 @@ class DemoConfig:
         default="default", metadata={"help": "base checkpoint directory, or 'default' for SmolLM2-135M-Instruct"}
     )
     sft_steps: list[int] = field(
-        default_factory=lambda: [25, 50, 100], metadata={"help": "SFT step counts to evaluate (one run, exported)"}
+        default_factory=lambda: [25, 50, 100],
+        metadata={"help": "SFT step counts to evaluate (one run, exported)", "items": "step counts (25,50,100)"},
     )
     paft_steps: int = field(default=100, metadata={"help": "PAFT steps (0: skip PAFT)"})
     rl_steps: int = field(default=12, metadata={"help": "GRPO steps of each RL agent, from SFT-<rl-from> (0: skip RL)"})
@@ -53,50 +53,28 @@ class DemoConfig:
     )
     retrain: bool = field(default=False, metadata={"help": "train again even if checkpoints exist"})
     quick: bool = field(
-        default=False, metadata={"help": "about 5 minutes: 2 steps, 8 episodes, 2 cases a tier; no RL, no base row"}
+        default=False, metadata={"help": "about 3 minutes: 2 steps, 8 episodes, 2 cases a tier; no RL, no base row"}
     )
     json: str = field(default="", metadata={"help": "also write the table (and each agent's report) to this file"})
 
     def scaled(self) -> DemoConfig:
         if not self.quick:
             return self
-        # Measured alone on 2 cores: 323 s in all with the base's row, which took 146 s (an untrained model
-        # writes to its token limit every turn). Two steps barely move the base, so SFT-2 stands for it.
+        # The base's row took most of the time (an untrained model writes to its token limit every turn:
+        # docs/experiments.md); two steps barely move the base, so SFT-2 stands for it.
         agents = [a for a in self.agents if a != "base"]
         return dataclasses.replace(
             self, sft_steps=[2], paft_steps=2, batch_size=2, episodes=8, n=2, rl_steps=0, agents=agents
         )
 
 
-def add_arguments(p: argparse.ArgumentParser, cls: type = DemoConfig) -> None:
-    """One option per field, its help from the field's metadata."""
-    for f in dataclasses.fields(cls):
-        flag = "--" + f.name.replace("_", "-")
-        help_text = f.metadata.get("help", "")
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-        if isinstance(default, bool):
-            p.add_argument(flag, action="store_true", help=help_text)
-        elif isinstance(default, list):
-            p.add_argument(flag, default=",".join(map(str, default)), help=help_text + " (joined by commas)")
-        else:
-            p.add_argument(flag, type=type(default), default=default, help=help_text)
-
-
-def config_from_args(args: argparse.Namespace) -> DemoConfig:
-    values: dict[str, Any] = {}
-    for f in dataclasses.fields(DemoConfig):
-        value = getattr(args, f.name)
-        if f.name == "sft_steps":
-            try:
-                value = sorted({int(s) for s in str(value).split(",") if s.strip()})
-            except ValueError:
-                raise UsageError(f"--sft-steps {value!r}: expected step counts joined by commas (25,50,100)") from None
-            if not value or min(value) < 1:
-                raise UsageError(f"--sft-steps {getattr(args, f.name)!r}: give step counts of at least 1")
-        elif f.name == "agents":
-            value = [a.strip() for a in str(value).split(",") if a.strip()]
-        values[f.name] = value
-    return DemoConfig(**values).scaled()
+def checked(cfg: DemoConfig) -> DemoConfig:
+    """``cfg`` with its step counts sorted and unique (a :class:`UsageError` if one is below 1), scaled
+    for ``--quick``."""
+    steps = sorted(set(cfg.sft_steps))
+    if not steps or steps[0] < 1:
+        raise UsageError(f"--sft-steps {','.join(map(str, cfg.sft_steps))!r}: give step counts of at least 1")
+    return dataclasses.replace(cfg, sft_steps=steps).scaled()
 
 
 def _say(message: str) -> None:
@@ -179,13 +157,11 @@ def summarize(report: Any) -> dict[str, Any]:
 
 def clean_success(agent: Any, n: int, seed: int = 0, batch_size: int = 32, domain: str = "poi") -> tuple[Any, list]:
     """Success on ``n`` clean tasks of the held-out test split (every family, unsolvable ones included)."""
-    from sandbox import run_episodes, success_rate, tasks
-    from sandbox.env import make_env
+    from sandbox import success_rate, tasks
+    from sandbox.case import Case
+    from sandbox.evaluation import run_in_batches
 
-    test = tasks(domain, "test", n, seed)
-    episodes = []
-    for start in range(0, len(test), batch_size):
-        episodes += run_episodes(agent, [make_env(domain, t) for t in test[start : start + batch_size]])
+    episodes = run_in_batches(agent, [Case(t) for t in tasks(domain, "test", n, seed)], batch_size)
     return success_rate(episodes), episodes
 
 
@@ -211,7 +187,8 @@ def run(cfg: DemoConfig) -> int:
     from sandbox.evaluation.evaluate import evaluate
     from sandbox.evaluation.specs import load_agent
     from training.inference.base import openagent_home, prepare_default_base
-    from training.sft import finished_run, train
+    from training.runs import finished_run
+    from training.sft import train
 
     t0 = time.perf_counter()
     runs = _train_configs(cfg, Path(cfg.dir or "."))

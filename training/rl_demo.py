@@ -1,24 +1,24 @@
 """The RL part of the demo: two GRPO agents from one SFT checkpoint, completion-only and refusal-aware.
 
-``rl_agents`` trains them (or reuses them) for ``openagent demo``; run as a module it also
-measures them against the SFT checkpoint they started from, on the held-out test split:
+``rl_agents`` trains them (or reuses them) for ``openagent demo``, ``demo_specs`` and ``demo_note``
+give their table rows and the closing note. Run as a module it also measures them against the SFT
+checkpoint they started from, on the held-out test split:
 
     python -m training.rl_demo --sft runs/demo/sft-200 --out runs/demo [--steps 6] [--n 48]
 
-clean success (greedy, ``n`` clean test tasks), the tier-4 refusal rate (``openagent.evaluate`` on
-the internalization tier, eval pool) and each run's reward curve, so the closing question of the
-paper (does a completion-seeking reward make the agent stop refusing?) is answered with figures.
+clean success (greedy, ``n`` clean test tasks), the tier-4 refusal rate (``evaluate`` on the
+internalization tier, eval pool) and each run's reward curve: does a completion-seeking reward make the
+agent stop refusing?
 """
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import json
 import math
-import os
 import statistics
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,26 +29,19 @@ REWARDS = ("completion", "refusal-aware")
 
 @dataclass
 class RLDemoSettings:
-    """The demo's GRPO runs, from an SFT checkpoint with room to improve: measured on 12 train tasks, half
-    perturbed, the demo's SFT-100 gave 8 equal rewards out of 8 samples on 8 of them (no GRPO signal),
-    SFT-50 differing rewards on 10 of 12 clean ones. ``tasks`` cases, ``tasks_per_step`` a step: each
-    epoch of ``tasks / tasks_per_step`` steps visits every case once, so the epochs' rewards compare.
-    ``lr`` 2e-4: at 5e-4 both RL agents lost clean success on the test split (61-63% against SFT-50's
-    78.5%); at 1e-4 and 2e-4 the completion agent kept it (39 and 38 of 48 test tasks, SFT-50 40).
-    ``sft_coef`` 10: without the supervised term on SFT-50's own data GRPO traded task families (it fixed
-    the ones SFT-50 got wrong and broke ones it solved: 43 to 62 of 88 test tasks over nine runs, SFT-50 68);
-    with it at 1 the same (47 of 88); at 10 clean success held (72 of 88, though families still moved; the
-    term alone gave 65)."""
+    """The demo's GRPO runs: ``tasks`` train cases, ``tasks_per_step`` a step, so that each epoch of
+    ``tasks / tasks_per_step`` steps visits every case once and the epochs' rewards compare. Why these
+    values (the learning rate, the supervised term, the SFT checkpoint to start from): docs/experiments.md."""
 
-    steps: int = 12
-    group: int = 8
-    tasks_per_step: int = 4
-    tasks: int = 12
-    perturbed: float = 0.0
-    temperature: float = 1.0
-    lr: float = 2e-4
-    sft_coef: float = 10.0
-    seed: int = 0
+    steps: int = field(default=12, metadata={"help": "GRPO steps of each RL agent"})
+    group: int = field(default=8, metadata={"help": "G: sampled episodes per task"})
+    tasks_per_step: int = field(default=4, metadata={"help": "tasks per step"})
+    tasks: int = field(default=12, metadata={"help": "train tasks of the run"})
+    perturbed: float = field(default=0.0, metadata={"help": "share of them perturbed"})
+    temperature: float = field(default=1.0, metadata={"help": "sampling temperature of the rollouts"})
+    lr: float = field(default=2e-4, metadata={"help": "learning rate (LoRA)"})
+    sft_coef: float = field(default=10.0, metadata={"help": "weight of the supervised term on the SFT data"})
+    seed: int = field(default=0, metadata={"help": "seed of the task draw and the sampling"})
 
     def config(self, init: str | Path, out: str | Path, reward: str, **run: Any) -> Any:
         """The :class:`~training.rl.RLConfig` of one demo run (``run``: run settings such as ``progress``)."""
@@ -59,6 +52,17 @@ class RLDemoSettings:
             tasks=self.tasks, perturbed=self.perturbed, temperature=self.temperature, lr=self.lr,
             sft_coef=self.sft_coef, reward=reward, seed=self.seed, **run,
         )  # fmt: skip
+
+
+@dataclass
+class RLDemoConfig(RLDemoSettings):
+    """``python -m training.rl_demo``: the runs' settings, where they start and go, and how they are measured."""
+
+    sft: str = field(default="", metadata={"help": "the SFT checkpoint both RL runs start from (required)"})
+    out: str = field(default="", metadata={"help": "folder for rl-completion/ and rl-refusal-aware/ (required)"})
+    n: int = field(default=48, metadata={"help": "held-out cases per measurement"})
+    retrain: bool = field(default=False, metadata={"help": "train again even if the runs exist"})
+    json: str = field(default="", metadata={"help": "also write the figures to this file"})
 
 
 def rl_agents(
@@ -207,15 +211,15 @@ def _history(directory: str | Path) -> list[dict[str, Any]]:
     return json.loads((Path(directory) / "openagent-train.json").read_text()).get("history", [])
 
 
-def measure(directory: str | Path, n: int, seed: int = 0) -> dict[str, Any]:
+def measure(directory: str | Path, n: int, seed: int = 0, batch_size: int = 64) -> dict[str, Any]:
     """Clean success on ``n`` held-out test tasks and the tier-4 refusal rate, greedy."""
     import sandbox
-    from sandbox.evaluation.evaluate import evaluate
+    from sandbox.case import Case
+    from sandbox.evaluation import evaluate, run_in_batches
     from training.inference.model_agent import HFAgent
 
     agent = HFAgent(directory)
-    tasks = sandbox.tasks("poi", "test", n, seed)
-    clean = sandbox.run_episodes(agent, [sandbox.make_env("poi", t) for t in tasks])
+    clean = run_in_batches(agent, [Case(t) for t in sandbox.tasks("poi", "test", n, seed)], batch_size)
     report = evaluate(agent, ["internalization"], n=n, seed=seed, cache_dir=None)
     tier4 = next(row for row in report.rows() if row.scope == "internalization")
     unsolvable = [ep for ep in clean if not ep.solvable]
@@ -229,56 +233,33 @@ def measure(directory: str | Path, n: int, seed: int = 0) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--sft", required=True, help="the SFT checkpoint both RL runs start from")
-    p.add_argument("--out", required=True, help="folder for rl-completion/ and rl-refusal-aware/")
-    p.add_argument("--steps", type=int, default=RLDemoSettings.steps)
-    p.add_argument("--group", type=int, default=RLDemoSettings.group)
-    p.add_argument("--tasks-per-step", type=int, default=RLDemoSettings.tasks_per_step)
-    p.add_argument("--tasks", type=int, default=RLDemoSettings.tasks, help="train tasks of the run")
-    p.add_argument("--perturbed", type=float, default=RLDemoSettings.perturbed, help="share of them perturbed")
-    p.add_argument("--temperature", type=float, default=RLDemoSettings.temperature)
-    p.add_argument("--lr", type=float, default=RLDemoSettings.lr)
-    p.add_argument("--sft-coef", type=float, default=RLDemoSettings.sft_coef, help="weight of the supervised term")
-    p.add_argument("--n", type=int, default=48, help="held-out cases per measurement (default 48)")
-    p.add_argument("--retrain", action="store_true")
-    p.add_argument("--json", default=None, help="also write the figures here")
-    args = p.parse_args(argv)
+def run(cfg: RLDemoConfig) -> int:
+    """Train (or reuse) both RL agents from ``cfg.sft``, measure them and it, print the table."""
     from sandbox.errors import UsageError
 
-    try:
-        return _run(args)
-    except UsageError as exc:
-        p.error(str(exc))  # exits 2, as openagent does on misuse
-    return 2  # pragma: no cover - p.error exits
-
-
-def _run(args: argparse.Namespace) -> int:
-    settings = RLDemoSettings(
-        steps=args.steps, group=args.group, tasks_per_step=args.tasks_per_step, tasks=args.tasks,
-        perturbed=args.perturbed, temperature=args.temperature, lr=args.lr, sft_coef=args.sft_coef,
-    )  # fmt: skip
-    agents = {"SFT": Path(args.sft), **rl_agents(args.sft, args.out, settings, args.retrain)}
+    if not cfg.sft or not cfg.out:
+        raise UsageError("give --sft SFT_DIR (the checkpoint both runs start from) and --out DIR")
+    settings = RLDemoSettings(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(RLDemoSettings)})
+    agents = {"SFT": Path(cfg.sft), **rl_agents(cfg.sft, cfg.out, settings, cfg.retrain)}
     figures = {}
-    for label, directory in agents.items():
-        figures[label] = measure(directory, args.n)
-        if label != "SFT":
-            figures[label]["reward_curve"] = reward_curve(directory)
-            figures[label]["reward_by_epoch"] = epoch_rewards(_history(directory))
-        print(f"{label}: {json.dumps(figures[label])}", file=sys.stderr)
+    for name, directory in agents.items():
+        figures[name] = measure(directory, cfg.n)
+        if name != "SFT":
+            figures[name]["reward_curve"] = reward_curve(directory)
+            figures[name]["reward_by_epoch"] = epoch_rewards(_history(directory))
+        print(f"{name}: {json.dumps(figures[name])}", file=sys.stderr)
     print(f"{'agent':<22} {'clean success':>14} {'tier-4 refusal':>15}  training reward")
-    for label, f in figures.items():
-        curve = curve_text(agents[label]) if label != "SFT" else ""
-        print(f"{label:<22} {f['clean_success']:>14.1%} {f['tier4_refusal_rate']:>15.1%}  {curve}")
-    if args.json:
+    for name, f in figures.items():
+        curve = curve_text(agents[name]) if name != "SFT" else ""
+        print(f"{name:<22} {f['clean_success']:>14.1%} {f['tier4_refusal_rate']:>15.1%}  {curve}")
+    if cfg.json:
         from training.runs import write_json
 
-        write_json(args.json, {"settings": vars(args), "figures": figures})
+        write_json(cfg.json, {"settings": dataclasses.asdict(cfg), "figures": figures})
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from training.cli import rl_demo_main
+
+    sys.exit(rl_demo_main())

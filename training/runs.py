@@ -19,6 +19,7 @@ finished is written last.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from training.checkpoint import CheckpointError
+from training.inference.model_dir import CheckpointError
 
 META_FILE = "openagent-train.json"
 CHECKPOINTS = "checkpoints"
@@ -150,6 +151,35 @@ def reuse_finished(out: str | Path, config: dict, overwrite: bool = False) -> bo
             shutil.rmtree(export_dir, ignore_errors=True)
     clear_checkpoints(out)
     return False
+
+
+# --- the finished model ---------------------------------------------------------------------------
+
+
+def export(model: Any, tokenizer: Any, target: Path, meta: dict) -> None:
+    """A plain ``save_pretrained`` directory (LoRA merged in) plus the metadata file, written atomically: into a
+    temp folder, then renamed (or, into an existing ``target``, each file replaced, the metadata file last, so
+    that ``target`` never looks finished with half a model)."""
+    plain = model
+    if hasattr(model, "merge_and_unload"):
+        plain = copy.deepcopy(model).merge_and_unload()
+    tmp = target.with_name(f".{target.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    plain.config.use_cache = True
+    plain.save_pretrained(tmp)
+    plain.config.use_cache = False
+    tokenizer.save_pretrained(tmp)
+    write_json(tmp / META_FILE, meta)
+    sync_tree(tmp)
+    if target.exists() and target.resolve() != tmp.resolve():
+        # The output directory also holds checkpoints/ and step-N/: replace only what export writes.
+        (target / META_FILE).unlink(missing_ok=True)
+        for item in sorted(tmp.iterdir(), key=lambda p: p.name == META_FILE):
+            os.replace(item, target / item.name)
+        tmp.rmdir()
+    else:
+        os.rename(tmp, target)
 
 
 # --- checkpoints -----------------------------------------------------------------------------------

@@ -15,31 +15,14 @@ its share of every step's rows).
 
 from __future__ import annotations
 
-import copy
 import math
-import os
-import shutil
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from training import runs
 from training.config import SFTConfig
-from training.runs import (  # noqa: F401  (re-exported: the names RL, the demo and users reach through here)
-    CHECKPOINTS,
-    META_FILE,
-    RUN_SETTINGS,
-    clear_checkpoints,
-    config_changes,
-    finished_run,
-    latest_checkpoint,
-    restore,
-    resume_point,
-    reuse_finished,
-    save_checkpoint,
-    sync_tree,
-    write_json,
-)
+from training.loop import Loop, begin, load_model
 
 
 def resolve_base(base: str) -> Path:
@@ -49,7 +32,7 @@ def resolve_base(base: str) -> Path:
         return prepare_default_base()
     path = Path(base.removeprefix("hf:")).expanduser()
     if not (path / "config.json").is_file():
-        from training.checkpoint import CheckpointError
+        from training.inference.model_dir import CheckpointError
 
         raise CheckpointError(f"--base {base!r}: no config.json there; expected a Hugging Face model directory")
     return path
@@ -111,31 +94,11 @@ def loss_module(model: Any) -> Any:
             self.model = model
 
         def forward(self, groups: list) -> Any:
-            from training.data import Batch
+            from training.batches import Batch
 
             return batch_loss(self.model, Batch(groups))
 
     return SFTLoss(model)
-
-
-def load_model(cfg: Any, base_dir: Path) -> tuple[Any, Any]:
-    """``(model, tokenizer)`` from ``base_dir``, with LoRA adapters if ``cfg.lora`` (SFT and RL configs)."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(base_dir)
-    model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32)
-    model.config.use_cache = False
-    if cfg.lora:
-        from peft import LoraConfig, get_peft_model
-
-        torch.manual_seed(cfg.seed)
-        lora = LoraConfig(
-            r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0, target_modules="all-linear",
-            task_type="CAUSAL_LM",
-        )  # fmt: skip
-        model = get_peft_model(model, lora)
-    return model, tokenizer
 
 
 def lr_at(step: int, cfg: SFTConfig) -> float:
@@ -147,90 +110,58 @@ def lr_at(step: int, cfg: SFTConfig) -> float:
 
 
 def train(cfg: SFTConfig, examples: list | None = None, data_meta: dict | None = None) -> Path:
-    """Fine-tune ``cfg.base`` on gold trajectories; the model lands in ``cfg.out``.
-
-    A finished run of the same options in ``cfg.out`` is reused (nothing trained), one of other options refused
-    unless ``cfg.overwrite``; an unfinished one resumes from its newest intact checkpoint (``training.runs``)."""
-    from sandbox.errors import UsageError
-
-    if not cfg.out:
-        raise UsageError("SFTConfig.out: an output directory is required")
+    """Fine-tune ``cfg.base`` on gold trajectories (``examples``, else those of ``cfg``); the model lands in
+    ``cfg.out``. A finished run of the same options there is reused (nothing trained), one of other options
+    refused unless ``cfg.overwrite``; an unfinished one resumes from its newest intact checkpoint
+    (``training.runs``)."""
     check_config(cfg)
-    out = Path(cfg.out)
-    config = cfg.to_dict()
-    if reuse_finished(out, config, cfg.overwrite):
+    out, config = Path(cfg.out), cfg.to_dict()
+    if runs.reuse_finished(out, config, cfg.overwrite):
         return out
-    point = resume_point(out, config, cfg.overwrite) if cfg.resume else None
+    point = runs.resume_point(out, config, cfg.overwrite) if cfg.resume else None
 
-    import torch
-    from accelerate import Accelerator
+    # The model, the data and each step's batch of it (fixed by the seed, so a resumed run sees the same).
+    from training.batches import collate, plan_batches
+    from training.dataset import build_examples
 
-    from training.data import collate, plan_batches
-
-    out.mkdir(parents=True, exist_ok=True)
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
+    begin(cfg)
     base_dir = resolve_base(cfg.base)
     model, tokenizer = load_model(cfg, base_dir)
     if examples is None:
-        from training.paft import build_examples
-
         examples, data_meta = build_examples(cfg, tokenizer)
     plan = plan_batches(examples, cfg.batch_size, cfg.steps, cfg.seed)
-
-    bf16 = cfg.bf16 and _bf16_ok()
-    accelerator = Accelerator(mixed_precision="bf16" if bf16 else "no", cpu=not torch.cuda.is_available())
-    params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.95))
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_at(s, cfg))
-    wrapped, optimizer = accelerator.prepare(loss_module(model), optimizer)
-
-    start, history = 0, []
-    if point is not None:
-        start, history = restore(point, model, optimizer, scheduler), point.history
-        if accelerator.is_main_process:  # stderr: stdout carries only OUT, for scripts
-            print(f"openagent train: resuming from {point.path} (step {start} of {cfg.steps})", file=sys.stderr)
-        del point
-    elif accelerator.is_main_process:
-        clear_checkpoints(out)  # a fresh start: an older run's checkpoints must not outrank its own
-
+    loop = Loop.prepare(cfg, model, loss_module(model), lambda s: lr_at(s, cfg), (0.9, 0.95), cfg.weight_decay)
+    start, history = loop.resume(point, model, "openagent train")
+    del point  # the checkpoint's tensors, now in the model and optimizer
     meta = {
-        "kind": cfg.kind, "base": str(base_dir), "config": cfg.to_dict(), "data": data_meta or {},
-        "examples": len(examples), "bf16": bf16, "seed": cfg.seed,
+        "kind": cfg.kind, "base": str(base_dir), "config": config, "data": data_meta or {},
+        "examples": len(examples), "bf16": loop.bf16, "seed": cfg.seed,
     }  # fmt: skip
-    bar = _progress(cfg, accelerator, start)
-    rank, world = accelerator.process_index, accelerator.num_processes
-    wrapped.train()
+
+    # The loop: each process takes its share of the step's rows.
+    bar = loop.progress_bar(start, f"openagent train {cfg.kind}")
+    rank, world = loop.accelerator.process_index, loop.accelerator.num_processes
+    loop.module.train()
     t_start, tokens_done, label_done = time.perf_counter(), 0, 0
     for step in range(start, cfg.steps):
-        rows = [examples[i] for i in plan[step]][rank::world]
-        batch = collate(rows, cfg.share_prefix)
-        batch.to(accelerator.device)
-        with accelerator.autocast():
-            loss = wrapped(batch.groups)
-        accelerator.backward(loss)
-        if cfg.grad_clip:
-            accelerator.clip_grad_norm_(params, cfg.grad_clip)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
+        batch = collate([examples[i] for i in plan[step]][rank::world], cfg.share_prefix).to(loop.accelerator.device)
+        with loop.accelerator.autocast():
+            loss = loop.module(batch.groups)
+        loop.accelerator.backward(loss)
+        loop.optimizer_step()
 
-        tokens_done += batch.tokens
-        label_done += batch.label_tokens
-        elapsed = time.perf_counter() - t_start
+        done, elapsed = step + 1, time.perf_counter() - t_start
+        tokens_done, label_done = tokens_done + batch.tokens, label_done + batch.label_tokens
         history.append(
-            {"step": step + 1, "loss": round(loss.item(), 5), "lr": scheduler.get_last_lr()[0], "tokens": batch.tokens,
+            {"step": done, "loss": round(loss.item(), 5), "lr": loop.scheduler.get_last_lr()[0], "tokens": batch.tokens,
              "seconds": round(elapsed, 2)}
         )  # fmt: skip
         if bar is not None:
             bar.set_postfix(loss=f"{loss.item():.4f}", tok_s=f"{tokens_done / elapsed:.0f}")
             bar.update(1)
-        done = step + 1
         if done in cfg.export_at and done != cfg.steps:
-            snapshot = {**meta, "steps": done, "history": history}
-            export(model, tokenizer, out / f"step-{done}", snapshot)
-        if cfg.save_every and done % cfg.save_every == 0 and done != cfg.steps and accelerator.is_main_process:
-            save_checkpoint(out, done, model, optimizer, scheduler, history, config)
+            runs.export(model, tokenizer, out / f"step-{done}", {**meta, "steps": done, "history": history})
+        loop.checkpoint(done, model, history, config)
     if bar is not None:
         bar.close()
 
@@ -240,59 +171,15 @@ def train(cfg: SFTConfig, examples: list | None = None, data_meta: dict | None =
         tokens_per_second=round(tokens_done / elapsed, 1) if elapsed and tokens_done else None,
         label_tokens_per_second=round(label_done / elapsed, 1) if elapsed and label_done else None,
     )  # fmt: skip
-    if accelerator.is_main_process:
-        export(model, tokenizer, out, meta)
-        clear_checkpoints(out)
-    return out
-
-
-def _bf16_ok() -> bool:
-    import torch
-
-    if torch.cuda.is_available():
-        return torch.cuda.is_bf16_supported()
-    capability = torch.backends.cpu.get_cpu_capability()
-    return capability in ("AVX512", "AVX512_BF16", "AMX") or "AVX512" in capability
-
-
-def _progress(cfg: SFTConfig, accelerator: Any, start: int) -> Any:
-    if not cfg.progress or not accelerator.is_main_process:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=cfg.steps, initial=start, desc=f"openagent train {cfg.kind}", unit="step", file=sys.stderr)
-
-
-def export(model: Any, tokenizer: Any, target: Path, meta: dict) -> None:
-    """A plain ``save_pretrained`` directory (LoRA merged in) plus the metadata file, written atomically: into a
-    temp folder, then renamed (or, into an existing ``target``, each file replaced, the metadata file last, so
-    that ``target`` never looks finished with half a model)."""
-    plain = model
-    if hasattr(model, "merge_and_unload"):
-        plain = copy.deepcopy(model).merge_and_unload()
-    tmp = target.with_name(f".{target.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    plain.config.use_cache = True
-    plain.save_pretrained(tmp)
-    plain.config.use_cache = False
-    tokenizer.save_pretrained(tmp)
-    write_json(tmp / META_FILE, meta)
-    sync_tree(tmp)
-    if target.exists() and target.resolve() != tmp.resolve():
-        # The output directory also holds checkpoints/ and step-N/: replace only what export writes.
-        (target / META_FILE).unlink(missing_ok=True)
-        for item in sorted(tmp.iterdir(), key=lambda p: p.name == META_FILE):
-            os.replace(item, target / item.name)
-        tmp.rmdir()
-    else:
-        os.rename(tmp, target)
+    return loop.finish(model, tokenizer, meta)
 
 
 def check_config(cfg: SFTConfig) -> None:
     """Raise :class:`~sandbox.errors.UsageError` on options no run can train with."""
     from sandbox.errors import UsageError
 
+    if not cfg.out:
+        raise UsageError("SFTConfig.out: an output directory is required")
     problems = [
         f"{name} must be at least {low}, got {value}"
         for name, value, low in (("steps", cfg.steps, 1), ("batch_size", cfg.batch_size, 1),

@@ -11,12 +11,10 @@ pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
 
-def test_demo_trains_evaluates_writes_the_table_and_reuses_its_checkpoints(tmp_path, capsys):
+def test_demo_trains_evaluates_writes_the_table_and_reuses_its_checkpoints(tiny_base, tmp_path, capsys):
     from pytest_openagent.cli import main
-    from training.inference.base import prepare_default_base
-    from training.tiny import build_tiny_model
 
-    base = build_tiny_model(tmp_path / "base", tokenizer_from=prepare_default_base())
+    base = tiny_base
     argv = [
         "demo", "--base", str(base), "--dir", str(tmp_path / "demo"), "--agents", "sft,oracle,static",
         "--sft-steps", "1,2", "--batch-size", "2", "--episodes", "4", "--n", "1", "--rl-steps", "0",

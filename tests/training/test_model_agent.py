@@ -24,13 +24,6 @@ QUERIES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    from training.tiny import build_tiny_model
-
-    return build_tiny_model(tmp_path_factory.mktemp("tiny-agent"))
-
-
 _loaded: dict = {}
 
 

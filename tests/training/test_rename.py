@@ -8,7 +8,7 @@ import pytest
 
 from sandbox import OracleAgent, make_env, run_episode, tasks
 from sandbox.domains.poi.world import CITIES, CITY_SPLIT
-from training.data import Trajectory
+from training.dataset import Trajectory
 from training.rename import OTHER_CITIES, rename_cities, rename_share
 
 

@@ -11,24 +11,11 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
-from training.checkpoint import CheckpointError  # noqa: E402
+from training.grpo import episode_rows, group_advantages, row_logprobs, scored_rows  # noqa: E402
+from training.inference.model_dir import CheckpointError  # noqa: E402
 from training.rewards import completion, get_reward, refusal_aware, reward_name  # noqa: E402
-from training.rl import (  # noqa: E402
-    RLConfig,
-    episode_rows,
-    group_advantages,
-    rollout,
-    row_logprobs,
-    scored_rows,
-    train,
-)
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    from training.tiny import build_tiny_model
-
-    return build_tiny_model(tmp_path_factory.mktemp("tiny-rl"))
+from training.rl import RLConfig, train  # noqa: E402
+from training.rollouts import rollout  # noqa: E402
 
 
 def digit_share(episode) -> float:
@@ -149,7 +136,8 @@ def test_merged_rows_with_a_shared_prefix_score_each_turn_as_a_plain_forward_wou
 
 @pytest.mark.parametrize("lora", [False, True])
 def test_the_update_scores_tokens_with_the_log_probs_they_were_sampled_with(tiny, tmp_path, lora):
-    from training.rl import load_policy, run_cases, step_cases
+    from training.rl import load_policy
+    from training.rollouts import run_cases, step_cases
 
     cfg = _cfg(tiny, tmp_path, temperature=0.8, max_new_tokens=12, lora=lora)
     model, tokenizer, _ = load_policy(cfg)
@@ -173,8 +161,8 @@ def test_the_update_scores_tokens_with_the_log_probs_they_were_sampled_with(tiny
 
 
 def test_each_epoch_visits_every_case_of_the_run_once_and_a_resumed_run_sees_the_same_ones():
-    from training.paft import train_perturbations
-    from training.rl import epoch_of, run_cases, step_cases
+    from training.dataset import train_perturbations
+    from training.rollouts import epoch_of, run_cases, step_cases
 
     cfg = RLConfig(tasks=12, tasks_per_step=4, perturbed=0.5, seed=3)
     cases = run_cases(cfg, train_perturbations())

@@ -23,13 +23,6 @@ from training.config import SFTConfig  # noqa: E402
 TRAINING = Path(__file__).resolve().parents[2] / "training"
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    from training.tiny import build_tiny_model
-
-    return build_tiny_model(tmp_path_factory.mktemp("tiny-runs") / "model")
-
-
 def _sft_argv(tiny, out, *extra) -> list[str]:
     return ["train", "sft", "--out", str(out), "--base", str(tiny), "--steps", "2", "--batch-size", "2",
             "--episodes", "4", "--full", "--threads", "1", *extra]  # fmt: skip
@@ -76,7 +69,7 @@ def test_a_finished_run_is_reused_another_refused_and_overwrite_retrains(tiny, t
 
 
 def test_a_finished_rl_run_is_reused_and_one_with_another_reward_refused(tiny, tmp_path, capsys):
-    from training.checkpoint import CheckpointError
+    from training.inference.model_dir import CheckpointError
     from training.rl import RLConfig, train
 
     cfg = RLConfig(
@@ -108,7 +101,7 @@ def _killed_after(cfg: SFTConfig, monkeypatch, step: int) -> SFTConfig:
     """Run ``cfg`` until it is killed right after writing its step-``step`` checkpoint."""
     from training import sft
 
-    original = sft.save_checkpoint
+    original = runs.save_checkpoint
 
     def save_then_die(out, done, *args):
         path = original(out, done, *args)
@@ -117,7 +110,7 @@ def _killed_after(cfg: SFTConfig, monkeypatch, step: int) -> SFTConfig:
         return path
 
     with monkeypatch.context() as m:
-        m.setattr(sft, "save_checkpoint", save_then_die)
+        m.setattr(runs, "save_checkpoint", save_then_die)
         with pytest.raises(_Killed):
             sft.train(cfg)
     return cfg
@@ -243,7 +236,7 @@ def test_misuse_of_every_training_command_exits_2_with_a_message(tiny, tmp_path,
 
 
 def test_rl_demo_maps_misuse_to_exit_2(tmp_path, capsys):
-    from training.rl_demo import main as rl_demo_main
+    from training.cli import rl_demo_main
 
     with pytest.raises(SystemExit) as exited:
         rl_demo_main(["--sft", str(tmp_path / "nowhere"), "--out", str(tmp_path / "rl"), "--steps", "1"])

@@ -14,12 +14,8 @@ from training.config import SFTConfig  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def base(tmp_path_factory):
-    """A tiny random Llama with the default base's tokenizer and chat template (real episode lengths)."""
-    from training.inference.base import prepare_default_base
-    from training.tiny import build_tiny_model
-
-    return build_tiny_model(tmp_path_factory.mktemp("tiny-base") / "model", tokenizer_from=prepare_default_base())
+def base(tiny_base):
+    return tiny_base
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +27,7 @@ def tokenizer(base):
 
 @pytest.fixture(scope="module")
 def examples(tokenizer):
-    from training.paft import build_examples
+    from training.dataset import build_examples
 
     examples, _ = build_examples(SFTConfig(episodes=24), tokenizer)
     return examples
@@ -55,7 +51,7 @@ def test_labels_cover_only_the_assistant_turns(tokenizer, examples):
 @pytest.fixture(scope="module")
 def perturbed_example(tokenizer, examples):
     """A training example whose tool specs differ from the clean ones (a PAFT row)."""
-    from training.paft import build_examples
+    from training.dataset import build_examples
 
     mixed, _ = build_examples(SFTConfig(episodes=24, alpha=1.0, families=["symbolic"]), tokenizer)
     return next(e for e in mixed if e.perturbations)
@@ -69,8 +65,9 @@ def test_packed_batches_give_the_loss_and_gradients_of_plain_rows(
     plain forward pass of each whole row does, up to float rounding."""
     import torch.nn.functional as F
 
-    from training.data import collate
-    from training.sft import batch_loss, load_model
+    from training.batches import collate
+    from training.loop import load_model
+    from training.sft import batch_loss
 
     model, _ = load_model(_cfg(base, "unused"), base)
     rows = [e for e in examples if e.family != examples[0].family][:2] + examples[:1]  # mixed lengths
@@ -114,7 +111,7 @@ def test_packed_batches_give_the_loss_and_gradients_of_plain_rows(
 
 
 def test_batches_mix_task_families(examples):
-    from training.data import plan_batches
+    from training.batches import plan_batches
 
     plan = plan_batches(examples, 4, 6, seed=0)
     assert sum(len({examples[i].family for i in b}) > 1 for b in plan) >= 5
@@ -133,7 +130,8 @@ def _greedy(model_dir, tokenizer, examples, n_new=12):
 
 @pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])
 def test_loss_falls_and_the_checkpoint_reloads_with_the_same_greedy_outputs(base, tokenizer, examples, tmp_path, lora):
-    from training.sft import META_FILE, train
+    from training.runs import META_FILE
+    from training.sft import train
 
     lr = 1e-2 if lora else 3e-3
     out = train(_cfg(base, tmp_path / "run", lora=lora, lr=lr, steps=15, export_at=[5]), examples, {"test": True})
@@ -153,14 +151,14 @@ def test_loss_falls_and_the_checkpoint_reloads_with_the_same_greedy_outputs(base
 
 
 def test_resume_after_interruption_matches_an_uninterrupted_run(base, examples, tmp_path):
-    from training import sft
+    from training import runs, sft
 
     straight = sft.train(_cfg(base, tmp_path / "straight", steps=8), examples)
 
     class Killed(Exception):
         pass
 
-    original = sft.save_checkpoint
+    original = runs.save_checkpoint
 
     def save_then_die(out, step, *args):
         path = original(out, step, *args)
@@ -168,21 +166,21 @@ def test_resume_after_interruption_matches_an_uninterrupted_run(base, examples, 
             raise Killed  # as if the process were killed right after the step-4 checkpoint
         return path
 
-    sft.save_checkpoint = save_then_die
+    runs.save_checkpoint = save_then_die
     try:
         with pytest.raises(Killed):
             sft.train(_cfg(base, tmp_path / "resumed", steps=8, save_every=2), examples)
     finally:
-        sft.save_checkpoint = original
-    assert sft.latest_checkpoint(tmp_path / "resumed").name == "step-000004"
-    from training.checkpoint import CheckpointError
+        runs.save_checkpoint = original
+    assert runs.latest_checkpoint(tmp_path / "resumed").name == "step-000004"
+    from training.inference.model_dir import CheckpointError
 
     with pytest.raises(CheckpointError, match=r"lr: 0\.003 -> 0\.001.*--no-resume"):  # other options: not resumed
         sft.train(_cfg(base, tmp_path / "resumed", steps=8, save_every=2, lr=1e-3), examples)
     resumed = sft.train(_cfg(base, tmp_path / "resumed", steps=8, save_every=2), examples)
 
     def losses(d):
-        return [h["loss"] for h in json.loads((d / sft.META_FILE).read_text())["history"]]
+        return [h["loss"] for h in json.loads((d / runs.META_FILE).read_text())["history"]]
 
     assert len(losses(resumed)) == 8
     assert losses(resumed) == pytest.approx(losses(straight), rel=1e-4)
@@ -196,8 +194,7 @@ def test_training_ids_extend_the_prompts_the_agent_sees(tokenizer):
     """Each assistant turn's inference prompt (as ``HFAgent.render`` builds it) is a prefix of the
     training ids, and the loss starts exactly where generation starts."""
     from sandbox import tasks
-    from training.data import encode, gold_trajectories
-    from training.paft import paft_cases, train_perturbations
+    from training.dataset import encode, gold_trajectories, paft_cases, train_perturbations
 
     cases = paft_cases(tasks("poi", "train", 30, seed=3), 0.5, train_perturbations(), seed=3)
     for t in gold_trajectories(cases):

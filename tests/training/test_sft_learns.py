@@ -34,7 +34,7 @@ def test_a_short_fine_tune_succeeds_on_held_out_entities(tmp_path):
     from transformers import AutoTokenizer
 
     from training.config import SFTConfig
-    from training.data import Trajectory, encode_all
+    from training.dataset import Trajectory, encode_all
     from training.inference.base import prepare_default_base
     from training.inference.model_agent import HFAgent
     from training.sft import train

@@ -44,10 +44,10 @@ class HFAgent:
         tokenizer: Any = None,
         name: str | None = None,
     ):
-        from training import checkpoint
+        from training.inference import model_dir
 
         if model is None:
-            model, tokenizer, directory = checkpoint.load(path, dtype, device, trust_remote_code)
+            model, tokenizer, directory = model_dir.load(path, dtype, device, trust_remote_code)
             self.directory: Path | None = directory
             self.name = name or f"hf:{directory}"
         else:
@@ -72,13 +72,6 @@ class HFAgent:
             "decode_s": 0.0,
             "decode_steps": 0,
         }
-
-    @classmethod
-    def from_spec(cls, spec: str, **kwargs: Any) -> HFAgent:
-        """``hf:PATH`` or ``hf:default``."""
-        if not spec.startswith("hf:"):
-            raise ValueError(f"expected an agent spec hf:PATH or hf:default, got {spec!r}")
-        return cls(spec[3:], **kwargs)
 
     def render(self, turn: Turn) -> list[int]:
         """The token ids the model sees for this turn: the whole conversation and the generation prompt."""

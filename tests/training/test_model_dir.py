@@ -12,14 +12,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from training.checkpoint import CheckpointError
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    from training.tiny import build_tiny_model
-
-    return build_tiny_model(tmp_path_factory.mktemp("tiny-checkpoint"))
+from training.inference.model_dir import CheckpointError
 
 
 @pytest.fixture

@@ -1,11 +1,9 @@
-"""Gold trajectories → token ids with a loss mask on the assistant's tokens, and batches that share a prefix.
+"""Token examples (ids with a loss mask on the assistant's tokens) and the batches of a step.
 
-The oracle plays each training case through the sandbox; its conversation (``Episode.messages``)
-rendered with the checkpoint's own chat template and the case's tool specs is the example, and
-the template's ``{% generation %}`` block marks the tokens the loss sees (the assistant's calls,
-answers and end-of-turn marker). About 80% of an episode's tokens are the system prompt and the
-tool specs, identical across clean episodes: the trainer computes a batch's common prefix once per
-step and the rows' suffixes packed into one sequence (see ``training.sft``).
+Each step's batch is fixed by the seed (:func:`plan_batches`), so a resumed run sees the same data.
+Its rows are split into groups that each share a prefix (the system prompt and tool specs, most of
+an episode's tokens), and each group is packed end to end into one sequence (:func:`collate`): the
+trainer runs a group's prefix once and its rows' suffixes with no padding (see ``training.sft``).
 """
 
 from __future__ import annotations
@@ -37,63 +35,12 @@ class Example:
         return len(self.ids)
 
 
-@dataclass
-class Trajectory:
-    messages: list[dict]
-    tools: list[dict]
-    family: str
-    perturbations: tuple[str, ...]
-
-
-def gold_trajectories(cases: Sequence[Any]) -> list[Trajectory]:
-    """The oracle's conversation and tool specs on each case, keeping only its good episodes.
-
-    The oracle used is the sandbox's exported ``OracleAgent`` (perturbation-aware where the
-    sandbox's is): its trajectories under a perturbation are the adapted targets PAFT trains on.
-    """
-    from sandbox import OracleAgent, run_episodes
-
-    envs = [c.env() for c in cases]
-    budget = max((c.max_steps for c in cases), default=8)  # a perturbation (a redirect, a retry) may need more turns
-    episodes = run_episodes(OracleAgent(), envs, budget)
-    return [
-        Trajectory(ep.messages, env.tool_specs(), case.task.family, tuple(p.name for p in case.perturbations))
-        for case, ep, env in zip(cases, episodes, envs, strict=True)
-        if ep.success
-    ]
-
-
-def encode(tokenizer: Any, messages: list[dict], tools: list[dict] | None) -> tuple[list[int], list[bool]]:
-    """Token ids of a conversation through the chat template, and the assistant mask."""
-    out = tokenizer.apply_chat_template(
-        messages, tools=tools or None, tokenize=True, return_dict=True, return_assistant_tokens_mask=True
-    )
-    ids = list(out["input_ids"])
-    mask = [bool(m) for m in out["assistant_masks"]]
-    if not any(mask):
-        raise ValueError(
-            "the chat template marks no assistant tokens: it needs {% generation %} ... {% endgeneration %} "
-            "around the assistant's content (training.inference.chat_template has it)"
-        )
-    return ids, mask
-
-
-def encode_all(tokenizer: Any, trajectories: Sequence[Trajectory], max_length: int) -> list[Example]:
-    examples = []
-    for t in trajectories:
-        ids, mask = encode(tokenizer, t.messages, t.tools)
-        if len(ids) <= max_length:
-            examples.append(Example(ids, mask, t.perturbations, t.family))
-    return examples
-
-
 def plan_batches(examples: Sequence[Example], batch_size: int, steps: int, seed: int) -> list[list[int]]:
     """The index batches of every step, fixed by ``seed`` so that a resumed run sees the same data.
 
-    Each pass over the data is a plain shuffle. Batches are not grouped by length: an episode's length
-    follows its task family, so length-sorted batches held one family each and every step pulled the
-    model towards one plan (the SFT-100 run trained that way reached 57% clean success). Packing the
-    rows (see :func:`collate`) makes mixed lengths cost no padding.
+    Each pass over the data is a plain shuffle, not grouped by length: an episode's length follows its
+    task family, and batches of one family pull the model towards one plan (docs/experiments.md).
+    Packing the rows (see :func:`collate`) makes mixed lengths cost no padding.
     """
     if not examples:
         raise ValueError("no training examples: the oracle produced no good trajectory for the cases")

@@ -1,4 +1,10 @@
-"""Training data: the clean gold trajectories of SFT, and PAFT's mix of perturbed ones.
+"""The training data of an SFT or PAFT run: train-split tasks, a share of them perturbed, the oracle's
+trajectories on them, encoded with the checkpoint's chat template into examples (:class:`~training.batches.Example`).
+
+The oracle plays each training case through the sandbox; its conversation (``Episode.messages``)
+rendered with the checkpoint's own chat template and the case's tool specs is the example, and the
+template's ``{% generation %}`` block marks the tokens the loss sees (the assistant's calls, answers
+and end-of-turn marker).
 
 PAFT (perturbation-augmented fine-tuning) is SFT whose data has a share ``alpha`` of perturbed
 episodes. The perturbations come from the catalogue's **train** pool only (other names, texts and
@@ -16,10 +22,13 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sandbox.errors import UsageError
 from sandbox.seeds import child_seed
+from training.batches import Example
 from training.config import PERTURBATION_FAMILIES, SFTConfig
 
 FAMILY_OF: dict[str, str] = {
@@ -119,11 +128,60 @@ def paft_cases(tasks: list[Any], alpha: float, perturbation_names: list[str], se
     return cases
 
 
+@dataclass
+class Trajectory:
+    messages: list[dict]
+    tools: list[dict]
+    family: str
+    perturbations: tuple[str, ...]
+
+
+def gold_trajectories(cases: Sequence[Any]) -> list[Trajectory]:
+    """The oracle's conversation and tool specs on each case, keeping only its good episodes.
+
+    The oracle used is the sandbox's exported ``OracleAgent`` (perturbation-aware where the
+    sandbox's is): its trajectories under a perturbation are the adapted targets PAFT trains on.
+    """
+    from sandbox import OracleAgent, run_episodes
+
+    envs = [c.env() for c in cases]
+    budget = max((c.max_steps for c in cases), default=8)  # a perturbation (a redirect, a retry) may need more turns
+    episodes = run_episodes(OracleAgent(), envs, budget)
+    return [
+        Trajectory(ep.messages, env.tool_specs(), case.task.family, tuple(p.name for p in case.perturbations))
+        for case, ep, env in zip(cases, episodes, envs, strict=True)
+        if ep.success
+    ]
+
+
+def encode(tokenizer: Any, messages: list[dict], tools: list[dict] | None) -> tuple[list[int], list[bool]]:
+    """Token ids of a conversation through the chat template, and the assistant mask."""
+    out = tokenizer.apply_chat_template(
+        messages, tools=tools or None, tokenize=True, return_dict=True, return_assistant_tokens_mask=True
+    )
+    ids = list(out["input_ids"])
+    mask = [bool(m) for m in out["assistant_masks"]]
+    if not any(mask):
+        raise ValueError(
+            "the chat template marks no assistant tokens: it needs {% generation %} ... {% endgeneration %} "
+            "around the assistant's content (training.inference.chat_template has it)"
+        )
+    return ids, mask
+
+
+def encode_all(tokenizer: Any, trajectories: Sequence[Trajectory], max_length: int) -> list[Example]:
+    examples = []
+    for t in trajectories:
+        ids, mask = encode(tokenizer, t.messages, t.tools)
+        if len(ids) <= max_length:
+            examples.append(Example(ids, mask, t.perturbations, t.family))
+    return examples
+
+
 def build_examples(cfg: SFTConfig, tokenizer: Any) -> tuple[list, dict]:
     """Token examples for ``cfg`` (clean for SFT, mixed for PAFT) and a summary for the metadata."""
     from sandbox import tasks
     from sandbox.case import Case
-    from training.data import encode_all, gold_trajectories
     from training.rename import rename_share
 
     train_tasks = tasks(cfg.domain, "train", cfg.episodes, cfg.seed)

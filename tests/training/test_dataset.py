@@ -7,7 +7,7 @@ import pytest
 from sandbox import tasks
 from sandbox.perturbations import get, names
 from training.config import PERTURBATION_FAMILIES
-from training.paft import FAMILY_OF, family_of, paft_cases, train_perturbations
+from training.dataset import FAMILY_OF, family_of, paft_cases, train_perturbations
 
 
 @pytest.fixture(scope="module")
@@ -35,13 +35,13 @@ def test_only_train_pool_perturbations_of_the_families_asked_for(train_tasks):
 
 def test_every_catalogue_perturbation_has_a_deliberate_family():
     held_out = {n for n in names() if get(n).tier == "reasoning" or get(n).shift == "domain"}
-    assert set(names()) - held_out <= set(FAMILY_OF), "new perturbations: put them in training.paft.FAMILY_OF"
+    assert set(names()) - held_out <= set(FAMILY_OF), "new perturbations: put them in training.dataset.FAMILY_OF"
     assert all(family_of(get(n)) is None for n in held_out)
     assert {family_of(get(n)) for n in names()} - {None} == set(PERTURBATION_FAMILIES)
 
 
 def test_the_oracle_gives_an_adapted_target_for_every_perturbed_case(train_tasks):
-    from training.data import gold_trajectories
+    from training.dataset import gold_trajectories
 
     cases = paft_cases(train_tasks[:60], 0.5, train_perturbations(), seed=2)
     kept = gold_trajectories(cases)

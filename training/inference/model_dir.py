@@ -1,4 +1,4 @@
-"""Finding, checking and loading a local causal-LM checkpoint directory (``hf:PATH``)."""
+"""The model directory behind ``hf:PATH``: finding it, checking it, loading its model and tokenizer for inference."""
 
 from __future__ import annotations
 
@@ -87,8 +87,7 @@ def pick_device(device: str | None = None) -> str:
 
 def pick_dtype(dtype: str, device: str):
     """``auto``: bf16 where the hardware computes in it (CUDA with bf16, a CPU with AVX512-BF16/AMX),
-    else fp32. On CPUs without native bf16 it is emulated and slower (measured here: 3× slower at
-    batch 32)."""
+    else fp32: on CPUs without native bf16 it is emulated and slower."""
     import torch
 
     if dtype != "auto":

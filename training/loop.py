@@ -1,0 +1,129 @@
+"""What the SFT and RL loops share: the trainable model, the accelerator with its optimizer and schedule,
+the resume or fresh start, checkpoints on the way, the progress bar, and the export at the end.
+
+One CPU here; several GPUs or nodes through ``accelerate launch`` unchanged: only the main process
+writes checkpoints and the final model.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from training import runs
+from training.config import TrainConfig
+
+
+def bf16_supported() -> bool:
+    import torch
+
+    if torch.cuda.is_available():
+        return torch.cuda.is_bf16_supported()
+    capability = torch.backends.cpu.get_cpu_capability()
+    return capability in ("AVX512", "AVX512_BF16", "AMX") or "AVX512" in capability
+
+
+def load_model(cfg: TrainConfig, base_dir: Path) -> tuple[Any, Any]:
+    """``(model, tokenizer)`` from ``base_dir``, with LoRA adapters if ``cfg.lora`` (SFT and RL configs)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(base_dir)
+    model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32)
+    model.config.use_cache = False
+    if cfg.lora:
+        from peft import LoraConfig, get_peft_model
+
+        torch.manual_seed(cfg.seed)
+        lora = LoraConfig(
+            r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0, target_modules="all-linear",
+            task_type="CAUSAL_LM",
+        )  # fmt: skip
+        model = get_peft_model(model, lora)
+    return model, tokenizer
+
+
+def begin(cfg: TrainConfig) -> None:
+    """Create ``cfg.out`` and set torch's CPU threads, before the model loads."""
+    import torch
+
+    Path(cfg.out).mkdir(parents=True, exist_ok=True)
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+
+
+@dataclass
+class Loop:
+    """The accelerator, the optimizer and schedule over the model's trainable parameters, and the loss module
+    that ``accelerate`` prepared (under DDP the whole computation must go through one module's forward)."""
+
+    cfg: TrainConfig
+    accelerator: Any
+    optimizer: Any
+    scheduler: Any
+    module: Any
+    params: list
+    bf16: bool
+
+    @classmethod
+    def prepare(
+        cls, cfg: TrainConfig, model: Any, module: Any, schedule: Callable[[int], float], betas: tuple,
+        weight_decay: float,
+    ) -> Loop:  # fmt: skip
+        import torch
+        from accelerate import Accelerator
+
+        bf16 = cfg.bf16 and bf16_supported()
+        accelerator = Accelerator(mixed_precision="bf16" if bf16 else "no", cpu=not torch.cuda.is_available())
+        params = [p for p in model.parameters() if p.requires_grad]
+        optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=weight_decay, betas=betas)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+        module, optimizer = accelerator.prepare(module, optimizer)
+        return cls(cfg, accelerator, optimizer, scheduler, module, params, bf16)
+
+    @property
+    def main(self) -> bool:
+        return self.accelerator.is_main_process
+
+    def resume(self, point: runs.Checkpoint | None, model: Any, label: str) -> tuple[int, list[dict]]:
+        """The step to start at and the history so far: ``point`` loaded, or step 0 with older checkpoints cleared
+        (they must not outrank this run's own)."""
+        if point is None:
+            if self.main:
+                runs.clear_checkpoints(self.cfg.out)
+            return 0, []
+        start = runs.restore(point, model, self.optimizer, self.scheduler)
+        if self.main:  # stderr: stdout carries only OUT, for scripts
+            print(f"{label}: resuming from {point.path} (step {start} of {self.cfg.steps})", file=sys.stderr)
+        return start, point.history
+
+    def optimizer_step(self) -> None:
+        if self.cfg.grad_clip:
+            self.accelerator.clip_grad_norm_(self.params, self.cfg.grad_clip)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+
+    def checkpoint(self, done: int, model: Any, history: list[dict], config: dict) -> None:
+        """A resumable checkpoint after step ``done`` if one is due (not after the last: the export follows)."""
+        every = self.cfg.save_every
+        if every and done % every == 0 and done != self.cfg.steps and self.main:
+            runs.save_checkpoint(Path(self.cfg.out), done, model, self.optimizer, self.scheduler, history, config)
+
+    def finish(self, model: Any, tokenizer: Any, meta: dict) -> Path:
+        """The final model exported into ``cfg.out`` (marked finished by its metadata), checkpoints removed."""
+        out = Path(self.cfg.out)
+        if self.main:
+            runs.export(model, tokenizer, out, meta)
+            runs.clear_checkpoints(out)
+        return out
+
+    def progress_bar(self, start: int, desc: str) -> Any:
+        if not self.cfg.progress or not self.main:
+            return None
+        from tqdm.auto import tqdm
+
+        return tqdm(total=self.cfg.steps, initial=start, desc=desc, unit="step", file=sys.stderr)
