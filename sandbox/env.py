@@ -3,6 +3,11 @@
 Four methods are the surface a wrapper may change (Gymnasium's ``Wrapper`` idea): ``query``
 (what the user asks), ``tool_specs`` (what the agent is told about the tools), ``call`` (how a
 call is dispatched) and ``observe`` (how a result is rendered for the agent).
+
+A wrapper exposes the attributes of the env it wraps that a stack and the runner need (``task``,
+``state``, ``solvable``, ``domain``, ``world``, ``system_prompt``, ``unwrapped``) as properties, and
+nothing else: as in Gymnasium 1.x, another attribute of an inner env is reached on purpose, through
+``env.unwrapped`` or ``env.get_wrapper_attr(name)``, never silently through the stack.
 """
 
 from __future__ import annotations
@@ -58,17 +63,19 @@ class Env:
     def wrappers(self) -> list[Wrapper]:
         return []
 
+    def get_wrapper_attr(self, name: str) -> Any:
+        """``name`` from the outermost env of the stack that has it (Gymnasium's ``get_wrapper_attr``)."""
+        return getattr(self, name)
+
 
 class Wrapper(Env):
-    """Delegates everything to ``env``; subclasses override one of the four methods."""
+    """Delegates the four methods and the attributes listed in the module's docstring to ``env``;
+    subclasses override one of the methods."""
 
     label: str = "wrapper"
 
     def __init__(self, env: Env) -> None:
         self.env = env
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.env, name)
 
     @property
     def unwrapped(self) -> Env:
@@ -85,6 +92,23 @@ class Wrapper(Env):
     @property
     def solvable(self) -> bool:
         return self.env.solvable
+
+    @property
+    def domain(self) -> Domain:
+        return self.env.domain
+
+    @property
+    def world(self) -> Any:
+        return self.env.world
+
+    @property
+    def system_prompt(self) -> str:
+        return self.env.system_prompt
+
+    def get_wrapper_attr(self, name: str) -> Any:
+        if name in vars(self) or hasattr(type(self), name):
+            return getattr(self, name)
+        return self.env.get_wrapper_attr(name)
 
     def query(self) -> str:
         return self.env.query()

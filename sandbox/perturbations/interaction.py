@@ -135,8 +135,10 @@ class _Transient(CallWrapper):
             return failure(name, "runtime_error", self.rng(failed).choice(self.words(vocab.RUNTIME_ERRORS)))
         return self.env.call(name, arguments)
 
+    _names: set[str] | None = None
+
     def _known(self) -> set[str]:
-        if not hasattr(self, "_names"):
+        if self._names is None:
             self._names = {s["function"]["name"] for s in self.env.tool_specs()}
         return self._names
 
