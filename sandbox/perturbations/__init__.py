@@ -5,8 +5,10 @@ Importing this package registers the built-in catalogue: one module per tier.
 
 from sandbox.perturbations import interaction, internalization, perception, reasoning
 from sandbox.perturbations.base import (
+    LAYERS,
     POOLS,
     TIERS,
+    Layer,
     Perturbation,
     Pool,
     Shift,
@@ -20,6 +22,6 @@ from sandbox.perturbations.registry import create, from_dict, get, names, normal
 del interaction, internalization, perception, reasoning
 
 __all__ = [
-    "POOLS", "TIERS", "Perturbation", "Pool", "Shift", "Tier", "apply_stack", "create", "from_dict", "get", "names",
-    "normalize_tiers", "register", "step_budget", "tier_number",
+    "LAYERS", "POOLS", "TIERS", "Layer", "Perturbation", "Pool", "Shift", "Tier", "apply_stack", "create",
+    "from_dict", "get", "names", "normalize_tiers", "register", "step_budget", "tier_number",
 ]  # fmt: skip

@@ -8,7 +8,7 @@ are deterministic given their parameters and ``seed``. Concrete perturbations su
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -20,6 +20,34 @@ TIERS: tuple[Tier, ...] = ("perception", "interaction", "reasoning", "internaliz
 Shift = Literal["query", "action", "observation", "domain"]
 Pool = Literal["train", "eval"]
 POOLS: tuple[Pool, ...] = ("train", "eval")
+
+Layer = Literal[
+    # The domain: a new world and task, below everything else.
+    "domain",
+    # The query from another of its family's templates, before any layer edits its words.
+    "phrasing",
+    # Tools removed, or entities and calls that fail for good.
+    "unsolvable",
+    # Tools restructured: merged, inverted, split, their arguments nested.
+    "merge", "inversion", "split", "restructure",
+    # Feedback: what calls return and how they fail (an optional detail changes a lookup's reply too).
+    "behaviour", "optional_detail", "codes", "redirect", "transient", "rate_limit", "missing_values", "format",
+    # Surface names and descriptions: they see, and rename, every tool the layers below added.
+    "descriptions", "schema", "decoys", "traps", "renaming", "erasure", "name_noise",
+    # The query's wording, last.
+    "wording",
+]  # fmt: skip
+LAYERS: tuple[Layer, ...] = get_args(Layer)
+"""Where each perturbation sits in a stack, lowest (wrapped first, innermost) first: one list, in one place."""
+_LAYER_INDEX = {layer: i for i, layer in enumerate(LAYERS)}
+
+
+def layer_index(layer: str) -> int:
+    """The position of ``layer`` in :data:`LAYERS`; a clear error for a name that is not there."""
+    try:
+        return _LAYER_INDEX[layer]
+    except KeyError:
+        raise ValueError(f"Unknown layer {layer!r}. Use one of: {', '.join(LAYERS)}.") from None
 
 
 def tier_number(tier: Tier) -> int:
@@ -49,8 +77,8 @@ class Perturbation(BaseModel):
     """True for perturbations that exist to make the task unsolvable (the gold act is to refuse)."""
     mild: ClassVar[str] = ""
     """Why the static baseline is not expected to lose 50 points under it, if that is by design."""
-    layer: ClassVar[float] = 5.0
-    """Where it sits in a stack: lower layers wrap first (see :func:`apply_stack`)."""
+    layer: ClassVar[Layer] = "descriptions"
+    """Where it sits in a stack, one of :data:`LAYERS`: lower layers wrap first (see :func:`apply_stack`)."""
 
     severity: int = 1
     pool: Pool = "eval"
@@ -84,9 +112,6 @@ class Perturbation(BaseModel):
         """Turns a perfect agent needs beyond the clean plan (retries, waits, token steps)."""
         return 0
 
-    def levels(self) -> range:
-        return range(self.min_severity, self.max_severity + 1)
-
     def label(self) -> str:
         params = self.model_dump(exclude={"severity", "pool", "seed"})
         extra = "".join(f",{k}={v}" for k, v in params.items())
@@ -100,13 +125,14 @@ class Perturbation(BaseModel):
 
 
 def apply_stack(env: Env, perturbations: Sequence[Perturbation]) -> Env:
-    """Wrap ``env`` in each perturbation, lowest ``layer`` first (the order is stable within a layer).
+    """Wrap ``env`` in each perturbation by its ``layer``'s place in :data:`LAYERS`, lowest first (the
+    order is stable within a layer).
 
     Layers make any stack well defined: the domain is swapped first, tools are removed or
     restructured next, then feedback changes, then surface names and descriptions, then the
     query's wording, so a rename always sees (and renames) every tool the layers below added.
     """
-    for p in sorted(perturbations, key=lambda p: p.layer):
+    for p in sorted(perturbations, key=lambda p: layer_index(p.layer)):
         env = p.apply(env)
     return env
 

@@ -84,7 +84,7 @@ class MissingValues(Perturbation):
     mild = "severity 1 and 2 often spare the fields the static agent reads"
     min_severity = 0
     max_severity = 3
-    layer = 4.6
+    layer = "missing_values"
 
     wrapper = _Missing
 
@@ -122,7 +122,7 @@ class FormatShift(Perturbation):
     summary = "1: result keys renamed; 2: + wrapped in an envelope; 3: + plain 'path = value' lines, not JSON"
     expected = "read values from an unfamiliar format"
     max_severity = 3
-    layer = 4.9
+    layer = "format"
 
     wrapper = _Format
 
@@ -151,7 +151,7 @@ class RuntimeFailure(Perturbation):
     summary = "the first calls fail with a transient error (severity = failures before success)"
     expected = "retry the same call"
     max_severity = 3
-    layer = 4.4
+    layer = "transient"
 
     wrapper = _Transient
 
@@ -203,7 +203,7 @@ class RateLimit(Perturbation):
     summary = "calls are refused until the agent waits the time given (1: once; 2: twice, and longer)"
     expected = "call the wait tool for the time the error gives, then retry"
     max_severity = 2
-    layer = 4.5
+    layer = "rate_limit"
 
     needs_calls = True
 
@@ -243,7 +243,7 @@ class ToolRedirection(Perturbation):
     summary = "tools answer that they moved to another tool, which exists (1: half of them; 2: all)"
     expected = "follow the redirect to the named tool with the same arguments"
     max_severity = 2
-    layer = 4.3
+    layer = "redirect"
 
     needs_calls = True
 
@@ -281,7 +281,7 @@ class VerificationCodeShift(Perturbation):
     shift = "action"
     summary = "write actions return their verification code in a new format"
     expected = "quote the code exactly as returned, not in the remembered format"
-    layer = 4.2
+    layer = "codes"
 
     def applies_to(self, task: Task) -> bool:
         return task.write is not None
@@ -346,7 +346,7 @@ class BehaviourChange(Perturbation):
     summary = "1: distance in miles and temperature in °F, as documented; 2: + searches paginated, A to Z"
     expected = "read the documented change: convert units, fetch every page and rank by rating"
     max_severity = 2
-    layer = 4.0
+    layer = "behaviour"
 
     def applies_to(self, task: Task) -> bool:
         tools = {c.tool for c in task.plan}

@@ -49,7 +49,7 @@ class DomainTransfer(Perturbation):
         "the POI task is replaced by a medical task of the same split and kind (the clean twin stays the POI task)"
     )
     expected = "carry the learned patterns (look up, chain, act) into an unseen domain"
-    layer = 0.0
+    layer = "domain"
 
     def applies_to(self, task: Task) -> bool:
         return task.domain == "poi"
@@ -86,7 +86,7 @@ class MissingCapability(Perturbation):
     summary = "a tool the task needs is gone"
     expected = "refuse: say that no available tool can do it"
     unsolvable = True
-    layer = 2.0
+    layer = "unsolvable"
 
     needs_calls = True
 
@@ -134,7 +134,7 @@ class NonexistentEntity(Perturbation):
     summary = "the place or patient the request names does not exist in this world"
     expected = "refuse once the lookup finds nothing, instead of inventing an answer"
     unsolvable = True
-    layer = 2.0
+    layer = "unsolvable"
 
     def applies_to(self, task: Task) -> bool:
         name = task.params.get("name")
@@ -165,7 +165,7 @@ class FatalError(Perturbation):
     summary = "a tool the task needs fails for good"
     expected = "refuse after the permanent failure instead of retrying forever or inventing a result"
     unsolvable = True
-    layer = 2.0
+    layer = "unsolvable"
 
     needs_calls = True
 

@@ -52,7 +52,7 @@ class QueryParaphrase(Perturbation):
     shift = "query"
     summary = "the request in a held-out phrasing of its family"
     expected = "understand the request in words never trained on"
-    layer = 1.0
+    layer = "phrasing"
 
     wrapper = _Paraphrase
 
@@ -108,7 +108,7 @@ class QueryNoise(Perturbation):
     mild = "severity 1 (casing only) leaves the static agent, which ignores case, intact"
     min_severity = 0
     max_severity = 3
-    layer = 6.0
+    layer = "wording"
 
     wrapper = _Noise
 
@@ -131,7 +131,7 @@ class RedundantQuery(Perturbation):
     expected = "ignore what does not bear on the request"
     min_severity = 0
     max_severity = 3
-    layer = 6.0
+    layer = "wording"
 
     wrapper = _Redundant
 
@@ -190,7 +190,7 @@ class UnderspecifiedQuery(Perturbation):
     shift = "query"
     summary = "the city is left out of the request; lookups by name document it as optional"
     expected = "call the lookup without the detail instead of guessing or giving up"
-    layer = 4.1
+    layer = "optional_detail"
 
     def applies_to(self, task: Task) -> bool:
         city = task.params.get("city")
@@ -261,7 +261,7 @@ class ToolNameNoise(Perturbation):
     summary = "1: camelCase or kebab-case names; 2: + a prefix; 3: + abbreviated words"
     expected = "match tools by what they do, not by the exact spelling"
     max_severity = 3
-    layer = 5.5
+    layer = "name_noise"
 
     wrapper = _NameNoise
 
@@ -288,7 +288,7 @@ class SemanticRenaming(Perturbation):
     summary = "tools renamed with synonyms (1: half of them; 2: all)"
     expected = "find each tool by its meaning"
     max_severity = 2
-    layer = 5.3
+    layer = "renaming"
 
     wrapper = _Synonyms
 
@@ -306,7 +306,7 @@ class IdentityErasure(Perturbation):
     shift = "action"
     summary = "tool names become opaque identifiers; only descriptions tell what a tool does"
     expected = "choose tools from their descriptions"
-    layer = 5.4
+    layer = "erasure"
 
     wrapper = _Opaque
 
@@ -338,7 +338,7 @@ class SemanticTrap(Perturbation):
     summary = "tool names swapped so that they mislead (1: one pair; 2: all); descriptions stay true"
     expected = "trust the descriptions over the names"
     max_severity = 2
-    layer = 5.2
+    layer = "traps"
 
     wrapper = _Trap
 
@@ -385,7 +385,7 @@ class DistractorTools(Perturbation):
     mild = "below severity 3 the clean names still work, and the static agent never looks at the others"
     min_severity = 0
     max_severity = 3
-    layer = 5.1
+    layer = "decoys"
 
     wrapper = _Decoys
 
@@ -431,7 +431,7 @@ class SchemaNoise(Perturbation):
     mild = "severity 1 keeps every argument name, so a call by the clean schema still works"
     min_severity = 0
     max_severity = 3
-    layer = 5.05
+    layer = "schema"
 
     wrapper = _SchemaNoise
 
@@ -460,6 +460,6 @@ class DescriptionRewrite(Perturbation):
     summary = "tool descriptions reworded (each keeps the word that says what the tool does)"
     expected = "understand reworded documentation"
     mild = "the static agent never reads descriptions, so a rewrite alone cannot hurt it; it hurts agents that do"
-    layer = 5.0
+    layer = "descriptions"
 
     wrapper = _Rewrite

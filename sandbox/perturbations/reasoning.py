@@ -85,7 +85,7 @@ class DependencyMerge(Perturbation):
     shift = "action"
     summary = "a lookup and the call that needed its id become one tool that takes the name and city"
     expected = "use the merged tool in one step instead of the remembered two"
-    layer = 3.0
+    layer = "merge"
 
     def applies_to(self, task: Task) -> bool:
         return _uses_consumer(task)
@@ -155,7 +155,7 @@ class LogicInversion(Perturbation):
     shift = "action"
     summary = "the order reverses: the call that needed an id comes first, and the lookup by name then runs it"
     expected = "follow the documented new order instead of the remembered one"
-    layer = 3.1
+    layer = "inversion"
 
     def applies_to(self, task: Task) -> bool:
         return _uses_consumer(task)
@@ -214,7 +214,7 @@ class DependencySplit(Perturbation):
     summary = "a call now needs a token from a new tool first (1: the write or last call; 2: every tool)"
     expected = "get the token as documented, then make the call with it"
     max_severity = 2
-    layer = 3.2
+    layer = "split"
 
     needs_calls = True
 
@@ -268,7 +268,7 @@ class ArgumentRestructuring(Perturbation):
     summary = "1: every tool takes its arguments nested in one object; 2: + day and time as one compound value"
     expected = "build the arguments in the documented shape"
     max_severity = 2
-    layer = 3.3
+    layer = "restructure"
 
     needs_calls = True
 

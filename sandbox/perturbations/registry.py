@@ -12,7 +12,7 @@ from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
 from sandbox.domain import did_you_mean
-from sandbox.perturbations.base import TIERS, Perturbation, Tier
+from sandbox.perturbations.base import LAYERS, TIERS, Perturbation, Tier
 
 ENTRY_POINT_GROUP = "openagent.perturbations"
 P = TypeVar("P", bound=type[Perturbation])
@@ -28,6 +28,8 @@ def register(cls: P) -> P:
         raise TypeError(f"{cls.__qualname__} needs a class variable 'name' to be registered")
     if getattr(cls, "tier", None) not in TIERS:
         raise TypeError(f"{cls.__qualname__}.tier must be one of {TIERS}, got {getattr(cls, 'tier', None)!r}")
+    if getattr(cls, "layer", None) not in LAYERS:
+        raise TypeError(f"{cls.__qualname__}.layer must be one of {LAYERS}, got {getattr(cls, 'layer', None)!r}")
     existing = _REGISTRY.get(name)
     if existing is not None and existing is not cls and existing.__qualname__ != cls.__qualname__:
         raise ValueError(f"a perturbation named {name!r} is already registered ({existing.__qualname__})")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 
 from sandbox import Wrapper, make_env, tasks
-from sandbox.perturbations import apply_stack, get, names
+from sandbox.perturbations import LAYERS, Perturbation, apply_stack, get, names, register
 
 STACK_ORDER = [
     ("domain_transfer",), ("query_paraphrase",), ("missing_capability", "nonexistent_entity", "fatal_error"),
@@ -72,3 +74,18 @@ class _Recorder:
         wrapper = Wrapper(env)
         wrapper.name = self.name
         return wrapper
+
+
+def test_a_layer_is_one_of_the_named_layers():
+    assert all(get(n).layer in LAYERS for n in names())
+
+    class Nowhere(Perturbation):
+        name: ClassVar[str] = "nowhere"
+        tier = "perception"
+        shift = "query"
+        layer = "basement"  # type: ignore[assignment]
+
+    with pytest.raises(TypeError, match="layer must be one of"):
+        register(Nowhere)
+    with pytest.raises(ValueError, match="Unknown layer 'basement'"):
+        apply_stack(_env(), [Nowhere()])
