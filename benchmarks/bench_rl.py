@@ -48,8 +48,8 @@ def main() -> None:
     from sandbox.episode import run_episodes
     from training.inference.model_agent import HFAgent
     from training.rl import RLConfig, load_policy, train
-    from training.rollouts import rollout, run_cases, step_cases
     from training.rl_demo import RLDemoSettings
+    from training.rollouts import rollout, run_cases, step_cases
 
     torch.set_num_threads(args.threads)
     settings = RLDemoSettings(group=args.group, tasks_per_step=args.tasks_per_step)

@@ -133,8 +133,8 @@ def main() -> int:
     import torch
     from transformers import AutoTokenizer
 
-    from training.config import SFTConfig
     from training.batches import plan_batches
+    from training.config import SFTConfig
     from training.dataset import build_examples
     from training.sft import resolve_base
 

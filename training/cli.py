@@ -1,5 +1,5 @@
-"""The training command line: ``openagent base``, ``openagent train sft|paft|rl``, ``openagent demo``, and
-``python -m training.rl_demo``.
+"""The training command line: ``openagent base``, ``openagent train sft|paft|rl`` and ``openagent demo``
+(``python -m training.rl_demo`` builds its own parser with the same helper).
 
 ``pytest_openagent/cli.py`` wires each ``configure_*``/``run_*`` pair in as a subcommand. Every option
 comes from a config dataclass through :func:`training.config.add_options`, its help from the field. This
@@ -29,7 +29,7 @@ PAFT_ALPHA = 0.3
 LR_WITHOUT_LORA = {"sft": 1e-4, "paft": 1e-4, "rl": 1e-5}
 
 
-def _offline_by_default() -> None:
+def offline_by_default() -> None:
     # A hub lookup that cannot succeed costs about 25 s; the default base comes from a local package.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -90,7 +90,7 @@ def _lr(args: argparse.Namespace, cls: type) -> float:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    _offline_by_default()
+    offline_by_default()
     cfg = train_config(args)
     if isinstance(cfg, RLConfig):
         from training.rewards import get_reward
@@ -121,30 +121,7 @@ def configure_demo(p: argparse.ArgumentParser) -> None:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    _offline_by_default()
+    offline_by_default()
     from training.demo import DemoConfig, checked, run
 
     return run(checked(from_options(DemoConfig, args)))
-
-
-# --- python -m training.rl_demo --------------------------------------------------------------------
-
-
-def rl_demo_main(argv: list[str] | None = None) -> int:
-    """``python -m training.rl_demo``: misuse exits 2 with a message, as ``openagent`` does."""
-    _offline_by_default()
-    from training.rl_demo import RLDemoConfig
-    from training.rl_demo import run as run_rl_demo
-
-    p = argparse.ArgumentParser(
-        prog="python -m training.rl_demo",
-        description="Train the demo's two RL agents (completion, refusal-aware) from one SFT checkpoint and "
-        "measure them against it on the held-out test split: clean success, tier-4 refusal, reward curves.",
-    )
-    add_options(p, RLDemoConfig)
-    args = p.parse_args(argv)
-    try:
-        return run_rl_demo(from_options(RLDemoConfig, args))
-    except UsageError as exc:
-        p.error(str(exc))  # exits 2
-    return 2  # pragma: no cover - p.error exits

@@ -177,7 +177,9 @@ def add_options(
             action = argparse.BooleanOptionalAction if default else "store_true"
             p.add_argument(flag, action=action, default=default, help=help_text)
         elif isinstance(default, list):
-            p.add_argument(flag, default=",".join(map(str, default)), help=f"{help_text}, joined by commas")
+            joined = ",".join(map(str, default))
+            shown = f" (default {joined})" if joined else ""
+            p.add_argument(flag, default=joined, help=f"{help_text}, joined by commas{shown}")
         else:
             shown = f" (default {default})" if default not in ("", 0) else ""
             p.add_argument(flag, type=type(default), default=default, help=help_text + shown)

@@ -5,8 +5,9 @@ paper's SFT-200/400/800 scaled to a CPU) and PAFT (the same budget, a share ``al
 perturbed trajectories from the train pool), then evaluates them beside the untrained base, the
 oracle and the static baseline with ``sandbox.evaluation.evaluate`` on the held-out test split and
 the **eval** pool of perturbations: clean success, Δ of tiers 1-3, tier-4 refusal rate, tool
-error rate. Trained checkpoints are reused on the next run (``--retrain`` starts over); episodes
-are cached by the plugin's episode cache.
+error rate. Two GRPO agents (completion-only and refusal-aware rewards) start from one SFT export
+(``training.rl_demo``). Trained checkpoints are reused on the next run (``--retrain`` starts over);
+episodes are cached by the evaluation core's episode cache.
 """
 
 from __future__ import annotations
@@ -184,15 +185,11 @@ def format_table(rows: dict[str, dict[str, Any]]) -> str:
 
 
 def run(cfg: DemoConfig) -> int:
-    from sandbox.evaluation.evaluate import evaluate
-    from sandbox.evaluation.specs import load_agent
+    """Train (or reuse) every agent of the table, evaluate each, print the table; 0."""
     from training.inference.base import openagent_home, prepare_default_base
-    from training.runs import finished_run
-    from training.sft import train
 
     t0 = time.perf_counter()
-    runs = _train_configs(cfg, Path(cfg.dir or "."))
-    _agent_dirs(cfg, runs)  # misuse (an unknown agent, a bad --rl-from) stops the demo before it trains
+    _agent_dirs(cfg, _train_configs(cfg, Path(cfg.dir or ".")))  # misuse stops the demo before it trains
     if "rl" in cfg.agents and "sft" in cfg.agents:
         rl_start(cfg)
     root = Path(cfg.dir).expanduser() if cfg.dir else openagent_home() / ("demo-quick" if cfg.quick else "demo")
@@ -201,6 +198,33 @@ def run(cfg: DemoConfig) -> int:
     if cfg.base in ("", "default"):
         prepare_default_base()
     runs = _train_configs(cfg, root)
+
+    timings = train_agents(cfg, runs, root)
+    rows, reports = evaluate_agents(cfg, _agent_dirs(cfg, runs), root, timings)
+    print(format_table(rows))
+    if "rl" in cfg.agents:
+        from training.rl_demo import demo_note
+
+        note = demo_note(rows, f"SFT-{rl_start(cfg)}", root, cfg.rl_steps)
+        if note:
+            print(note)
+    timings["total_s"] = round(time.perf_counter() - t0, 1)
+    _say(f"done in {timings['total_s']} s")
+    if cfg.json:
+        from training.runs import write_json
+
+        Path(cfg.json).parent.mkdir(parents=True, exist_ok=True)
+        write_json(cfg.json, {"config": dataclasses.asdict(cfg), "rows": rows, "timings": timings, "reports": reports})
+        _say(f"table written to {cfg.json}")
+    return 0
+
+
+def train_agents(cfg: DemoConfig, runs: dict[str, SFTConfig], root: Path) -> dict[str, float]:
+    """Train the SFT and PAFT runs and the RL agents, each unless a finished run of its options exists (or
+    ``cfg.retrain``); the seconds each took."""
+    from training.runs import finished_run
+    from training.sft import train
+
     timings: dict[str, float] = {}
     for name, run_cfg in runs.items():
         if "sft" not in cfg.agents and name == "sft":
@@ -214,16 +238,25 @@ def run(cfg: DemoConfig) -> int:
         t = time.perf_counter()
         train(run_cfg)
         timings[f"train_{name}_s"] = round(time.perf_counter() - t, 1)
-
     if "rl" in cfg.agents and "sft" in cfg.agents:
         from training.rl_demo import RLDemoSettings, demo_train
 
         settings = RLDemoSettings(cfg.rl_steps, cfg.rl_group, seed=cfg.seed)
         timings.update(demo_train(sft_dir(cfg, runs, rl_start(cfg)), root, settings, cfg.retrain, _say))
+    return timings
+
+
+def evaluate_agents(
+    cfg: DemoConfig, specs: dict[str, str], root: Path, timings: dict[str, float]
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """Each row's figures and report: ``cfg.n`` cases per tier and their clean twins, test split, eval pool,
+    through the episode cache in ``root``; the seconds each took go into ``timings``."""
+    from sandbox.evaluation.evaluate import evaluate
+    from sandbox.evaluation.specs import load_agent
 
     rows: dict[str, dict[str, Any]] = {}
     reports: dict[str, Any] = {}
-    for label, spec in _agent_dirs(cfg, runs).items():
+    for label, spec in specs.items():
         _say(f"evaluating {label} ({spec}) on {cfg.n} cases per tier + clean twins, test split, eval pool")
         t = time.perf_counter()
         agent = load_agent(spec)
@@ -236,22 +269,4 @@ def run(cfg: DemoConfig) -> int:
         rows[label] = summarize(report)
         reports[label] = report.to_dict()
         _say(f"{label}: clean {rows[label]['clean']} in {timings[f'eval_{label}_s']} s")
-
-    table = format_table(rows)
-    print(table)
-    if "rl" in cfg.agents:
-        from training.rl_demo import demo_note
-
-        note = demo_note(rows, f"SFT-{rl_start(cfg)}", root, cfg.rl_steps)
-        if note:
-            print(note)
-    timings["total_s"] = round(time.perf_counter() - t0, 1)
-    _say(f"done in {timings['total_s']} s")
-    if cfg.json:
-        payload = {"config": dataclasses.asdict(cfg), "rows": rows, "timings": timings, "reports": reports}
-        from training.runs import write_json
-
-        Path(cfg.json).parent.mkdir(parents=True, exist_ok=True)
-        write_json(cfg.json, payload)
-        _say(f"table written to {cfg.json}")
-    return 0
+    return rows, reports

@@ -3,9 +3,8 @@
 The POI train split has eight cities, so a model fine-tuned on it sees each of them hundreds of
 times and learns to write those names rather than to copy the one in the request. A city's tokens
 also differ between the request (``" Turin"``) and a tool call's JSON (``'"Turin"'``: ``Tur`` + ``in``),
-and the SFT-100 run without renaming misspelled the held-out "Turin" in its calls ("Turun", "Turina")
-in 11 of 88 test tasks: every one of its failures. Renaming a share
-of the training episodes to cities outside the sandbox (none of its train, dev or test cities) teaches
+so a held-out city's name is easy to misspell in a call (docs/experiments.md). Renaming a share of the
+training episodes to cities outside the sandbox (none of its train, dev or test cities) teaches
 copying a name from the request to the call, the way entity substitution does for semantic parsers.
 The renamed conversation stays consistent: the city is replaced in every message, tool calls and
 results included, so the tools' answers are the same facts under another name.

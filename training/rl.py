@@ -63,13 +63,7 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
         reference.to(loop.accelerator.device)
     start, history = loop.resume(point, policy, "openagent train rl")
     del point  # the checkpoint's tensors, now in the policy and optimizer
-    meta = {
-        "kind": "rl", "algorithm": "grpo", "init": str(cfg.init), "base": str(cfg.init), "reward": reward_name(reward),
-        "config": config, "bf16": loop.bf16, "seed": cfg.seed,
-        "data": {"domain": cfg.domain, "split": "train", "tasks": len(pool), "perturbed": cfg.perturbed,
-                 "perturbed_cases": sum(bool(c.perturbations) for c in pool), "pool": "train",
-                 "candidates": perturbations},
-    }  # fmt: skip
+    meta = _run_meta(cfg, config, loop.bf16, pool, perturbations)
 
     # The loop: play the step's cases, reward and score the episodes, one optimizer step.
     bar = loop.progress_bar(start, "openagent train rl")
@@ -103,6 +97,17 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
 
     meta.update(steps=cfg.steps, history=history, train_seconds=round(time.perf_counter() - t_start, 1))
     return loop.finish(policy, tokenizer, meta)
+
+
+def _run_meta(cfg: RLConfig, config: dict, bf16: bool, pool: list, perturbations: list[str]) -> dict[str, Any]:
+    """The run's metadata (the history and timings join it at the end)."""
+    return {
+        "kind": "rl", "algorithm": "grpo", "init": str(cfg.init), "base": str(cfg.init), "reward": config["reward"],
+        "config": config, "bf16": bf16, "seed": cfg.seed,
+        "data": {"domain": cfg.domain, "split": "train", "tasks": len(pool), "perturbed": cfg.perturbed,
+                 "perturbed_cases": sum(bool(c.perturbations) for c in pool), "pool": "train",
+                 "candidates": perturbations},
+    }  # fmt: skip
 
 
 def _perturbations(cfg: RLConfig) -> list[str]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import statistics
 import sys
 from dataclasses import dataclass, field
@@ -259,7 +260,28 @@ def run(cfg: RLDemoConfig) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    from training.cli import rl_demo_main
+def main(argv: list[str] | None = None) -> int:
+    """``python -m training.rl_demo``: misuse exits 2 with a message, as ``openagent`` does."""
+    import argparse
 
-    sys.exit(rl_demo_main())
+    from sandbox.errors import UsageError
+    from training.config import add_options, from_options
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the default base comes from a local package
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    p = argparse.ArgumentParser(
+        prog="python -m training.rl_demo",
+        description="Train the demo's two RL agents (completion, refusal-aware) from one SFT checkpoint and "
+        "measure them against it on the held-out test split: clean success, tier-4 refusal, reward curves.",
+    )
+    add_options(p, RLDemoConfig)
+    args = p.parse_args(argv)
+    try:
+        return run(from_options(RLDemoConfig, args))
+    except UsageError as exc:
+        p.error(str(exc))  # exits 2
+    return 2  # pragma: no cover - p.error exits
+
+
+if __name__ == "__main__":
+    sys.exit(main())

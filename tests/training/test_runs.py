@@ -236,7 +236,7 @@ def test_misuse_of_every_training_command_exits_2_with_a_message(tiny, tmp_path,
 
 
 def test_rl_demo_maps_misuse_to_exit_2(tmp_path, capsys):
-    from training.cli import rl_demo_main
+    from training.rl_demo import main as rl_demo_main
 
     with pytest.raises(SystemExit) as exited:
         rl_demo_main(["--sft", str(tmp_path / "nowhere"), "--out", str(tmp_path / "rl"), "--steps", "1"])

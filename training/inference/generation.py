@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import contextlib
 import time
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from training.inference import prefix_attention
 from training.inference.kv_cache import KVState, buffer_cache, common_prefix, copy_pieces
+from training.inference.sampling import Sampling, pick, row_seed
 
 __all__ = ["BatchGenerator", "Completion", "KVState", "Sampling", "common_prefix"]
 
@@ -35,23 +35,7 @@ MIN_SHARED_PREFIX = 64
 """Shorter shared prefixes are not worth a separate attention pass."""
 PACKED_TOKENS = 2048
 """At most this many new tokens (but at least one row's) in one packed prefill pass: bounds its activations
-(2,048 was as fast as 8,192 and faster than 512 or 1,024 on this CPU)."""
-
-
-@dataclass
-class Sampling:
-    """How to pick each token. ``temperature == 0`` is greedy decoding."""
-
-    max_new_tokens: int = 256
-    """Longest reply, in tokens; a reply cut here has ``finish_reason == "length"``."""
-    temperature: float = 0.0
-    """0 for greedy; above 0, sample from ``softmax(logits / temperature)``."""
-    top_k: int = 0
-    """Sample among the k likeliest tokens only (0: all)."""
-    top_p: float = 1.0
-    """Sample among the likeliest tokens whose probabilities add up to p (1.0: all)."""
-    seed: int = 0
-    """Sampling seed; each row draws from its own generator, seeded by ``(seed, row key)``."""
+(the size is a measured choice: docs/experiments.md)."""
 
 
 @dataclass
@@ -66,8 +50,24 @@ class Completion:
     reused: int  # prompt tokens whose keys and values came from a cache
 
 
-def row_seed(seed: int, key: str) -> int:
-    return zlib.crc32(f"{seed}:{key}".encode())
+class _Decoding:
+    """The batch being decoded: its key/value buffers (left-padded, row ``b`` from column ``start[b]``, every
+    row filled up to ``length``), the prompt index of each batch row (``batch``), which rows still run, and
+    each prompt's output so far."""
+
+    def __init__(self, prompts, logits, kbuf, vbuf, start, width, prefix, generators) -> None:
+        n = len(prompts)
+        self.prompts, self.logits, self.kbuf, self.vbuf, self.start = prompts, logits, kbuf, vbuf, start
+        self.length = width  # columns filled in every row
+        self.prefix, self.generators = prefix, generators
+        self.batch = list(range(n))  # batch row -> prompt index
+        self.live = [True] * n
+        self.out_ids: list[list[int]] = [[] for _ in range(n)]
+        self.out_lps: list[list[float]] = [[] for _ in range(n)]
+        self.finish = ["length"] * n
+        self.states: list[KVState] = [KVState() for _ in range(n)]
+        self.cache: Any = None
+        self.mask: Any = None
 
 
 class BatchGenerator:
@@ -128,13 +128,11 @@ class BatchGenerator:
             return self._generate(prompts, states, sampling, keys, share_prefixes, shared)
 
     def _generate(self, prompts, states, sampling, keys, share_prefixes, shared):
-        torch = self._torch
         n = len(prompts)
         if n == 0:
             return [], []
         if any(len(p) == 0 for p in prompts):
             raise ValueError("every prompt needs at least one token")
-        lengths = [len(p) for p in prompts]
         tick = time.perf_counter()
         if self.batched_prefill and n >= 2 and prefix_attention.supported(self.model):
             prefill = self._prefill_packed
@@ -144,82 +142,91 @@ class BatchGenerator:
             prompts, states, sampling.max_new_tokens, share_prefixes, shared
         )
         self.timings["prefill_s"] = time.perf_counter() - tick
-        tick = time.perf_counter()
 
-        generators = None
-        if sampling.temperature > 0:
-            keys = list(keys) if keys is not None else [str(i) for i in range(n)]
-            generators = [torch.Generator(device=self.device).manual_seed(row_seed(sampling.seed, k)) for k in keys]
-        out_ids: list[list[int]] = [[] for _ in range(n)]
-        out_lps: list[list[float]] = [[] for _ in range(n)]
-        finish = ["length"] * n
-        new_states: list[KVState] = [KVState() for _ in range(n)]
-        batch = list(range(n))  # batch row -> prompt index
-        live = [True] * n
-        length = width  # columns filled in every row
-        cache = buffer_cache(kbuf, vbuf, length)
-        mask = self._mask(start, kbuf[0].shape[2])
+        tick = time.perf_counter()
+        rows = _Decoding(prompts, logits, kbuf, vbuf, start, width, prefix or [], self._generators(sampling, keys, n))
+        rows.cache, rows.mask = buffer_cache(kbuf, vbuf, width), self._mask(start, kbuf[0].shape[2])
         context = prefix_attention.shared_prefix(self.model, prefix) if prefix else contextlib.nullcontext()
         with context:
-            while True:
-                rows = [b for b in range(len(batch)) if live[b]]
-                picked, lps = self._pick(
-                    logits[rows], sampling, [generators[batch[b]] for b in rows] if generators else None
-                )
-                for b, token, lp in zip(rows, picked.tolist(), lps.tolist(), strict=True):
-                    i = batch[b]
-                    out_ids[i].append(token)
-                    out_lps[i].append(lp)
-                    if token in self.eos:
-                        finish[i] = "stop"
-                    if token in self.eos or len(out_ids[i]) >= sampling.max_new_tokens:
-                        live[b] = False
-                        # Its cache holds the prompt and every generated token but the last (never fed).
-                        own = [
-                            (k[b, :, start[b] : length].clone(), v[b, :, start[b] : length].clone())
-                            for k, v in zip(kbuf, vbuf, strict=True)
-                        ]
-                        new_states[i] = KVState(list(prompts[i]) + out_ids[i][:-1], own, prefix or [])
-                if not any(live):
-                    break
-                if not all(live):
-                    # Finished rows leave the batch at once (a finished row costs as much as a live one
-                    # every step): the last live rows move into their places, in the same buffers, and the
-                    # padding columns no remaining row needs are cut off.
-                    count = sum(live)
-                    order = list(range(count))  # new batch row -> old one
-                    holes = [b for b in range(count) if not live[b]]
-                    movers = [b for b in range(count, len(batch)) if live[b]]
-                    for hole, mover in zip(holes, movers, strict=True):
-                        for buf in kbuf + vbuf:
-                            buf[hole, :, start[mover] : length] = buf[mover, :, start[mover] : length]
-                        order[hole] = mover
-                    left = min(start[b] for b in order)
-                    kbuf = [k[:count, :, left:] for k in kbuf]
-                    vbuf = [v[:count, :, left:] for v in vbuf]
-                    logits = logits[order]
-                    batch = [batch[b] for b in order]
-                    start = [start[b] - left for b in order]
-                    live = [True] * count
-                    length -= left
-                    cache = buffer_cache(kbuf, vbuf, length)
-                    mask = self._mask(start, kbuf[0].shape[2])
-                feed = [out_ids[i][-1] if live[b] else self.pad for b, i in enumerate(batch)]
-                positions = [lengths[i] + len(out_ids[i]) - 1 for i in batch]
-                logits = self._forward(
-                    torch.tensor(feed, device=self.device).unsqueeze(1),
-                    torch.tensor(positions, device=self.device).unsqueeze(1),
-                    cache,
-                    mask[:, : length + 1],
-                )
-                length += 1
-                self.timings["decode_steps"] += 1
-
+            self._decode(rows, sampling)
         self.timings["decode_s"] = time.perf_counter() - tick
+        lengths = [len(p) for p in prompts]
         completions = [
-            Completion(out_ids[i], out_lps[i], finish[i], lengths[i] - reused[i], reused[i]) for i in range(n)
+            Completion(rows.out_ids[i], rows.out_lps[i], rows.finish[i], lengths[i] - reused[i], reused[i])
+            for i in range(n)
         ]
-        return completions, new_states
+        return completions, rows.states
+
+    def _generators(self, sampling: Sampling, keys, n: int) -> list | None:
+        """One seeded generator per row when sampling (greedy needs none)."""
+        if sampling.temperature <= 0:
+            return None
+        keys = list(keys) if keys is not None else [str(i) for i in range(n)]
+        return [self._torch.Generator(device=self.device).manual_seed(row_seed(sampling.seed, k)) for k in keys]
+
+    def _decode(self, rows: _Decoding, sampling: Sampling) -> None:
+        """One forward pass a token for the whole batch, until every row has finished."""
+        torch = self._torch
+        while True:
+            live = [b for b in range(len(rows.batch)) if rows.live[b]]
+            generators = [rows.generators[rows.batch[b]] for b in live] if rows.generators else None
+            picked, lps = pick(rows.logits[live], sampling, generators)
+            for b, token, lp in zip(live, picked.tolist(), lps.tolist(), strict=True):
+                self._emit(rows, b, token, lp, sampling.max_new_tokens)
+            if not any(rows.live):
+                return
+            if not all(rows.live):
+                self._compact(rows)
+            feed = [rows.out_ids[i][-1] if rows.live[b] else self.pad for b, i in enumerate(rows.batch)]
+            positions = [len(rows.prompts[i]) + len(rows.out_ids[i]) - 1 for i in rows.batch]
+            rows.logits = self._forward(
+                torch.tensor(feed, device=self.device).unsqueeze(1),
+                torch.tensor(positions, device=self.device).unsqueeze(1),
+                rows.cache,
+                rows.mask[:, : rows.length + 1],
+            )
+            rows.length += 1
+            self.timings["decode_steps"] += 1
+
+    def _emit(self, rows: _Decoding, b: int, token: int, lp: float, max_new: int) -> None:
+        """Append batch row ``b``'s next token; at its end-of-turn token or its limit, the row finishes."""
+        i = rows.batch[b]
+        rows.out_ids[i].append(token)
+        rows.out_lps[i].append(lp)
+        if token in self.eos:
+            rows.finish[i] = "stop"
+        if token in self.eos or len(rows.out_ids[i]) >= max_new:
+            rows.live[b] = False
+            # Its cache holds the prompt and every generated token but the last (never fed).
+            start, length = rows.start[b], rows.length
+            own = [
+                (k[b, :, start:length].clone(), v[b, :, start:length].clone())
+                for k, v in zip(rows.kbuf, rows.vbuf, strict=True)
+            ]
+            rows.states[i] = KVState(list(rows.prompts[i]) + rows.out_ids[i][:-1], own, rows.prefix)
+
+    def _compact(self, rows: _Decoding) -> None:
+        """Finished rows leave the batch at once (a finished row costs as much as a live one every step): the
+        last live rows move into their places, in the same buffers, and the padding columns no remaining row
+        needs are cut off."""
+        count = sum(rows.live)
+        order = list(range(count))  # new batch row -> old one
+        holes = [b for b in range(count) if not rows.live[b]]
+        movers = [b for b in range(count, len(rows.batch)) if rows.live[b]]
+        for hole, mover in zip(holes, movers, strict=True):
+            for buf in rows.kbuf + rows.vbuf:
+                buf[hole, :, rows.start[mover] : rows.length] = buf[mover, :, rows.start[mover] : rows.length]
+            order[hole] = mover
+        left = min(rows.start[b] for b in order)
+        rows.kbuf = [k[:count, :, left:] for k in rows.kbuf]
+        rows.vbuf = [v[:count, :, left:] for v in rows.vbuf]
+        rows.logits = rows.logits[order]
+        rows.batch = [rows.batch[b] for b in order]
+        rows.start = [rows.start[b] - left for b in order]
+        rows.live = [True] * count
+        rows.length -= left
+        rows.cache = buffer_cache(rows.kbuf, rows.vbuf, rows.length)
+        rows.mask = self._mask(rows.start, rows.kbuf[0].shape[2])
 
     def _buffers(self, own_lengths: list[int], max_new: int):
         """Left-padded ``[rows, kv_heads, width + max_new, head_dim]`` buffers, one pair a layer, each
@@ -403,25 +410,3 @@ class BatchGenerator:
         torch = self._torch
         cols = torch.arange(columns, device=self.device)
         return (cols.unsqueeze(0) >= torch.tensor(start, device=self.device).unsqueeze(1)).long()
-
-    def _pick(self, logits, sampling: Sampling, generators):
-        """The next token of each row and its log-probability."""
-        torch = self._torch
-        if sampling.temperature <= 0:
-            logprobs = torch.log_softmax(logits, dim=-1)
-            picked = logits.argmax(dim=-1)
-            return picked, logprobs.gather(1, picked.unsqueeze(1)).squeeze(1)
-        logprobs = torch.log_softmax(logits / sampling.temperature, dim=-1)
-        filtered = logprobs.clone()
-        if sampling.top_k > 0:
-            kth = filtered.topk(min(sampling.top_k, filtered.shape[-1]), dim=-1).values[:, -1:]
-            filtered[filtered < kth] = float("-inf")
-        if sampling.top_p < 1.0:
-            sorted_lp, order = filtered.sort(dim=-1, descending=True)
-            cumulative = sorted_lp.exp().cumsum(dim=-1)
-            drop = cumulative - sorted_lp.exp() > sampling.top_p  # keep the token that crosses p
-            sorted_lp[drop] = float("-inf")
-            filtered = torch.full_like(filtered, float("-inf")).scatter(1, order, sorted_lp)
-        probs = torch.softmax(filtered, dim=-1)
-        picked = torch.stack([torch.multinomial(probs[r], 1, generator=g)[0] for r, g in enumerate(generators)])
-        return picked, logprobs.gather(1, picked.unsqueeze(1)).squeeze(1)
