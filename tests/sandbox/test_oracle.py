@@ -26,11 +26,11 @@ _NAME = st.text(alphabet="ab_-1\u00e9.", min_size=1, max_size=4)
     text=st.text(alphabet="ab_-1\u00e9. ,'", max_size=24),
 )
 def test_tool_names_are_found_as_the_alternation_regex_finds_them(names, text):
-    from sandbox.agents.oracle import _names_pattern
+    from sandbox.agents.oracle import names_pattern
 
     alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
     regex = re.compile(rf"(?<![\w-])(?:{alternatives})(?![\w-])")
     text = text + " " + " ".join(names) + "-" + names[0]
-    fast = _names_pattern(tuple(names))
+    fast = names_pattern(tuple(names))
     assert fast.findall(text) == regex.findall(text)
     assert fast.sub(" ", text) == regex.sub(" ", text)
