@@ -1,0 +1,195 @@
+"""Tier 1, Perception, the query: the request reads differently (another phrasing, noise, extra sentences,
+a detail left out); what it asks for does not change."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from functools import lru_cache
+from typing import Any, ClassVar
+
+from sandbox.domains import get_domain
+from sandbox.env import Env
+from sandbox.perturbations import vocab
+from sandbox.perturbations.base import Perturbation
+from sandbox.perturbations.registry import register
+from sandbox.perturbations.wrappers import QueryWrapper, Route, ToolSpec, ToolsWrapper, clone, failure, on, params_of
+from sandbox.task import Task
+from sandbox.tools import ToolResult
+
+FINDERS = ("find_place", "find_patient")
+
+
+class _Paraphrase(QueryWrapper):
+    def rewrite(self, query: str) -> str:
+        family = get_domain(self.task.domain).family(self.task.family)
+        template = self.rng().choice(self.words(family.paraphrases))
+        return template.format(**self.task.params)
+
+
+@register
+class QueryParaphrase(Perturbation):
+    name: ClassVar[str] = "query_paraphrase"
+    tier = "perception"
+    shift = "query"
+    summary = "the request in a held-out phrasing of its family"
+    expected = "understand the request in words never trained on"
+    layer = "phrasing"
+
+    wrapper = _Paraphrase
+
+
+def _protected(query: str, task: Task) -> list[tuple[str, bool]]:
+    """The query cut into (text, is_a_value) pieces, so noise never touches what the request asks for."""
+    values = sorted({v for v in task.params.values() if v}, key=len, reverse=True)
+    if not values:
+        return [(query, False)]
+    pattern = re.compile("(" + "|".join(re.escape(v) for v in values) + ")")
+    return [(piece, i % 2 == 1) for i, piece in enumerate(pattern.split(query)) if piece]
+
+
+def _typo(word: str, r) -> str:
+    if len(word) < 4 or not word.isalpha():
+        return word
+    i = r.randrange(1, len(word) - 2)
+    return word[:i] + word[i + 1] + word[i] + word[i + 2 :]
+
+
+class _Noise(QueryWrapper):
+    def rewrite(self, query: str) -> str:
+        r, level = self.rng(), self.spec.severity
+        if level == 0:
+            return query
+        upper = r.random() < 0.5
+        fillers = self.words(vocab.FILLERS)
+        out = []
+        for piece, is_value in _protected(query, self.task):
+            if is_value:
+                out.append(piece)
+                continue
+            words = piece.split(" ")
+            noisy = []
+            for word in words:
+                word = word.upper() if upper else word.lower()
+                if level >= 3 and r.random() < 0.4:
+                    word = _typo(word, r)
+                if level >= 2 and word and r.random() < 0.25:
+                    noisy.append(r.choice(fillers))
+                noisy.append(word)
+            out.append(" ".join(noisy))
+        return "".join(out)
+
+
+@register
+class QueryNoise(Perturbation):
+    name: ClassVar[str] = "query_noise"
+    tier = "perception"
+    shift = "query"
+    summary = "1: casing; 2: + filler words; 3: + typos (never inside the names, places or times asked about)"
+    expected = "read through the noise"
+    mild = "severity 1 (casing only) leaves the static agent, which ignores case, intact"
+    min_severity = 0
+    max_severity = 3
+    layer = "wording"
+
+    wrapper = _Noise
+
+
+class _Redundant(QueryWrapper):
+    def rewrite(self, query: str) -> str:
+        r = self.rng()
+        extra = r.sample(self.words(vocab.REDUNDANT_SENTENCES), self.spec.severity)
+        before = [s for s in extra if r.random() < 0.5]
+        after = [s for s in extra if s not in before]
+        return " ".join([*before, query, *after])
+
+
+@register
+class RedundantQuery(Perturbation):
+    name: ClassVar[str] = "redundant_query"
+    tier = "perception"
+    shift = "query"
+    summary = "irrelevant sentences before or after the request (severity = how many)"
+    expected = "ignore what does not bear on the request"
+    min_severity = 0
+    max_severity = 3
+    layer = "wording"
+
+    wrapper = _Redundant
+
+
+def _drop_city(query: str, city: str) -> str:
+    c = re.escape(city)
+    for pattern, repl in ((rf" \({c}\)", ""), (rf" (in|from|of) {c}\b", ""), (rf", {c}(?=[,.?!:;])", ""),
+                          (rf"\b{c}'s ", "the ")):  # fmt: skip
+        query = re.sub(pattern, repl, query)
+    return query
+
+
+def _unique_owner(env: Env, name: str) -> str | None:
+    """The city of the one place or patient called ``name``, if exactly one exists."""
+    world = env.unwrapped.world
+    rows = world.places.values() if hasattr(world, "places") else world.patients.values()
+    cities = {row.city for row in rows if row.name.casefold() == str(name).casefold()}
+    return cities.pop() if len(cities) == 1 else None
+
+
+class _Underspecified(ToolsWrapper):
+    per_task = False
+
+    def query(self) -> str:
+        city = self.task.params.get("city")
+        return _drop_city(self.env.query(), city) if city else self.env.query()
+
+    def build(self, specs: list[ToolSpec]) -> list[Route]:
+        routes = []
+        for spec in specs:
+            props = params_of(spec)["properties"]
+            if "name" in props and "city" in props:
+                spec = clone(spec)
+                parameters = params_of(spec)
+                parameters["required"] = [p for p in parameters["required"] if p != "city"]
+                city = parameters["properties"]["city"]
+                city["description"] += " (optional: leave it out to search every city)"
+                routes.append(Route(spec, handler=on(self._resolver, spec["function"]["name"])))
+            else:
+                routes.append(Route(spec, target=spec["function"]["name"]))
+        return routes
+
+    def _resolver(self, arguments: Any, name: str) -> ToolResult:
+        if isinstance(arguments, dict) and "city" not in arguments and "name" in arguments:
+            city = _unique_owner(self, arguments["name"])
+            if city is None:
+                return failure(name, "not_found", f"no single match for {arguments['name']!r}; give the city")
+            arguments = {**arguments, "city": city}
+        return self.env.call(name, arguments)
+
+
+@register
+class UnderspecifiedQuery(Perturbation):
+    name: ClassVar[str] = "underspecified_query"
+    tier = "perception"
+    shift = "query"
+    summary = "the city is left out of the request; lookups by name document it as optional"
+    expected = "call the lookup without the detail instead of guessing or giving up"
+    layer = "optional_detail"
+
+    def applies_to(self, task: Task) -> bool:
+        city = task.params.get("city")
+        if not city or any(c.tool not in FINDERS and city in c.args.values() for c in task.plan):
+            return False
+        names = [c.args["name"] for c in task.plan if c.tool in FINDERS]
+        if not task.solvable:
+            return True
+        counts = _name_counts(task.domain, task.seed)
+        return bool(names) and all(counts[n.casefold()] == 1 for n in names)
+
+    wrapper = _Underspecified
+
+
+@lru_cache(maxsize=8)
+def _name_counts(domain: str, seed: int) -> Counter[str]:
+    """How many places (or patients) of the world bear each name, casefolded."""
+    world = get_domain(domain).world(seed)
+    rows = world.places.values() if hasattr(world, "places") else world.patients.values()
+    return Counter(r.name.casefold() for r in rows)
