@@ -7,11 +7,11 @@ import json
 from functools import cache
 
 import pytest
+from bites import sample_tasks
 
 from sandbox import OracleAgent
 from sandbox.case import SANDBOX_VERSION, Case, run_cases
 from sandbox.perturbations import POOLS, get, names
-from sandbox.perturbations.bites import sample_tasks
 from sandbox.perturbations.registry import from_dict
 
 ORACLE = OracleAgent()
@@ -113,10 +113,12 @@ def test_the_same_case_is_byte_identical_in_another_process() -> None:
     import os
     import subprocess
     import sys
+    from pathlib import Path
 
+    benchmarks = str(Path(__file__).resolve().parents[2] / "benchmarks")
     code = (
-        "import json; from sandbox.case import Case; from sandbox.perturbations import get, names;"
-        "from sandbox.perturbations.bites import sample_tasks;"
+        f"import json, sys; sys.path.insert(0, {benchmarks!r}); from bites import sample_tasks;"
+        "from sandbox.case import Case; from sandbox.perturbations import get, names;"
         "specs = [get(n)(severity=get(n).max_severity, pool='train', seed=11) for n in names()];"
         "print(json.dumps([[Case(t, (s,)).env().tool_specs(), Case(t, (s,)).env().query()]"
         " for s in specs for t in sample_tasks(1)[::4] if s.applies_to(t)]))"

@@ -8,13 +8,13 @@ from importlib.metadata import EntryPoint
 from typing import ClassVar
 
 import pytest
+from bites import bite, sample_tasks
 
 import sandbox
 from sandbox import StaticAgent
 from sandbox.case import Case, run_cases
 from sandbox.domains import DOMAINS
 from sandbox.perturbations import Perturbation, get, names, register, registry, vocab
-from sandbox.perturbations.bites import bite, sample_tasks
 from sandbox.perturbations.catalogue import DOC, catalogue_markdown
 from sandbox.perturbations.wrappers import QueryWrapper
 

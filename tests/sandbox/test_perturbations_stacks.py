@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from functools import cache
 
+from bites import sample_tasks
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sandbox import OracleAgent
 from sandbox.case import Case
 from sandbox.perturbations import POOLS, get, names
-from sandbox.perturbations.bites import sample_tasks
 from sandbox.perturbations.internalization import medical_twin
 
 ORACLE = OracleAgent()
