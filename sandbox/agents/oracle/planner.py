@@ -84,7 +84,7 @@ class Planner:
         for call in task.plan:
             if all(self.finished(d) for d in call.after) and not self.complete(call):
                 try:
-                    for step in self.steps(call):
+                    for step in self._pending(call):
                         ready.setdefault(step.id, step)
                 except Blocked as blocked:
                     for step in blocked.needs:
@@ -132,9 +132,6 @@ class Planner:
             if lookup(merged, path) is None:
                 return [final]
         return []
-
-    def steps(self, call: Call) -> list[Step]:
-        return self._pending(call)
 
     def issue(self, steps: list[Step]) -> list[dict[str, Any]]:
         calls, wait = [], 0.0
