@@ -181,7 +181,8 @@ def add_options(
             shown = f" (default {joined})" if joined else ""
             p.add_argument(flag, default=joined, help=f"{help_text}, joined by commas{shown}")
         else:
-            shown = f" (default {default})" if default not in ("", 0) else ""
+            shown = f" (default {default!r})" if isinstance(default, str) and default else ""
+            shown = f" (default {default})" if not isinstance(default, str) and default != 0 else shown
             p.add_argument(flag, type=type(default), default=default, help=help_text + shown)
 
 

@@ -325,18 +325,6 @@ def resume_point(
     return None
 
 
-def config_changes(out: str | Path, config: dict) -> list[str]:
-    """What differs between the run whose newest intact checkpoint is in ``out`` and ``config`` (run settings
-    aside); empty when there is no intact checkpoint or it records no config."""
-    for path in reversed(checkpoint_dirs(out)):
-        try:
-            saved = json.loads((path / STATE).read_text()).get("config")
-        except (OSError, ValueError, AttributeError):
-            continue
-        return [] if saved is None else differences(saved, config, ignore={"export_at"})
-    return []
-
-
 def restore(point: Checkpoint, model: Any, optimizer: Any, scheduler: Any) -> int:
     """Load ``point`` into the model, optimizer and schedule; the step it was taken at."""
     params = {n: p for n, p in model.named_parameters() if p.requires_grad}
