@@ -1,74 +1,19 @@
 """Does every perturbation bite? The static baseline, clean vs perturbed, at each top severity.
 
-``python benchmarks/bites.py [--per-family N] [--json PATH]`` prints the table. A
-perturbation bites when the static agent loses at least 50 points of success; for the refusal
-scenarios its perturbed "success" is its refusal rate, so the drop is how often it fails to
-refuse. Rows whose spec explains why it is ``mild`` are exempt by design. The sandbox's tests
-assert the same verdicts (``tests/sandbox/test_perturbations_registry.py``) and draw their sample
-of tasks from here.
+``python benchmarks/bites.py [--per-family N] [--json PATH]`` prints the table of
+:mod:`sandbox.perturbations.strength` and exits 1 if a perturbation that is not mild by design
+does not bite.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections import defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
-from sandbox.agents.static import StaticAgent
-from sandbox.case import Case, run_cases
-from sandbox.domains import get_domain
-from sandbox.perturbations.registry import get, names
-from sandbox.task import Task
-
-THRESHOLD = 50.0
-BASELINE_DOMAINS = {"domain_transfer": ("poi",)}
-"""Domain transfer is measured against the static agent trained on POI only (the paper's setting);
-every other row uses the static agent trained on both clean worlds, so both domains count."""
-
-
-@dataclass(frozen=True)
-class Bite:
-    name: str
-    tier: str
-    severity: int
-    tasks: int
-    clean: float
-    perturbed: float
-    refusal: bool
-    mild: str
-
-    @property
-    def drop(self) -> float:
-        return self.clean - self.perturbed
-
-    @property
-    def bites(self) -> bool:
-        return self.drop >= THRESHOLD
-
-
-def sample_tasks(per_family: int = 2, n: int = 300) -> list[Task]:
-    """``per_family`` test tasks of every family of both domains."""
-    out = []
-    for domain in ("poi", "medical"):
-        seen: dict[str, int] = defaultdict(int)
-        for task in get_domain(domain).tasks("test", n):
-            if seen[task.family] < per_family:
-                seen[task.family] += 1
-                out.append(task)
-    return out
-
-
-def bite(name: str, tasks: list[Task], pool: str = "eval", seed: int = 0) -> Bite:
-    cls = get(name)
-    spec = cls(severity=cls.max_severity, pool=pool, seed=seed)
-    chosen = [t for t in tasks if spec.applies_to(t)]
-    agent = StaticAgent(BASELINE_DOMAINS.get(name, ("poi", "medical")))
-    clean = run_cases(agent, [Case(t) for t in chosen])
-    perturbed = run_cases(agent, [Case(t, (spec,)) for t in chosen])
-    share = lambda eps: 100.0 * sum(e.success for e in eps) / max(1, len(eps))
-    return Bite(name, cls.tier, spec.severity, len(chosen), share(clean), share(perturbed), cls.unsolvable, cls.mild)
+from sandbox.perturbations.registry import names
+from sandbox.perturbations.strength import Bite, bite, sample_tasks
 
 
 def table(rows: list[Bite]) -> str:

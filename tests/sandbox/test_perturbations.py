@@ -7,12 +7,12 @@ import json
 from functools import cache
 
 import pytest
-from bites import sample_tasks
 
 from sandbox import OracleAgent
 from sandbox.case import SANDBOX_VERSION, Case, run_cases
 from sandbox.perturbations import POOLS, get, names
 from sandbox.perturbations.registry import from_dict
+from sandbox.perturbations.strength import sample_tasks
 
 ORACLE = OracleAgent()
 
@@ -113,11 +113,9 @@ def test_the_same_case_is_byte_identical_in_another_process() -> None:
     import os
     import subprocess
     import sys
-    from pathlib import Path
 
-    benchmarks = str(Path(__file__).resolve().parents[2] / "benchmarks")
     code = (
-        f"import json, sys; sys.path.insert(0, {benchmarks!r}); from bites import sample_tasks;"
+        "import json; from sandbox.perturbations.strength import sample_tasks;"
         "from sandbox.case import Case; from sandbox.perturbations import get, names;"
         "specs = [get(n)(severity=get(n).max_severity, pool='train', seed=11) for n in names()];"
         "print(json.dumps([[Case(t, (s,)).env().tool_specs(), Case(t, (s,)).env().query()]"

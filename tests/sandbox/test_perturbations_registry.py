@@ -8,7 +8,6 @@ from importlib.metadata import EntryPoint
 from typing import ClassVar
 
 import pytest
-from bites import bite, sample_tasks
 
 import sandbox
 from sandbox import StaticAgent
@@ -16,6 +15,7 @@ from sandbox.case import Case, run_cases
 from sandbox.domains import DOMAINS
 from sandbox.perturbations import Perturbation, get, names, register, registry, vocab
 from sandbox.perturbations.catalogue import DOC, catalogue_markdown
+from sandbox.perturbations.strength import bite, sample_tasks
 from sandbox.perturbations.wrappers import QueryWrapper
 
 TIER_OF = {

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from functools import cache
 
-from bites import sample_tasks
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -12,6 +11,7 @@ from sandbox import OracleAgent
 from sandbox.case import Case
 from sandbox.perturbations import POOLS, get, names
 from sandbox.perturbations.internalization import medical_twin
+from sandbox.perturbations.strength import sample_tasks
 
 ORACLE = OracleAgent()
 
