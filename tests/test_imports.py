@@ -1,4 +1,5 @@
-"""The import graph of sandbox, pytest_openagent and training: no cycle, no import of another module's private names.
+"""The import graph of sandbox, pytest_openagent and training: the layers' arrows point down, no cycle, no import
+of another module's private names.
 
 Built with ``ast`` from the source, nothing imported. Both checks count every import: at module
 level, under ``if TYPE_CHECKING:``, and inside functions (a lazy import that closes a cycle hides the
@@ -140,3 +141,45 @@ def test_the_walk_finds_what_it_looks_for():
     assert "sandbox.task" in graph["sandbox.domain"]
     assert "sandbox.domains" in graph["sandbox.env"], "a function-level import is an edge"
     assert "sandbox.perturbations" not in graph["sandbox.perturbations.base"]
+
+
+LAYER_OF = {"sandbox.evaluation": "core", "sandbox": "sandbox", "training": "training", "pytest_openagent": "plugin"}
+ALLOWED = {"sandbox": {"sandbox"}, "core": {"sandbox", "core"}, "training": {"sandbox", "core", "training"},
+           "plugin": {"sandbox", "core", "training", "plugin"}}  # fmt: skip
+"""DESIGN.md's layers: plugin -> training -> evaluation core -> sandbox (the core loads ``hf:`` agents from
+training lazily, by name: ``sandbox/evaluation/specs.py``, no import statement)."""
+
+
+def _layer(module: str) -> str:
+    return next(layer for prefix, layer in LAYER_OF.items() if module == prefix or module.startswith(prefix + "."))
+
+
+def test_every_import_arrow_points_down_the_layers():
+    graph = _graph(_modules())
+    upward = sorted(
+        f"{module} ({_layer(module)}) -> {target} ({_layer(target)})"
+        for module, targets in graph.items()
+        for target in targets
+        if _layer(target) not in ALLOWED[_layer(module)]
+    )
+    assert upward == []
+
+
+def test_a_case_knows_the_shape_of_a_runner_and_a_report_knows_no_gates():
+    graph = _graph(_modules())
+    assert not {m for m in graph["sandbox.case"] if _layer(m) == "core"}
+    assert "sandbox.evaluation.report" in graph["sandbox.evaluation.gate"]
+    assert "sandbox.evaluation.gate" not in graph["sandbox.evaluation.report"]
+
+
+def test_the_plugin_uses_no_pytest_internals():
+    offenders = [
+        f"{module}: {node.module if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]}"
+        for module, path in _modules().items()
+        if module.startswith("pytest_openagent")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom | ast.Import)
+        and any(name.split(".")[0] in {"_pytest", "_hypothesis_pytestplugin"}
+                for name in ([node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]))
+    ]  # fmt: skip
+    assert offenders == []

@@ -76,15 +76,21 @@ def _static() -> Agent:
     return StaticAgent()
 
 
+HF_LOADER = "training.inference.model_agent:load_agent"
+"""Where ``hf:`` agents come from. Named, not imported: the training package sits above the core
+(DESIGN.md's layers) and needs torch, so it is loaded only when a spec asks for a checkpoint."""
+
+
 def _hf(path: str) -> Agent:
+    module, _, name = HF_LOADER.partition(":")
     try:
-        from training.inference.model_agent import load_agent as load_model_agent
+        loader = getattr(importlib.import_module(module), name)
     except ImportError as exc:
         raise AgentSpecError(
             f"agent 'hf:{path}' needs the training package and its extra: pip install 'pytest-openagent[train]' "
-            f"(importing training.inference.model_agent failed: {exc})"
+            f"(importing {module} failed: {exc})"
         ) from exc
-    return load_model_agent(path)
+    return loader(path)
 
 
 def _callable(spec: str) -> Agent:
