@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from sandbox.domain import did_you_mean
-from sandbox.errors import UsageError
+from sandbox.errors import UsageError, did_you_mean
 from sandbox.evaluation.cache import DEFAULT_CACHE_DIR
 from sandbox.evaluation.draw import domain_names, perturbation_classes
 from sandbox.evaluation.gate import Criterion, GateError, check_margin, parse_gate

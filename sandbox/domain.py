@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from sandbox.errors import UnknownName
 from sandbox.family import Family
 from sandbox.seeds import child_seed, rng
 from sandbox.task import SPLITS, Split, Task
@@ -34,7 +34,7 @@ class Domain:
         for family in self.families:
             if family.name == name:
                 return family
-        raise KeyError(did_you_mean("task family", name, [f.name for f in self.families]))
+        raise UnknownName("task family", name, [f.name for f in self.families])
 
     def tasks(self, split: Split = "test", n: int | None = None, seed: int = 0) -> list[Task]:
         """``n`` distinct tasks of ``split`` (its default size if ``None``), deterministic in ``seed``."""
@@ -59,12 +59,6 @@ class Domain:
             plan=tuple(draft.plan), answer=draft.answer, sources=draft.sources, write=draft.write,
             unsolvable=family.unsolvable,
         )  # fmt: skip
-
-
-def did_you_mean(kind: str, name: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(str(name), known, n=1)
-    hint = f" Did you mean {close[0]!r}?" if close else ""
-    return f"Unknown {kind} {name!r}.{hint} Known: {', '.join(known)}."
 
 
 # Cached by the domain itself (a Domain hashes by identity), so this module needs no registry of domains.

@@ -11,7 +11,7 @@ import random
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
-from sandbox.domain import did_you_mean
+from sandbox.errors import UnknownName
 from sandbox.perturbations import registry
 from sandbox.perturbations.base import Perturbation, Pool, Tier
 from sandbox.seeds import child_seed
@@ -29,7 +29,7 @@ def domain_names(domain: str | Sequence[str]) -> tuple[str, ...]:
     names = tuple(DOMAINS) if domain == "all" else (domain,) if isinstance(domain, str) else tuple(domain)
     for name in names:
         if name not in DOMAINS:
-            raise ValueError(did_you_mean("domain", name, list(DOMAINS)))
+            raise UnknownName("domain", name, list(DOMAINS))
     return names
 
 

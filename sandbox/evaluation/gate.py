@@ -20,8 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from sandbox.domain import did_you_mean
-from sandbox.errors import UsageError
+from sandbox.errors import UsageError, did_you_mean
 from sandbox.metrics import PairedDelta
 from sandbox.perturbations.base import TIERS
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
-from sandbox.domain import did_you_mean
+from sandbox.errors import UnknownName
 from sandbox.perturbations.base import LAYERS, TIERS, Perturbation, Tier
 
 ENTRY_POINT_GROUP = "openagent.perturbations"
@@ -51,7 +51,7 @@ def get(name: str) -> type[Perturbation]:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise KeyError(did_you_mean("perturbation", name, sorted(_REGISTRY))) from None
+        raise UnknownName("perturbation", name, sorted(_REGISTRY)) from None
 
 
 def names(tier: Tier | int | Iterable[Tier | int] | None = None) -> list[str]:

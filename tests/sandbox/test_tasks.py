@@ -51,3 +51,14 @@ def test_unknown_names_get_a_did_you_mean():
         get_domain("poi").family("phon")
     with pytest.raises(ValueError, match="split must be one of"):
         get_domain("poi").tasks("validation")
+
+
+def test_an_unknown_name_is_a_lookup_error_and_a_usage_error_of_the_one_family():
+    from sandbox.errors import OpenAgentError, UnknownName, UsageError
+    from sandbox.perturbations import get
+
+    with pytest.raises(UnknownName) as info:
+        get("query_nosie")
+    error = info.value
+    assert isinstance(error, KeyError) and isinstance(error, UsageError) and isinstance(error, OpenAgentError)
+    assert str(error).startswith("Unknown perturbation 'query_nosie'. Did you mean 'query_noise'?")  # no quotes
