@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,9 @@ import pytest
 from sandbox.errors import UsageError, did_you_mean
 from sandbox.evaluation.cache import DEFAULT_CACHE_DIR
 from sandbox.evaluation.draw import domain_names, perturbation_classes
-from sandbox.evaluation.gate import Criterion, GateError, check_margin, parse_gate
+from sandbox.evaluation.gate import Criterion, check_margin, parse_gate
 from sandbox.evaluation.report import Report
-from sandbox.evaluation.specs import SPEC_HELP, AgentSpecError, check_spec
+from sandbox.evaluation.specs import SPEC_HELP, check_spec
 from sandbox.perturbations.registry import normalize_tiers
 
 AGENT = "--openagent-agent"
@@ -133,117 +134,110 @@ def resolve(config: pytest.Config) -> Options:
             return table[toml_name(option)], f"[tool.openagent] {toml_name(option)}", config.rootpath
         return None, option, config.rootpath
 
-    values: dict[str, Any] = {}
-    value, where, _ = raw(AGENT)
-    if value is not None:
+    values: dict[str, Any] = {"cache_dir": config.rootpath / DEFAULT_CACHE_DIR}
+    for option, convert in CONVERTERS.items():
+        value, where, base = raw(option)
+        if value is None or value == "" or value == []:
+            continue
         try:
-            values["agent"] = check_spec(str(value))
-        except AgentSpecError as exc:
+            values.update(convert(value, base, values))
+        except (UsageError, ValueError) as exc:
             raise pytest.UsageError(f"{where}: {exc}") from None
-    value, where, _ = raw(SEED)
-    if value is not None:
-        values["seed"] = _seed(value, where)
-    value, where, base = raw(REPORT)
-    if value:
-        values["report"] = base / str(value)
-    value, where, _ = raw(GATE)
-    if value:
-        text = value if isinstance(value, str) else " ".join(map(str, value))
-        try:
-            from sandbox.perturbations import names
-
-            values["gate"] = tuple(parse_gate(text, known_scopes=names()))
-        except GateError as exc:
-            raise pytest.UsageError(f"{where}: {exc}") from None
-        values["gate_text"] = text
-    value, where, base = raw(BASELINE)
-    if value:
-        path = base / str(value)
-        try:
-            values["baseline"] = Report.load(path)
-        except ValueError as exc:
-            raise pytest.UsageError(f"{where}: {exc}") from None
-        values["baseline_path"] = path
-    value, where, _ = raw(MAX_REGRESSION)
-    if value is not None:
-        try:
-            values["max_regression"] = check_margin(value)
-        except UsageError as exc:
-            raise pytest.UsageError(f"{where}: {exc}") from None
-    value, where, _ = raw(N)
-    if value is not None:
-        try:
-            values["n"] = int(value)
-        except (TypeError, ValueError):
-            raise pytest.UsageError(f"{where}: {value!r} is not a number of cases per tier (e.g. 50)") from None
-        if values["n"] < 1:
-            raise pytest.UsageError(f"{where}: {value!r}: give at least 1 case per tier (e.g. 50)")
-    value, where, _ = raw(TIERS)
-    if value:
-        values["tiers"] = _tiers(value, where)
-    value, where, _ = raw(NAMES)
-    if value:
-        values["names"] = _names(value, where, values.get("tiers", "all"))
-    value, where, _ = raw(DOMAIN)
-    if value:
-        try:
-            domain_names(str(value))
-        except ValueError as exc:
-            raise pytest.UsageError(f"{where}: {exc}") from None
-        values["domain"] = str(value)
-    value, where, _ = raw(INCONCLUSIVE)
-    if value:
-        if str(value) not in INCONCLUSIVE_POLICIES:
-            raise pytest.UsageError(f"{where}: {did_you_mean('policy', str(value), list(INCONCLUSIVE_POLICIES))}")
-        values["inconclusive"] = str(value)
-    value, where, base = raw(CACHE_DIR)
-    values["cache_dir"] = base / str(value) if value else config.rootpath / DEFAULT_CACHE_DIR
-    value, where, _ = raw(NO_CACHE)
-    if value is not None:
-        values["no_cache"] = _bool(value, where)
     return Options(**values)
 
 
-def _tiers(value: Any, where: str) -> str | list[str | int]:
+Converter = Callable[[Any, Path, dict[str, Any]], dict[str, Any]]
+"""``(value, folder relative paths start from, values so far) -> fields of Options``; raises UsageError."""
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else " ".join(map(str, value))
+
+
+def _items(value: Any) -> list[str]:
     items = value if isinstance(value, list) else str(value).split(",")
-    tiers = [int(t) if str(t).strip().isdigit() else str(t).strip() for t in items if str(t).strip()]
+    return [str(item).strip() for item in items if str(item).strip()]
+
+
+def _gate(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+    from sandbox.perturbations import names
+
+    return {"gate": tuple(parse_gate(_text(value), known_scopes=names())), "gate_text": _text(value)}
+
+
+def _baseline(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+    return {"baseline": Report.load(base / str(value)), "baseline_path": base / str(value)}
+
+
+def _n(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{value!r} is not a number of cases per tier (e.g. 50)") from None
+    if n < 1:
+        raise UsageError(f"{value!r}: give at least 1 case per tier (e.g. 50)")
+    return {"n": n}
+
+
+def _tiers(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+    tiers = [int(t) if t.isdigit() else t for t in _items(value)]
     if tiers == ["all"]:
-        return "all"
-    try:
-        normalize_tiers(tiers)
-    except ValueError as exc:
-        raise pytest.UsageError(f"{where}: {exc}") from None
-    return tiers
+        return {"tiers": "all"}
+    normalize_tiers(tiers)
+    return {"tiers": tiers}
 
 
-def _names(value: Any, where: str, tiers: str | list[str | int]) -> tuple[str, ...]:
-    items = value if isinstance(value, list) else str(value).split(",")
-    names = tuple(str(n).strip() for n in items if str(n).strip())
-    try:
-        perturbation_classes(tiers, names)
-    except ValueError as exc:
-        raise pytest.UsageError(f"{where}: {exc}") from None
-    return names
+def _names(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+    names = tuple(_items(value))
+    perturbation_classes(values.get("tiers", "all"), names)
+    return {"names": names}
 
 
-def _seed(value: Any, where: str) -> int:
+def _domain(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+    domain_names(str(value))
+    return {"domain": str(value)}
+
+
+def _inconclusive(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+    if str(value) not in INCONCLUSIVE_POLICIES:
+        raise UsageError(did_you_mean("policy", str(value), INCONCLUSIVE_POLICIES))
+    return {"inconclusive": str(value)}
+
+
+def _seed(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
     if isinstance(value, str) and value.strip().lower() == "random":
-        return random.randrange(2**32)
+        return {"seed": random.randrange(2**32)}
     try:
         seed = int(value)
     except (TypeError, ValueError):
-        raise pytest.UsageError(f"{where}: {value!r} is not a seed; give an integer >= 0 or 'random'") from None
+        raise UsageError(f"{value!r} is not a seed; give an integer >= 0 or 'random'") from None
     if seed < 0:
-        raise pytest.UsageError(f"{where}: {value!r} is negative; give an integer >= 0 or 'random'")
-    return seed
+        raise UsageError(f"{value!r} is negative; give an integer >= 0 or 'random'")
+    return {"seed": seed}
 
 
-def _bool(value: Any, where: str) -> bool:
+def _no_cache(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
     if isinstance(value, bool):
-        return value
+        return {"no_cache": value}
     text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off", ""):
-        return False
-    raise pytest.UsageError(f"{where}: {value!r} is not a boolean; use true or false")
+    if text not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+        raise UsageError(f"{value!r} is not a boolean; use true or false")
+    return {"no_cache": text in ("1", "true", "yes", "on")}
+
+
+CONVERTERS: dict[str, Converter] = {
+    AGENT: lambda value, base, values: {"agent": check_spec(str(value))},
+    SEED: _seed,
+    REPORT: lambda value, base, values: {"report": base / str(value)},
+    GATE: _gate,
+    BASELINE: _baseline,
+    MAX_REGRESSION: lambda value, base, values: {"max_regression": check_margin(value)},
+    N: _n,
+    TIERS: _tiers,
+    NAMES: _names,  # after TIERS: the names are checked against the tiers
+    DOMAIN: _domain,
+    INCONCLUSIVE: _inconclusive,
+    CACHE_DIR: lambda value, base, values: {"cache_dir": base / str(value)},
+    NO_CACHE: _no_cache,
+}
+"""How each option's value becomes fields of :class:`Options`, in the order they are read."""

@@ -3,13 +3,14 @@
 from pathlib import Path
 
 from pytest_openagent import cli
-from pytest_openagent.options import HELP, ini_name, toml_name
+from pytest_openagent.options import CONVERTERS, HELP, ini_name, toml_name
 from sandbox.evaluation.gate import ALIASES, METRICS
 
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "reference.md").read_text()
 
 
 def test_every_option_is_documented_with_its_ini_and_toml_names():
+    assert list(CONVERTERS) == list(HELP), "every option is read, in the order of its help"
     for option in HELP:
         assert f"`{option}` | `{ini_name(option)}` | `{toml_name(option)}`" in DOC, option
 
