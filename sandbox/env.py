@@ -12,7 +12,7 @@ nothing else: as in Gymnasium 1.x, another attribute of an inner env is reached 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sandbox.agent import Message, ToolSpec
 from sandbox.domain import Domain
@@ -20,6 +20,9 @@ from sandbox.prompt import SYSTEM_PROMPT
 from sandbox.state import State
 from sandbox.task import Task
 from sandbox.tools import ToolResult
+
+if TYPE_CHECKING:
+    from sandbox.judge import Ending, Outcome
 
 
 class Env:
@@ -59,6 +62,16 @@ class Env:
     def describe(self) -> str:
         """The case in one line: the task, then each wrapper of the stack."""
         return self.task.id
+
+    def next_user_message(self) -> str | None:
+        """Called when the agent answers: the user's next message for a task of several user turns
+        (the episode goes on, with :meth:`tool_specs` read again), or ``None`` to end it (the default)."""
+        return None
+
+    def verdict(self, ending: Ending) -> tuple[Outcome, str] | None:
+        """The outcome and why, for an env that judges its own episodes (BFCL's state checker);
+        ``None`` (the default) leaves it to :func:`sandbox.judge.judge`."""
+        return None
 
     def wrappers(self) -> list[Wrapper]:
         return []
@@ -125,6 +138,12 @@ class Wrapper(Env):
     def describe(self) -> str:
         return f"{self.env.describe()} + {self.label}"
 
+    def next_user_message(self) -> str | None:
+        return self.env.next_user_message()
+
+    def verdict(self, ending: Ending) -> tuple[Outcome, str] | None:
+        return self.env.verdict(ending)
+
     def wrappers(self) -> list[Wrapper]:
         return [*self.env.wrappers(), self]
 
@@ -134,4 +153,6 @@ def make_env(domain: Domain | str, task: Task) -> Env:
         from sandbox.domains import get_domain
 
         domain = get_domain(domain)
+    if callable(getattr(type(domain), "make_env", None)):  # a domain with its own env (bfcl)
+        return domain.make_env(task)
     return Env(domain, task)

@@ -35,6 +35,8 @@ class _Live:
     tools: list[ToolSpec]
     steps: list[Step] = field(default_factory=list)
     meta: list[dict[str, Any]] = field(default_factory=list)
+    turn_start: int = 0
+    """Steps before the current user turn: the step limit counts per user turn."""
 
 
 def _assistant_message(text: str, calls: list[ToolCall]) -> Message:
@@ -132,6 +134,13 @@ def _finish(live: _Live, ending: Ending, answer: str | None = None, judged: str 
     env = live.env
     kinds = [r.error for s in live.steps for r in s.results if r.error]
     writes = env.state.writes
+    verdict = env.verdict(ending)
+    if verdict is None:
+        outcome = judge(env.task, ending, answer if judged is None else judged, writes, kinds, solvable=env.solvable)
+    else:  # an env that judges itself (BFCL's checker); its reason goes on the last step
+        outcome, reason = verdict
+        if reason and live.steps and live.steps[-1].error is None:
+            live.steps[-1] = live.steps[-1].model_copy(update={"error": reason})
     return Episode(
         task=env.task,
         perturbation=env.describe(),
@@ -139,7 +148,7 @@ def _finish(live: _Live, ending: Ending, answer: str | None = None, judged: str 
         steps=live.steps,
         ending=ending,
         answer=answer,
-        outcome=judge(env.task, ending, answer if judged is None else judged, writes, kinds, solvable=env.solvable),
+        outcome=outcome,
         solvable=env.solvable,
         writes=[{"tool": w.tool, "args": w.args, "code": w.code} for w in writes],
         meta=live.meta,
@@ -237,12 +246,19 @@ def _apply(ep: _Live, reply: Reply | str, max_steps: int) -> Episode | None:
     if not parsed.calls:
         ep.steps.append(Step(reply=raw))
         ep.messages.append({"role": "assistant", "content": said})
-        return _finish(ep, "answer", said, judged=parsed.text)
+        follow = ep.env.next_user_message()
+        if follow is None:
+            return _finish(ep, "answer", said, judged=parsed.text)
+        # a task of several user turns (BFCL): the next one opens, and its tools may differ
+        ep.messages.append({"role": "user", "content": follow})
+        ep.tools = ep.env.tool_specs()
+        ep.turn_start = len(ep.steps)
+        return None
     results = [ep.env.call(c.name, c.arguments) for c in parsed.calls]
     ep.steps.append(Step(reply=raw, calls=parsed.calls, results=results))
     ep.messages.append(_assistant_message(said, parsed.calls))
     ep.messages.extend(_tool_message(c, ep.env.observe(r)) for c, r in zip(parsed.calls, results, strict=True))
-    if len(ep.steps) >= max_steps:
+    if len(ep.steps) - ep.turn_start >= max_steps:
         return _finish(ep, "step_limit")
     return None
 

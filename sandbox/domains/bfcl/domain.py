@@ -1,0 +1,67 @@
+"""The ``bfcl`` domain: BFCL's fixed multi-turn tasks over its backends, one fresh env per episode."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from sandbox.domain import Domain
+from sandbox.domains.bfcl.data import CATEGORIES, Entry, entries, task
+from sandbox.domains.bfcl.env import BfclEnv
+from sandbox.errors import UnknownName
+from sandbox.task import SPLITS, Split, Task
+
+
+@cache
+def _tasks(category: str) -> tuple[Task, ...]:
+    return tuple(task(e) for e in entries(category))
+
+
+@cache
+def _by_id(category: str) -> dict[str, Entry]:
+    return {e.id: e for e in entries(category)}
+
+
+def _no_world(seed: int) -> Any:
+    return None  # the backends' state is per episode (BfclEnv.reset), not per seed
+
+
+@dataclass(frozen=True, eq=False)
+class BfclDomain(Domain):
+    """A domain with a fixed list of tasks (BFCL's, all in the ``test`` split) instead of generated
+    families, and an env per task that owns its backend instances."""
+
+    def tasks(
+        self, split: Split = "test", n: int | None = None, seed: int = 0, category: str | None = None
+    ) -> list[Task]:
+        """The first ``n`` tasks (all if ``None``) of ``category`` (all four, in order, if ``None``).
+
+        ``seed`` changes nothing: the tasks are BFCL's. Only ``test`` has tasks."""
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        if category is not None and category not in CATEGORIES:
+            raise UnknownName("BFCL category", category, list(CATEGORIES))
+        if split != "test":
+            return []
+        chosen = [t for c in ((category,) if category else CATEGORIES) for t in _tasks(c)]
+        return chosen if n is None else chosen[:n]
+
+    def draw(self, split: Split, index: int, seed: int = 0) -> Task | None:
+        tasks = self.tasks(split)
+        return tasks[index % len(tasks)] if tasks else None
+
+    def entry(self, task_id: str) -> Entry:
+        category = task_id.rsplit("_", 1)[0]
+        if category not in CATEGORIES:
+            raise UnknownName("BFCL category", category, list(CATEGORIES))
+        try:
+            return _by_id(category)[task_id]
+        except KeyError:
+            raise UnknownName("BFCL task", task_id, list(_by_id(category))) from None
+
+    def make_env(self, task: Task) -> BfclEnv:
+        return BfclEnv(self, self.entry(task.id), task)
+
+
+BFCL = BfclDomain("bfcl", _no_world, (), ())
