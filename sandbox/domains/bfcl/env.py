@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING, Any
 
-from sandbox.agent import Message, ToolSpec
+from sandbox.agent import ToolSpec
 from sandbox.domains.bfcl.backends import build_instances, execute, methods, snapshot
 from sandbox.domains.bfcl.check import Turn, check
 from sandbox.domains.bfcl.data import Entry, class_specs
@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 class BfclEnv(Env):
     """One BFCL entry as an episode.
 
-    ``reset`` builds fresh backend instances from the entry's ``initial_config`` (two episodes of
-    one task share nothing); ``call`` runs a backend method with the agent's arguments; when the
+    Each episode (each ``reset``) gets fresh backend instances from the entry's ``initial_config``
+    (two episodes of one task share nothing); ``call`` runs a backend method with the agent's arguments; when the
     agent answers a turn, :meth:`next_user_message` records what the turn left and gives the next
     user message; :meth:`verdict` judges the whole episode as BFCL's checker does.
     """
@@ -43,13 +43,17 @@ class BfclEnv(Env):
         self._results: list[str] = []
         self._calls = 0
         self._errors: list[str] = []
+        self._for: State | None = None
 
-    def reset(self) -> list[Message]:
-        self.state = State()
+    def _episode(self) -> None:
+        """Fresh backend instances when a new episode has begun. ``Env.reset`` (which a wrapper's
+        reset is too) starts one by giving the env a new :class:`State`: that is what is watched."""
+        if self._for is self.state:
+            return
+        self._for = self.state
         self.instances = build_instances(list(self.entry.classes), self.entry.config, self.entry.long_context)
         self._methods = methods(self.instances)
         self.turn, self._turns, self._results, self._calls, self._errors = 0, [], [], 0, []
-        return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": self.query()}]
 
     def query(self) -> str:
         return self.entry.turns[0]
@@ -59,10 +63,12 @@ class BfclEnv(Env):
 
     def tool_specs(self) -> list[ToolSpec]:
         """The functions of the entry's backends, less those held back until a later turn."""
+        self._episode()
         hidden = self._held_back()
         return [spec for cls in self.entry.classes for name, spec in class_specs(cls) if name not in hidden]
 
     def call(self, name: str, arguments: Any) -> ToolResult:
+        self._episode()
         result = self._call(name, arguments)
         if result.error is not None:
             self._errors.append(result.error)
@@ -91,6 +97,7 @@ class BfclEnv(Env):
 
     def next_user_message(self) -> str | None:
         """Close the turn the agent just answered; the next turn's user message, or ``None`` after the last."""
+        self._episode()
         self._turns.append(Turn(self._calls, tuple(self._results), snapshot(self.instances)))
         self._results, self._calls = [], 0
         self.turn += 1
@@ -101,6 +108,7 @@ class BfclEnv(Env):
         explains it) with the failing turn's reason otherwise; other endings go to the common judge."""
         if ending != "answer":
             return None
+        self._episode()
         reason = check(self.entry, self._turns)
         if reason is None:
             return "success", ""
