@@ -2,7 +2,7 @@
 
 Needs the wheel without its dependency set, and the one module its eight backends import::
 
-    pip install --no-deps bfcl-eval && pip install mpmath
+    pip install mpmath && pip install --no-deps bfcl-eval==2026.3.23
 
 Importing this package loads no BFCL data and imports nothing of ``bfcl_eval``: the tasks load
 when first asked for (``get_domain("bfcl").tasks()``), the backend modules when an env is first built.
@@ -27,7 +27,7 @@ def load() -> BfclDomain:
     except ImportError as exc:
         raise ImportError(
             f"the bfcl domain needs the bfcl-eval wheel ({exc.name} is missing): "
-            "pip install --no-deps bfcl-eval && pip install mpmath"
+            "pip install mpmath && pip install --no-deps bfcl-eval==2026.3.23"
         ) from exc
     from sandbox.domains.bfcl.domain import BFCL
 
