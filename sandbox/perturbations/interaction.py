@@ -9,7 +9,9 @@ from typing import Any, ClassVar
 from sandbox.perturbations import vocab
 from sandbox.perturbations.base import Perturbation
 from sandbox.perturbations.formats import render_lines
+from sandbox.perturbations.plan import domain_of, gold_results, writes
 from sandbox.perturbations.registry import register
+from sandbox.perturbations.vocab import vocabulary
 from sandbox.perturbations.wrappers import (
     CallWrapper,
     ObservationWrapper,
@@ -23,11 +25,10 @@ from sandbox.perturbations.wrappers import (
     unique_name,
     with_description,
 )
+from sandbox.seeds import rng
 from sandbox.task import Task
 from sandbox.tools import ToolResult
 
-SEARCHES = ("search_places", "find_doctors")
-UNIT_TOOLS = ("get_distance", "get_weather")
 PAGE_SIZE = 2
 
 
@@ -49,29 +50,37 @@ class _Missing(ObservationWrapper):
         return result
 
     def observation(self, name: str, content: Any) -> Any:
-        level, r = self.spec.severity, self.rng(name)
-        share = {1: 1 / 3, 2: 2 / 3, 3: 1.0}[level]
+        return _blank(content, self.spec.severity, self.rng(name), self.words(vocab.MISSING_NOTES)[0])
 
-        def blank(value: Any) -> Any:
-            if isinstance(value, list):
-                return [blank(v) for v in value]
-            if not isinstance(value, dict):
-                return value
-            out = {}
-            for k, v in value.items():
-                if isinstance(v, dict | list) and v and not all(isinstance(x, str) for x in v):
-                    out[k] = blank(v)
-                elif r.random() >= share:
-                    out[k] = v
-                elif level == 1:
-                    out[k] = None
-            return out
 
-        note_key, note = self.words(vocab.MISSING_NOTES)[0]
-        blanked = blank(content)
-        if blanked == content or not isinstance(blanked, dict):
-            return blanked
-        return {**blanked, note_key: note}
+def _blank(content: Any, level: int, r: Any, note: tuple[str, str]) -> Any:
+    share = {1: 1 / 3, 2: 2 / 3, 3: 1.0}[level]
+
+    def blank(value: Any) -> Any:
+        if isinstance(value, list):
+            return [blank(v) for v in value]
+        if not isinstance(value, dict):
+            return value
+        out = {}
+        for k, v in value.items():
+            if isinstance(v, dict | list) and v and not all(isinstance(x, str) for x in v):
+                out[k] = blank(v)
+            elif r.random() >= share:
+                out[k] = v
+            elif level == 1:
+                out[k] = None
+        return out
+
+    blanked = blank(content)
+    if blanked == content or not isinstance(blanked, dict):
+        return blanked
+    return {**blanked, note[0]: note[1]}
+
+
+def _gold_reads(task: Task) -> list[tuple[str, Any]]:
+    """(tool, content) of each call of the gold plan that succeeds and writes nothing, on the clean tools."""
+    results, writing = gold_results(task), writes(domain_of(task), task)
+    return [(c.tool, results[c.id].content) for c in task.plan if results[c.id].ok and c.tool not in writing]
 
 
 @register
@@ -88,6 +97,14 @@ class MissingValues(Perturbation):
 
     wrapper = _Missing
 
+    def applies_to(self, task: Task) -> bool:
+        """Whether a field of an answer on the gold path goes missing (the draws are the wrapper's)."""
+        if self.severity == 0:
+            return True
+        note = vocab.MISSING_NOTES[self.pool][0]
+        draw = lambda tool: rng(self.seed, self.name, self.pool, task.id, tool)
+        return any(_blank(content, self.severity, draw(tool), note) != content for tool, content in _gold_reads(task))
+
     def extra_turns(self) -> int:
         return 2 if self.severity else 0
 
@@ -100,13 +117,27 @@ def _rename_keys(value: Any, mapping: dict[str, str]) -> Any:
     return value
 
 
+def _form_keys(value: Any, form: str) -> Any:
+    if isinstance(value, dict):
+        return {form.format(key=k): _form_keys(v, form) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_form_keys(v, form) for v in value]
+    return value
+
+
+def _shift(content: Any, spec: Perturbation, own: vocab.DomainVocabulary | None) -> Any:
+    if own is None:
+        content = _form_keys(content, vocab.FIELD_FORMS[spec.pool][0])
+    else:
+        content = _rename_keys(content, {k: v[spec.pool][0] for k, v in own.field_synonyms.items()})
+    if spec.severity >= 2:
+        content = {vocab.ENVELOPES[spec.pool][0]: content, "status": "ok"}
+    return content
+
+
 class _Format(ObservationWrapper):
     def observation(self, name: str, content: Any) -> Any:
-        pool = self.spec.pool
-        content = _rename_keys(content, {k: v[pool][0] for k, v in vocab.FIELD_SYNONYMS.items()})
-        if self.spec.severity >= 2:
-            content = {self.words(vocab.ENVELOPES)[0]: content, "status": "ok"}
-        return content
+        return _shift(content, self.spec, vocabulary(self.domain))
 
     def observe(self, result: ToolResult) -> str:
         if self.spec.severity >= 3 and result.ok:
@@ -119,12 +150,21 @@ class FormatShift(Perturbation):
     name: ClassVar[str] = "format_shift"
     tier = "interaction"
     shift = "observation"
-    summary = "1: result keys renamed; 2: + wrapped in an envelope; 3: + plain 'path = value' lines, not JSON"
+    summary = (
+        "1: result keys renamed (by the domain's synonyms, else all by a pattern); 2: + wrapped in an envelope; "
+        "3: + plain 'path = value' lines, not JSON"
+    )
     expected = "read values from an unfamiliar format"
     max_severity = 3
     layer = "format"
 
     wrapper = _Format
+
+    def applies_to(self, task: Task) -> bool:
+        """Whether an answer on the gold path reads differently (one with none of the renamed keys does not)."""
+        own = vocabulary(task.domain)
+        results = gold_results(task).values()
+        return any(r.ok and (self.severity >= 3 or _shift(r.content, self, own) != r.content) for r in results)
 
 
 class _Transient(CallWrapper):
@@ -260,7 +300,8 @@ class _CodeShift(CallWrapper):
         result = self.env.call(name, arguments)
         if len(state.writes) == before or not result.ok or not isinstance(result.content, dict):
             return result
-        old = result.content.get("code")
+        key = next((k for k, v in result.content.items() if v == state.writes[-1].code), None)
+        old = result.content.get(key) if key is not None else None
         if not isinstance(old, str) or "-" not in old:
             return result
         prefix, body = old.split("-", 1)
@@ -271,7 +312,7 @@ class _CodeShift(CallWrapper):
         for record in state.records.values():
             if record.get("code") == old:
                 record["code"] = new
-        return result.model_copy(update={"content": {**result.content, "code": new}})
+        return result.model_copy(update={"content": {**result.content, key: new}})
 
 
 @register
@@ -284,29 +325,57 @@ class VerificationCodeShift(Perturbation):
     layer = "codes"
 
     def applies_to(self, task: Task) -> bool:
-        return task.write is not None
+        """Whether the task writes and its write returns a code of the shape ``PREFIX-BODY`` to reshape."""
+        if task.write is None:
+            return False
+        result = gold_results(task).get(task.write.id)
+        content = result.content if result is not None and result.ok else None
+        return isinstance(content, dict) and any(isinstance(v, str) and "-" in v for v in content.values())
 
     wrapper = _CodeShift
 
 
+def row_lists(task: Task) -> dict[str, str]:
+    """Tool → the key of the list of rows its gold answer holds (what a paginated search pages), by the plan."""
+    out: dict[str, str] = {}
+    for call in task.plan:
+        result = gold_results(task).get(call.id)
+        if result is not None and result.ok and isinstance(result.content, dict):
+            keys = [k for k, v in result.content.items() if isinstance(v, list) and v and isinstance(v[0], dict)]
+            if len(keys) == 1:
+                out.setdefault(call.tool, keys[0])
+    return out
+
+
 class _Behaviour(ToolsWrapper):
-    per_task = False
+    @property
+    def per_task(self) -> bool:  # type: ignore[override]
+        return vocabulary(self.domain) is None
 
     def build(self, specs: list[ToolSpec]) -> list[Route]:
+        own = vocabulary(self.domain)
+        units = own.unit_tools if own is not None else ()
+        if own is not None:
+            pages = {name: ("results", own.rank_by is not None) for name in own.searches}
+        else:
+            pages = {name: (key, False) for name, key in row_lists(self.task).items()}
         routes = []
         for spec in specs:
             name = spec["function"]["name"]
-            if name in UNIT_TOOLS:
-                note = "Now reports miles (mi), not km." if name == "get_distance" else "Now reports °F (temp_f)."
+            if name in units:
+                note = "Now reports miles (mi), not km." if "km" in spec["function"]["description"] else (
+                    "Now reports °F (temp_f).")  # fmt: skip
                 spec = with_description(spec, f"{spec['function']['description']} {note}")
                 routes.append(Route(spec, handler=on(self._units, name)))
-            elif name in SEARCHES and self.spec.severity >= 2:
+            elif name in pages and self.spec.severity >= 2:
+                key, alphabetical = pages[name]
+                order = "in alphabetical order" if alphabetical else "in the same order"
                 spec = clone(spec)
                 spec["function"]["description"] += (
-                    f" Results now come {PAGE_SIZE} per page in alphabetical order; pass page for more."
+                    f" Results now come {PAGE_SIZE} per page {order}; pass page for more."
                 )
                 params_of(spec)["properties"]["page"] = {"type": "integer", "description": "page number (default 1)"}
-                routes.append(Route(spec, handler=on(self._pages, name)))
+                routes.append(Route(spec, handler=on(self._pages, name, key, alphabetical)))
             else:
                 routes.append(Route(spec, target=name))
         return routes
@@ -322,7 +391,7 @@ class _Behaviour(ToolsWrapper):
             content["temp_f"] = round(content.pop("temp_c") * 1.8 + 32, 1)
         return result.model_copy(update={"content": content})
 
-    def _pages(self, arguments: Any, name: str) -> ToolResult:
+    def _pages(self, arguments: Any, name: str, key: str, alphabetical: bool) -> ToolResult:
         page = 1
         if isinstance(arguments, dict) and "page" in arguments:
             arguments = dict(arguments)
@@ -330,12 +399,14 @@ class _Behaviour(ToolsWrapper):
             if not isinstance(page, int) or isinstance(page, bool) or page < 1:
                 return failure(name, "invalid_arguments", "'page': must be a whole number from 1")
         result = self.env.call(name, arguments)
-        if not result.ok or not isinstance(result.content, dict) or "results" not in result.content:
+        if not result.ok or not isinstance(result.content, dict) or key not in result.content:
             return result
-        rows = sorted(result.content["results"], key=lambda row: str(row.get("name")))
+        rows = result.content[key]
+        if alphabetical:
+            rows = sorted(rows, key=lambda row: str(row.get("name")))
         pages = max(1, -(-len(rows) // PAGE_SIZE))
         chunk = rows[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
-        return result.model_copy(update={"content": {"results": chunk, "page": page, "pages": pages}})
+        return result.model_copy(update={"content": {key: chunk, "page": page, "pages": pages}})
 
 
 @register
@@ -343,14 +414,19 @@ class BehaviourChange(Perturbation):
     name: ClassVar[str] = "behaviour_change"
     tier = "interaction"
     shift = "observation"
-    summary = "1: distance in miles and temperature in °F, as documented; 2: + searches paginated, A to Z"
+    summary = (
+        "1: distance in miles and temperature in °F, as documented; 2: + searches paginated, A to Z (a domain "
+        "without units of its own: 2 only, its lists of rows paginated in their order)"
+    )
     expected = "read the documented change: convert units, fetch every page and rank by rating"
     max_severity = 2
     layer = "behaviour"
 
     def applies_to(self, task: Task) -> bool:
-        tools = {c.tool for c in task.plan}
-        return bool(tools & set(UNIT_TOOLS)) or (self.severity >= 2 and bool(tools & set(SEARCHES)))
+        tools, own = {c.tool for c in task.plan}, vocabulary(task.domain)
+        if own is None:  # no documented units to change: only paging, where the plan shows a list of rows
+            return self.severity >= 2 and bool(row_lists(task))
+        return bool(tools & set(own.unit_tools)) or (self.severity >= 2 and bool(tools & set(own.searches)))
 
     wrapper = _Behaviour
 

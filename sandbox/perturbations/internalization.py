@@ -9,6 +9,7 @@ from sandbox.env import Env
 from sandbox.perturbations import vocab
 from sandbox.perturbations.base import Perturbation
 from sandbox.perturbations.registry import register
+from sandbox.perturbations.vocab import vocabulary
 from sandbox.perturbations.wrappers import (
     CallWrapper,
     PerturbationWrapper,
@@ -21,16 +22,15 @@ from sandbox.seeds import rng
 from sandbox.task import Task
 from sandbox.tools import ToolResult
 
-FINDERS = {"find_place": "place", "find_patient": "patient"}
-
 
 class _Transferred(PerturbationWrapper):
     """Marks the stack: the env below it is the medical twin of the task."""
 
 
 def medical_twin(task: Task, seed: int) -> Task:
-    """A medical task of the same split and the same kind (solvable, or unsolvable for the same reason)."""
-    medical = get_domain("medical")
+    """A task of the held-out domain, of the same split and the same kind (solvable, or unsolvable for the
+    same reason)."""
+    medical = get_domain(vocabulary(task.domain).transfer)  # type: ignore[union-attr,arg-type]
     kinds = [i for i, f in enumerate(medical.families) if f.unsolvable == task.unsolvable]
     r = rng(seed, "domain_transfer", task.id)
     while True:
@@ -46,18 +46,21 @@ class DomainTransfer(Perturbation):
     tier = "internalization"
     shift = "domain"
     summary = (
-        "the POI task is replaced by a medical task of the same split and kind (the clean twin stays the POI task)"
+        "the POI task is replaced by a medical task of the same split and kind (the clean twin stays the POI task); "
+        "only for a domain that names its held-out twin"
     )
     expected = "carry the learned patterns (look up, chain, act) into an unseen domain"
     layer = "domain"
 
     def applies_to(self, task: Task) -> bool:
-        return task.domain == "poi"
+        words = vocabulary(task.domain)
+        return words is not None and words.transfer is not None
 
     def apply(self, env: Env) -> Env:
         if not self.applies_to(env.task):
             return env
-        twin: Env = Env(get_domain("medical"), medical_twin(env.task, self.seed))
+        twin_task = medical_twin(env.task, self.seed)
+        twin: Env = Env(get_domain(twin_task.domain), twin_task)
         for wrapper in env.wrappers():
             spec = getattr(wrapper, "spec", None)
             if spec is not None:
@@ -99,14 +102,15 @@ class _Ghost(CallWrapper):
         return self.env.solvable and self._target() is None
 
     def _target(self) -> tuple[str, str, str, str] | None:
-        name = self.task.params.get("name")
+        name, words = self.task.params.get("name"), vocabulary(self.domain)
+        if words is None or words.resolve is None:
+            return None
         for call in self.task.plan:
-            if call.tool in FINDERS and call.args.get("name") == name:
-                world = self.unwrapped.world
-                found = world.by_name(name, call.args["city"]) if hasattr(world, "by_name") else (
-                    world.patient_by_name(name, call.args["city"]))  # fmt: skip
+            if call.tool == words.finder and call.args.get("name") == name:
+                city = call.args["city"]
+                found = words.resolve(self.unwrapped.world, name, city)
                 if found is not None:
-                    return call.tool, name, call.args["city"], found.id
+                    return call.tool, name, city, found.id
         return None
 
     def call(self, name: str, arguments: Any) -> ToolResult:
@@ -114,7 +118,7 @@ class _Ghost(CallWrapper):
         if target is None or not isinstance(arguments, dict):
             return self.env.call(name, arguments)
         finder, ghost, _, ghost_id = target
-        kind = FINDERS[finder]
+        kind = vocabulary(self.domain).entity  # type: ignore[union-attr]
         if name == finder and str(arguments.get("name", "")).casefold() == ghost.casefold():
             return failure(name, "not_found", f"no {kind} named {arguments['name']!r} in {arguments.get('city')!r}")
         if ghost_id in arguments.values():
@@ -131,14 +135,19 @@ class NonexistentEntity(Perturbation):
     name: ClassVar[str] = "nonexistent_entity"
     tier = "internalization"
     shift = "domain"
-    summary = "the place or patient the request names does not exist in this world"
+    summary = (
+        "the place or patient the request names does not exist in this world (only where the domain names its "
+        "lookup by name and its entities)"
+    )
     expected = "refuse once the lookup finds nothing, instead of inventing an answer"
     unsolvable = True
     layer = "unsolvable"
 
     def applies_to(self, task: Task) -> bool:
-        name = task.params.get("name")
-        return task.solvable and any(c.tool in FINDERS and c.args.get("name") == name for c in task.plan)
+        name, words = task.params.get("name"), vocabulary(task.domain)
+        if words is None or words.resolve is None:
+            return False
+        return task.solvable and any(c.tool == words.finder and c.args.get("name") == name for c in task.plan)
 
     wrapper = _Ghost
 

@@ -7,7 +7,9 @@ from typing import Any, ClassVar
 
 from sandbox.perturbations import vocab
 from sandbox.perturbations.base import Perturbation
+from sandbox.perturbations.plan import dependencies, read_path, writes
 from sandbox.perturbations.registry import register
+from sandbox.perturbations.vocab import vocabulary
 from sandbox.perturbations.wrappers import (
     Route,
     ToolSpec,
@@ -23,19 +25,31 @@ from sandbox.seeds import child_seed
 from sandbox.task import Task
 from sandbox.tools import ToolResult
 
-CONSUMERS: dict[str, tuple[str, str]] = {
-    "get_place_details": ("find_place", "place_id"),
-    "get_opening_hours": ("find_place", "place_id"),
-    "book_place": ("find_place", "place_id"),
-    "get_patient_record": ("find_patient", "patient_id"),
-    "get_lab_results": ("find_patient", "patient_id"),
-    "book_appointment": ("find_patient", "patient_id"),
-}
-"""Tools that take an id which a lookup by name returns: tool → (lookup, id parameter)."""
+
+def _links(domain: Any, task: Task) -> dict[str, tuple[str, str, str]]:
+    """Consumer tool → (the lookup that gives its id, the id parameter, where the id is in the lookup's
+    result): the domain's vocabulary where it has one, else what the gold plan shows."""
+    words = vocabulary(domain)
+    if words is not None:
+        return {tool: (finder, param, "id") for tool, (finder, param) in words.consumers.items()}
+    return {d.consumer: (d.lookup, d.param, d.path) for d in dependencies(task)}
 
 
 def _uses_consumer(task: Task) -> bool:
-    return any(c.tool in CONSUMERS for c in task.plan)
+    links = _links(task.domain, task)
+    return any(c.tool in links for c in task.plan)
+
+
+class _Linked(ToolsWrapper):
+    """A wrapper over the dependencies of :func:`_links`: built once per spec for a domain with vocabulary,
+    once per task where the plan shows them."""
+
+    @property
+    def per_task(self) -> bool:  # type: ignore[override]
+        return vocabulary(self.domain) is None
+
+    def links(self) -> dict[str, tuple[str, str, str]]:
+        return _links(self.domain, self.task)
 
 
 def _split(arguments: Any, keys: set[str]) -> tuple[dict[str, Any], dict[str, Any]] | None:
@@ -44,30 +58,31 @@ def _split(arguments: Any, keys: set[str]) -> tuple[dict[str, Any], dict[str, An
     return {k: v for k, v in arguments.items() if k in keys}, {k: v for k, v in arguments.items() if k not in keys}
 
 
-class _Merge(ToolsWrapper):
-    per_task = False
-
+class _Merge(_Linked):
     def build(self, specs: list[ToolSpec]) -> list[Route]:
         by_name = {s["function"]["name"]: s for s in specs}
-        taken, routes = set(by_name), []
+        taken, routes, links = set(by_name), [], self.links()
         for spec in specs:
             name = spec["function"]["name"]
-            finder, id_param = CONSUMERS.get(name, (None, None))
+            finder, id_param, path = links.get(name, (None, None, None))
             if finder not in by_name:
                 routes.append(Route(spec, target=name))
                 continue
             merged = unique_name(self.words(vocab.MERGED_NAMES)[0].format(name=name), taken)
-            note = self.words(vocab.MERGED_NOTES)[0]
+            notes = vocab.MERGED_NOTES if vocabulary(self.domain) is not None else vocab.MERGED_PLAN_NOTES
+            note = self.words(notes)[0].format(lookup=finder)
             new = with_description(spec, f"{spec['function']['description']} {note}", name=merged)
             look, own = params_of(by_name[finder]), params_of(spec)
             rest = {k: v for k, v in own["properties"].items() if k != id_param}
             params_of(new)["properties"] = {**clone(look["properties"]), **rest}
             params_of(new)["required"] = [*look["required"], *(p for p in own["required"] if p != id_param)]
-            routes.append(Route(new, handler=on(self._merged, merged, finder, name, id_param, set(look["properties"]))))
+            routes.append(
+                Route(new, handler=on(self._merged, merged, finder, name, id_param, set(look["properties"]), path))
+            )
         return routes
 
     def _merged(
-        self, arguments: Any, merged: str, finder: str, name: str, id_param: str, find_keys: set[str]
+        self, arguments: Any, merged: str, finder: str, name: str, id_param: str, find_keys: set[str], path: str
     ) -> ToolResult:
         parts = _split(arguments, find_keys)
         if parts is None:
@@ -75,7 +90,7 @@ class _Merge(ToolsWrapper):
         found = self.env.call(finder, parts[0])
         if not found.ok:
             return found
-        return self.env.call(name, {**parts[1], id_param: found.content.get("id")})
+        return self.env.call(name, {**parts[1], id_param: read_path(found.content, path)})
 
 
 @register
@@ -83,7 +98,7 @@ class DependencyMerge(Perturbation):
     name: ClassVar[str] = "dependency_merge"
     tier = "reasoning"
     shift = "action"
-    summary = "a lookup and the call that needed its id become one tool that takes the name and city"
+    summary = "a lookup and the call that needed the id it returns become one tool that takes the lookup's arguments"
     expected = "use the merged tool in one step instead of the remembered two"
     layer = "merge"
 
@@ -93,17 +108,16 @@ class DependencyMerge(Perturbation):
     wrapper = _Merge
 
 
-class _Invert(ToolsWrapper):
-    per_task = False
-
+class _Invert(_Linked):
     def build(self, specs: list[ToolSpec]) -> list[Route]:
         by_name = {s["function"]["name"]: s for s in specs}
         param = self.words(vocab.INVERSION_PARAMS)[0]
         inverted: dict[str, list[str]] = {}
         routes: dict[str, Route] = {}
+        self._ids = links = self.links()
         for spec in specs:
             name = spec["function"]["name"]
-            finder, id_param = CONSUMERS.get(name, (None, None))
+            finder, id_param, _ = links.get(name, (None, None, None))
             if finder not in by_name:
                 routes[name] = Route(spec, target=name)
                 continue
@@ -145,7 +159,8 @@ class _Invert(ToolsWrapper):
         if not found.ok:
             return found
         name, rest = pending
-        return self.env.call(name, {**rest, CONSUMERS[name][1]: found.content.get("id")})
+        _, id_param, path = self._ids[name]
+        return self.env.call(name, {**rest, id_param: read_path(found.content, path)})
 
 
 @register
@@ -153,7 +168,7 @@ class LogicInversion(Perturbation):
     name: ClassVar[str] = "logic_inversion"
     tier = "reasoning"
     shift = "action"
-    summary = "the order reverses: the call that needed an id comes first, and the lookup by name then runs it"
+    summary = "the order reverses: the call that needed an id comes first, and the lookup then runs it"
     expected = "follow the documented new order instead of the remembered one"
     layer = "inversion"
 
@@ -175,8 +190,9 @@ class _Token(ToolsWrapper):
             plan = [c.tool for c in self.task.plan]
             guarded = {n for n in names if any(n == t or n.startswith(t + "_") for t in plan)}
             last = [n for n in names if n in guarded]
-            writes = [n for n in last if n.startswith(("book_", "cancel_"))]
-            guarded = set(writes[:1] or last[-1:])
+            writing = writes(self.domain, self.task)
+            writes_ = [n for n in last if any(n == t or n.startswith(t + "_") for t in writing)]
+            guarded = set(writes_[:1] or last[-1:])
         tool_name, description = self.words(vocab.TOKEN_TOOLS)[0]
         self.tool = unique_name(tool_name, set(names))
         param, param_text = self.words(vocab.TOKEN_PARAMS)[0]

@@ -10,7 +10,8 @@ docs do, so that a reader of descriptions can tell what each tool does whatever 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 Pools = Mapping[str, tuple[Any, ...]]
@@ -214,6 +215,9 @@ TOKEN_TOOLS = _pools(
 TOKEN_PARAMS = _pools((("token", "access token from {tool}"),), (("session_pass", "session pass returned by {tool}"),))
 MERGED_NAMES = _pools(("{name}_by_name",), ("{name}_from_name",))
 MERGED_NOTES = _pools(("Takes the name and city instead of an id.",), ("No id needed: give the name and city.",))
+MERGED_PLAN_NOTES = _pools(
+    ("Takes what {lookup} takes, instead of the id it returns.",), ("No id needed: give the arguments of {lookup}.",)
+)
 INVERSION_PARAMS = _pools(("request",), ("ticket",))
 INVERSION_NOTES = _pools(
     ("Call this first, without an id: it returns a {param}; then pass it to {finder}, which gives the result.",),
@@ -246,6 +250,48 @@ REDUNDANT_SENTENCES = _pools(
     ),
 )
 
+# Generic rules: what a domain without vocabulary of its own gets (see ``DomainVocabulary``).
+WORD_SYNONYMS: dict[str, Pools] = {
+    "get": _pools(("fetch",), ("retrieve",)),
+    "search": _pools(("query",), ("scan",)),
+    "find": _pools(("locate",), ("discover",)),
+    "list": _pools(("enumerate",), ("catalog",)),
+    "lookup": _pools(("resolve",), ("identify",)),
+    "show": _pools(("display",), ("present",)),
+    "check": _pools(("verify",), ("inspect",)),
+    "create": _pools(("make",), ("open",)),
+    "add": _pools(("append",), ("insert",)),
+    "delete": _pools(("erase",), ("purge",)),
+    "remove": _pools(("drop",), ("strip",)),
+    "update": _pools(("modify",), ("revise",)),
+    "set": _pools(("assign",), ("configure",)),
+    "send": _pools(("dispatch",), ("transmit",)),
+    "cancel": _pools(("revoke",), ("withdraw",)),
+    "reserve": _pools(("hold",), ("earmark",)),
+    "book": _pools(("volume",), ("title_record",)),
+    "make": _pools(("build",), ("produce",)),
+    "read": _pools(("load",), ("peek",)),
+    "write": _pools(("save",), ("store",)),
+    "move": _pools(("shift",), ("relocate",)),
+    "run": _pools(("execute",), ("launch",)),
+}
+"""Word-for-word synonyms of the words tool names are made of (verbs mostly). A rule, not a thesaurus: a
+name none of whose words is here keeps its name, and ``semantic_renaming`` does not apply to a domain
+where no tool name changes."""
+DESCRIPTION_FRAMES = _pools(("In short: {desc}", "Purpose: {desc}"), ("What it does: {desc}", "Summary: {desc}"))
+"""How a description without a hand-written rewrite is reworded: framed, with ``PHRASE_SWAPS`` applied."""
+PHRASE_SWAPS: dict[str, Pools] = {
+    "returns": _pools(("hands back",), ("yields",)),
+    "gives": _pools(("provides",), ("supplies",)),
+    "one": _pools(("a single",), ("exactly one",)),
+    "search": _pools(("look through",), ("scan",)),
+    "everything": _pools(("all the facts",), ("every detail",)),
+}
+PARAM_FORMS = _pools(("{param}_val", "in_{param}"), ("{param}_arg", "p_{param}"))
+"""How a parameter without hand-written synonyms is renamed by ``schema_noise``."""
+FIELD_FORMS = _pools(("{key}_val",), ("fld_{key}",))
+"""How a result key without hand-written synonyms is renamed by ``format_shift``."""
+
 VOCABULARIES: dict[str, Any] = {
     name: value for name, value in globals().items() if name.isupper() and name not in ("CAPABILITIES", "DECOY_MARKERS")
 }
@@ -263,3 +309,75 @@ def _strings(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]
     return [s for item in value for s in _strings(item)]
+
+
+# What our two domains know about their own tools. A domain without it gets the generic rules above.
+
+CONSUMERS: dict[str, tuple[str, str]] = {
+    "get_place_details": ("find_place", "place_id"),
+    "get_opening_hours": ("find_place", "place_id"),
+    "book_place": ("find_place", "place_id"),
+    "get_patient_record": ("find_patient", "patient_id"),
+    "get_lab_results": ("find_patient", "patient_id"),
+    "book_appointment": ("find_patient", "patient_id"),
+}
+"""Tools that take an id which a lookup by name returns: tool → (lookup, id parameter)."""
+
+
+@dataclass(frozen=True)
+class DomainVocabulary:
+    """What a domain tells the perturbations and the oracle about its own words; every field may stay empty.
+
+    A domain supplies it as ``Domain.vocabulary`` (read with ``getattr``); POI and medical get theirs from
+    this module. Where a field is empty the generic rules stand in: synonyms by ``WORD_SYNONYMS``,
+    rewrites by ``DESCRIPTION_FRAMES``, tools found by how close a description is to the clean one,
+    dependencies from the gold plan.
+    """
+
+    tool_synonyms: Mapping[str, Pools] = field(default_factory=dict)
+    description_rewrites: Mapping[str, Pools] = field(default_factory=dict)
+    capabilities: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """Tool → the words its descriptions keep (the oracle finds tools by them)."""
+    param_synonyms: Mapping[str, Pools] = field(default_factory=dict)
+    field_synonyms: Mapping[str, Pools] = field(default_factory=dict)
+    consumers: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    """Tool → (the lookup by name that gives its id, the id parameter)."""
+    finder: str | None = None
+    """The lookup by name and city, whose not-found makes an entity nonexistent."""
+    entity: str = ""
+    """What the finder finds, in words ("place")."""
+    unit_tools: tuple[str, ...] = ()
+    searches: tuple[str, ...] = ()
+    """Searches ranked by ``rank_by``: ``behaviour_change`` pages them A to Z."""
+    rank_by: str | None = None
+    entities: Callable[[Any], Iterable[Any]] | None = None
+    """The finder's entities in a world (rows with ``name``, ``city``, ``id``): what an underspecified query
+    and a nonexistent entity need to know who bears a name."""
+    resolve: Callable[[Any, str, str], Any] | None = None
+    """The entity of a world with a name in a city, or ``None`` (what the finder does, without a call)."""
+    transfer: str | None = None
+    """The held-out domain ``domain_transfer`` swaps this one's tasks for."""
+
+
+def _ours(finder: str, entity: str, entities: Callable, resolve: Callable, transfer: str | None) -> DomainVocabulary:
+    return DomainVocabulary(
+        TOOL_SYNONYMS, DESCRIPTION_REWRITES, CAPABILITIES, PARAM_SYNONYMS, FIELD_SYNONYMS,
+        {t: c for t, c in CONSUMERS.items() if c[0] == finder}, finder, entity,
+        ("get_distance", "get_weather"), ("search_places", "find_doctors"), "rating", entities, resolve, transfer,
+    )  # fmt: skip
+
+
+_OURS = {
+    "poi": _ours("find_place", "place", lambda w: w.places.values(), lambda w, n, c: w.by_name(n, c), "medical"),
+    "medical": _ours(
+        "find_patient", "patient", lambda w: w.patients.values(), lambda w, n, c: w.patient_by_name(n, c), None
+    ),
+}
+
+
+def vocabulary(domain: Any) -> DomainVocabulary | None:
+    """The vocabulary of ``domain`` (a Domain or its name): its own, ours for POI and medical, else ``None``."""
+    own = getattr(domain, "vocabulary", None)
+    if own is not None:
+        return own
+    return _OURS.get(domain if isinstance(domain, str) else getattr(domain, "name", ""))

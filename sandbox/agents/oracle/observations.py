@@ -9,6 +9,7 @@ gave each call (``<step>.<attempt>``).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -18,7 +19,31 @@ from sandbox.perturbations import vocab
 from sandbox.perturbations.formats import parse_lines
 from sandbox.task import Task
 
-_FIELDS = {synonym: key for key, pools in vocab.FIELD_SYNONYMS.items() for words in pools.values() for synonym in words}
+_FORMS = re.compile(
+    "|".join(
+        "^" + re.escape(form).replace(re.escape("{key}"), f"(?P<k{i}>.+)") + "$"
+        for i, form in enumerate(f for forms in vocab.FIELD_FORMS.values() for f in forms)
+    )
+)
+"""The key renames of ``format_shift`` on a domain without field synonyms, read backwards."""
+
+
+@lru_cache(maxsize=16)
+def _fields(domain: str) -> dict[str, str] | None:
+    """Renamed result key → canonical key: the domain's field synonyms (all of ours when ``domain`` is
+    empty); ``None`` where the domain has none, and the generic forms are undone instead."""
+    words = vocab.vocabulary(domain) if domain else None
+    synonyms = words.field_synonyms if words is not None else {} if domain else vocab.FIELD_SYNONYMS
+    if domain and not synonyms:
+        return None
+    return {synonym: key for key, pools in synonyms.items() for words in pools.values() for synonym in words}
+
+
+def _unform(key: str) -> str:
+    m = _FORMS.match(key)
+    return key if m is None else next(v for v in m.groupdict().values() if v is not None)
+
+
 _ENVELOPES = {word for words in vocab.ENVELOPES.values() for word in words}
 _NOTES = {key for notes in vocab.MISSING_NOTES.values() for key, _ in notes} | {"status"}
 _PARTIAL = {note for notes in vocab.MISSING_NOTES.values() for note in notes}
@@ -51,15 +76,18 @@ def decode(text: Any) -> Any:
         return parse_lines(text) or text
 
 
-def normalize(content: Any) -> Any:
-    """Canonical keys: envelopes unwrapped, synonyms renamed, units converted back."""
+def normalize(content: Any, domain: str = "") -> Any:
+    """Canonical keys: envelopes unwrapped, synonyms renamed (those of ``domain``), units converted back."""
     if isinstance(content, list):
-        return [normalize(v) for v in content]
+        return [normalize(v, domain) for v in content]
     if not isinstance(content, dict):
         return content
     if len(set(content) & _ENVELOPES) == 1:
-        return normalize(content[next(iter(set(content) & _ENVELOPES))])
-    out = {_FIELDS.get(k, k): normalize(v) for k, v in content.items()}
+        return normalize(content[next(iter(set(content) & _ENVELOPES))], domain)
+    fields = _fields(domain)
+    if fields is None:
+        return {_unform(k): normalize(v, domain) for k, v in content.items()}
+    out = {fields.get(k, k): normalize(v, domain) for k, v in content.items()}
     if isinstance(out.get("mi"), int | float):
         out["km"] = round(out.pop("mi") * 1.609344, 1)
     if isinstance(out.get("temp_f"), int | float):
@@ -83,12 +111,24 @@ def first_string(value: Any) -> str | None:
     return None
 
 
-def rows_complete(result: Any) -> bool:
-    """Whether a page of search results is whole: no field missing, every row rated."""
+def rows_key(result: Any) -> str | None:
+    """The key of a page's rows: ``results``, else the one key holding a list."""
+    if not isinstance(result, dict):
+        return None
+    if "results" in result:
+        return "results"
+    keys = [k for k, v in result.items() if isinstance(v, list)]
+    return keys[0] if len(keys) == 1 else None
+
+
+def rows_complete(result: Any, rank_by: str | None = "rating") -> bool:
+    """Whether a page of search results is whole: no field missing, every row ranked (by ``rank_by``)."""
     if partial(result):
         return False
-    rows = result.get("results") if isinstance(result, dict) else None
-    return isinstance(rows, list) and all(isinstance(r, dict) and r.get("rating") is not None for r in rows)
+    key = rows_key(result)
+    rows = result.get(key) if key is not None else None
+    return isinstance(rows, list) and all(isinstance(r, dict) and (rank_by is None or r.get(rank_by) is not None)
+                                          for r in rows)  # fmt: skip
 
 
 @dataclass
@@ -101,18 +141,18 @@ class Attempt:
 
 
 @lru_cache(maxsize=1024)
-def _observation_text(text: str) -> tuple[Any, Any]:
+def _observation_text(text: str, domain: str) -> tuple[Any, Any]:
     """An observation decoded, and normalized when it is a success. Kept by its text: each turn
     rereads every earlier observation of the episode. Shared between turns, so callers only read them."""
     result = decode(text)
-    return result, None if result is None or is_error(result) else normalize(result)
+    return result, None if result is None or is_error(result) else normalize(result, domain)
 
 
-def _observation(content: Any) -> tuple[Any, Any]:
+def _observation(content: Any, domain: str) -> tuple[Any, Any]:
     if isinstance(content, str):
-        return _observation_text(content)
+        return _observation_text(content, domain)
     result = decode(content)
-    return result, None if result is None or is_error(result) else normalize(result)
+    return result, None if result is None or is_error(result) else normalize(result, domain)
 
 
 @dataclass
@@ -137,7 +177,7 @@ class View:
                 view.attempts.setdefault(call["id"].rsplit(".", 1)[0], []).append(attempt)
             if m.get("role") == "tool" and m.get("tool_call_id") in pending:
                 attempt = pending[m["tool_call_id"]]
-                attempt.result, attempt.normalized = _observation(m["content"])
+                attempt.result, attempt.normalized = _observation(m["content"], task.domain)
         return view
 
     def last(self, step: str) -> Attempt | None:

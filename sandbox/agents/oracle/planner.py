@@ -15,10 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from sandbox.agent import Briefed, Reply, ToolSpec, Turn
-from sandbox.agents.oracle.observations import View, first_string, is_error, lookup, partial, rows_complete
+from sandbox.agents.oracle.observations import View, first_string, is_error, lookup, partial, rows_complete, rows_key
 from sandbox.agents.oracle.tools import (
-    ENTITY_ID,
-    FINDER,
     SchemaText,
     clean_params,
     empty_args,
@@ -27,6 +25,8 @@ from sandbox.agents.oracle.tools import (
     toolset,
     undocumented_id,
 )
+from sandbox.perturbations.plan import leaf_paths
+from sandbox.perturbations.vocab import vocabulary
 from sandbox.task import Call
 
 MAX_ATTEMPTS = 8
@@ -66,10 +66,14 @@ class Planner:
         self.view = view
         self.task = view.task
         self.names = tuple(view.tools)
-        live, by_capability = toolset(tuple((n, s["function"]["description"]) for n, s in view.tools.items()))
+        described = tuple((n, s["function"]["description"]) for n, s in view.tools.items())
+        live, by_capability = toolset(described, self.task.domain)
         self.live = {n: view.tools[n] for n in live}
         self.by_capability: dict[str, str] = dict(by_capability)
         self.clean = clean_params(self.task.domain)
+        self.words = vocabulary(self.task.domain)
+        self.rank_by = self.words.rank_by if self.words is not None else None
+        self.plan = {c.id: c for c in self.task.plan}
         self._finished: dict[str, bool] = {}
         self._final: dict[str, Step] = {}
 
@@ -113,7 +117,7 @@ class Planner:
             return False
         if isinstance(result, dict) and isinstance(result.get("pages"), int) and result["pages"] > 1:
             pages = [self.view.done(f"{call.id}~p{n}") for n in range(2, result["pages"] + 1)]
-            if not all(p is not None and rows_complete(p) for p in pages):
+            if not all(p is not None and rows_complete(p, self.rank_by) for p in pages):
                 return False
         merged = self.result(call)
         return all(lookup(merged, src.path) is not None for src in self.task.sources.values() if src.call == call.id)
@@ -183,7 +187,7 @@ class Planner:
         missing = set(own) - used - self.omitted(call)
         if not missing:
             return Step(call.id, name, args, lambda tool: self.fill(self.view.tools[tool], own, call)[0])
-        ids = [p for p in missing if isinstance(call.args[p], str) and ENTITY_ID.match(call.args[p])]
+        ids = [p for p in missing if self.is_id(call, call.args[p])]
         if len(ids) != len(missing) or len(ids) != 1:
             raise Refusal(f"cannot fill {', '.join(sorted(missing))} of {name}")
         # Logic inversion: this tool now runs first and hands a request to the lookup by name.
@@ -237,8 +241,8 @@ class Planner:
                     continue
                 match, source = match_param(vname, text, own, used), own
                 if match is None:
-                    if finder_values is None and self._wants_finder(text, own, used, schema_text):
-                        id_param = undocumented_id(own, used, schema_text)
+                    if finder_values is None and self._wants_finder(text, own, used, schema_text, call):
+                        id_param = undocumented_id(own, used, schema_text, lambda v: self.is_id(call, v))
                         finder_values = self.finder_values(call, own[id_param][1])
                         used.add(id_param)
                     if finder_values is not None:
@@ -260,19 +264,45 @@ class Planner:
 
         return build(spec["function"]["parameters"]), used
 
-    def _wants_finder(
-        self, text: str, own: dict[str, tuple[str, Any]], used: set[str], schema_text: SchemaText
-    ) -> bool:
-        if undocumented_id(own, used, schema_text) is None:
+    def is_id(self, call: Call, value: Any) -> bool:
+        """Whether ``value`` is one that a call ``call`` comes after returned (an id it was looked up for)."""
+        if not isinstance(value, str):
             return False
-        finder = self.clean[FINDER[self.task.domain]]
-        return any(desc.casefold() in text for desc in finder.values())
+        results = [self.result(self.plan[d]) for d in call.after]
+        if any(value == leaf for result in results for _, leaf in leaf_paths(result)):
+            return True
+        if any(r is None for r in results):  # not known until the calls before it are in
+            raise Blocked(
+                *(self.final_step(self.plan[d]) for d, r in zip(call.after, results, strict=True) if r is None)
+            )
+        return False
+
+    def lookups(self, call: Call) -> list[str]:
+        """The tools whose arguments may stand for an id ``call`` takes: the domain's lookup by name, else
+        the calls it comes after in the gold plan."""
+        if self.words is not None and self.words.finder:
+            return [self.words.finder]
+        return [self.plan[d].tool for d in call.after]
+
+    def _wants_finder(
+        self, text: str, own: dict[str, tuple[str, Any]], used: set[str], schema_text: SchemaText, call: Call
+    ) -> bool:
+        if undocumented_id(own, used, schema_text, lambda v: self.is_id(call, v)) is None:
+            return False
+        return any(desc.casefold() in text for tool in self.lookups(call) for desc in self.clean[tool].values() if desc)
 
     def finder_values(self, call: Call, entity: Any) -> dict[str, tuple[str, Any]]:
-        """The name and city of the entity with id ``entity``, from the plan's lookup or an observed search."""
-        finder = FINDER[self.task.domain]
+        """The arguments of the lookup that found ``entity``: the plan's lookup, or (with a domain's lookup by
+        name) the name and city of an observed search's row."""
+        if self.words is None or not self.words.finder:
+            for dep in (self.plan[d] for d in call.after):
+                if any(entity == leaf for _, leaf in leaf_paths(self.result(dep))):
+                    descs = self.clean[dep.tool]
+                    return {p: (descs.get(p, ""), v) for p, v in dep.args.items()}
+            raise Blocked(*(self.final_step(self.plan[d]) for d in call.after))
+        finder = self.words.finder
         descs = self.clean[finder]
-        plan = {c.id: c for c in self.task.plan}
+        plan = self.plan
         for dep in (plan[d] for d in call.after):
             if dep.tool == finder:
                 result = self.view.done(dep.id)
@@ -302,20 +332,27 @@ class Planner:
                            if "page number" in str(prop.get("description", "")).casefold()), "page")  # fmt: skip
         base = final.remap(tool) if final.remap and tool != final.tool else final.args
         steps = [Step(f"{final.id}~p{n}", tool, {**base, page_param: n}) for n in range(2, result["pages"] + 1)]
-        return [s for s in steps if self.view.done(s.id) is None or not rows_complete(self.view.done(s.id))]
+        return [
+            s for s in steps if self.view.done(s.id) is None or not rows_complete(self.view.done(s.id), self.rank_by)
+        ]
 
     def result(self, call: Call) -> Any:
-        """The normalized result of a call, its pages merged and ranked by rating as the clean tool ranks them."""
+        """The normalized result of a call, its pages merged (and ranked as the clean tool ranks them, where the
+        domain says how)."""
         result = self.view.done(call.id)
         if not isinstance(result, dict) or not isinstance(result.get("pages"), int):
             return result
-        rows = list(result.get("results") or [])
+        key = rows_key(result) or "results"
+        rows = list(result.get(key) or [])
         for n in range(2, result["pages"] + 1):
             page = self.view.done(f"{call.id}~p{n}")
-            rows += (page or {}).get("results") or []
-        if not all(isinstance(r, dict) and isinstance(r.get("rating"), int | float) for r in rows):
-            return {**result, "results": []}
-        return {**result, "results": sorted(rows, key=lambda r: -r["rating"])}
+            rows += (page or {}).get(key) or []
+        rank = self.rank_by
+        if rank is None:
+            return {**result, key: rows}
+        if not all(isinstance(r, dict) and isinstance(r.get(rank), int | float) for r in rows):
+            return {**result, key: []}
+        return {**result, key: sorted(rows, key=lambda r: -r[rank])}
 
     def answer(self) -> str:
         parts = []

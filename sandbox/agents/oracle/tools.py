@@ -1,23 +1,23 @@
 """The tool set as the oracle reads it: each tool found by what its description says, never by its name.
 
 A perturbation may rename tools, add decoys beside them, reorder and rename their parameters; what it keeps
-is the word in a description that says what a tool does (``vocab.CAPABILITIES``) and the descriptions of the
-parameters, so these are what the oracle matches on.
+is what a description says a tool does and the descriptions of the parameters, so these are what the oracle
+matches on: the capability words of a domain's vocabulary (``DomainVocabulary.capabilities``) where it has
+them, else how many of the words of the clean tool's description (and of its parameters' names and
+descriptions) a visible description still holds.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
 from sandbox.agent import ToolSpec
 from sandbox.perturbations import vocab
 
-FINDER = {"poi": "find_place", "medical": "find_patient"}
-"""The lookup by name of each domain: an id a tool no longer takes is found through it."""
-ENTITY_ID = re.compile(r"^[A-Z]{1,2}\d{3}$")
 _RUN = re.compile(r"[\w-]+")
 
 
@@ -69,16 +69,49 @@ def capability(description: str, names: tuple[str, ...]) -> str | None:
     return next((tool for tool, pattern in _capabilities() if pattern.search(text)), None)
 
 
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset({"the", "and", "for", "with", "from", "into", "that", "this", "its", "are", "was", "one", "all"})
+MIN_OVERLAP = 0.5
+"""The share of a clean description's words a visible one must keep to document the same tool."""
+
+
+def content_words(text: str) -> frozenset[str]:
+    return frozenset(w for w in _WORD.findall(text.casefold()) if len(w) > 2 and w not in _STOP)
+
+
+@lru_cache(maxsize=8)
+def clean_words(domain: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """The words of each clean tool's description of ``domain``, by tool."""
+    from sandbox.domains import get_domain
+
+    return tuple((t.name, content_words(t.description)) for t in get_domain(domain).tools)
+
+
+def closest(description: str, names: tuple[str, ...], domain: str) -> str | None:
+    """The clean tool of ``domain`` whose description's words ``description`` keeps most of (tool names
+    mentioned in it are ignored), if it keeps at least :data:`MIN_OVERLAP` of them."""
+    text = names_pattern(names).sub(" ", description) if names else description
+    words = content_words(text)
+    best, score = None, 0.0
+    for tool, clean in clean_words(domain):
+        share = len(clean & words) / max(1, len(clean))
+        if share > score:
+            best, score = tool, share
+    return best if score >= MIN_OVERLAP else None
+
+
 @lru_cache(maxsize=1024)
-def toolset(described: tuple[tuple[str, str], ...]) -> tuple[tuple[str, ...], dict[str, str]]:
+def toolset(described: tuple[tuple[str, str], ...], domain: str = "") -> tuple[tuple[str, ...], dict[str, str]]:
     """The tools that are not decoys, and the first of them that documents each capability, by
     (name, description): the same for every turn of an episode, and for every episode of a tool set."""
     names = tuple(n for n, _ in described)
     live = tuple(n for n, d in described if not _is_decoy(d))
+    words = vocab.vocabulary(domain) if domain else None
+    by_description = domain and (words is None or not words.capabilities)
     by_capability: dict[str, str] = {}
     for name, description in described:
         if name in live:
-            tool = capability(description, names)
+            tool = closest(description, names, domain) if by_description else capability(description, names)
             if tool is not None:
                 by_capability.setdefault(tool, name)
     return live, by_capability
@@ -94,15 +127,19 @@ def match_param(vname: str, text: str, own: dict[str, tuple[str, Any]], used: se
     """The canonical argument of ``own`` = {param: (description, value)} whose description the parameter's
     description ``text`` contains (its own name first when several do), not yet ``used``."""
     hits = [p for p, (desc, _) in own.items() if p not in used and desc and desc.casefold() in text]
+    if not hits and vname in own and vname not in used and not own[vname][0]:
+        return vname  # an undocumented parameter is known by its name alone
     if not hits:
         return None
     return vname if vname in hits else min(hits, key=lambda p: list(own).index(p))
 
 
-def undocumented_id(own: dict[str, tuple[str, Any]], used: set[str], schema_text: SchemaText) -> str | None:
-    """The id argument the tool no longer documents (the one a lookup by name now stands for)."""
-    ids = [p for p, (d, v) in own.items() if p not in used and isinstance(v, str) and ENTITY_ID.match(v)
-           and d.casefold() not in schema_text]  # fmt: skip
+def undocumented_id(
+    own: dict[str, tuple[str, Any]], used: set[str], schema_text: SchemaText, is_id: Callable[[Any], bool]
+) -> str | None:
+    """The id argument (``is_id``: a value a call before returned) the tool no longer documents (the one a
+    lookup now stands for)."""
+    ids = [p for p, (d, v) in own.items() if p not in used and is_id(v) and d.casefold() not in schema_text]
     return ids[0] if len(ids) == 1 else None
 
 

@@ -13,11 +13,10 @@ from sandbox.env import Env
 from sandbox.perturbations import vocab
 from sandbox.perturbations.base import Perturbation
 from sandbox.perturbations.registry import register
+from sandbox.perturbations.vocab import vocabulary
 from sandbox.perturbations.wrappers import QueryWrapper, Route, ToolSpec, ToolsWrapper, clone, failure, on, params_of
 from sandbox.task import Task
 from sandbox.tools import ToolResult
-
-FINDERS = ("find_place", "find_patient")
 
 
 class _Paraphrase(QueryWrapper):
@@ -127,9 +126,9 @@ def _drop_city(query: str, city: str) -> str:
 
 
 def _unique_owner(env: Env, name: str) -> str | None:
-    """The city of the one place or patient called ``name``, if exactly one exists."""
-    world = env.unwrapped.world
-    rows = world.places.values() if hasattr(world, "places") else world.patients.values()
+    """The city of the one entity called ``name``, if exactly one exists."""
+    words = vocabulary(env.domain)
+    rows = words.entities(env.unwrapped.world) if words is not None and words.entities else ()
     cities = {row.city for row in rows if row.name.casefold() == str(name).casefold()}
     return cities.pop() if len(cities) == 1 else None
 
@@ -170,15 +169,22 @@ class UnderspecifiedQuery(Perturbation):
     name: ClassVar[str] = "underspecified_query"
     tier = "perception"
     shift = "query"
-    summary = "the city is left out of the request; lookups by name document it as optional"
+    summary = (
+        "the city is left out of the request; lookups by name document it as optional (only where the domain "
+        "names its lookup by name and city and its entities: no generic rule tells which detail can go)"
+    )
     expected = "call the lookup without the detail instead of guessing or giving up"
     layer = "optional_detail"
 
     def applies_to(self, task: Task) -> bool:
+        words = vocabulary(task.domain)
         city = task.params.get("city")
-        if not city or any(c.tool not in FINDERS and city in c.args.values() for c in task.plan):
+        if words is None or words.entities is None or not city:
             return False
-        names = [c.args["name"] for c in task.plan if c.tool in FINDERS]
+        finders = (words.finder,)
+        if any(c.tool not in finders and city in c.args.values() for c in task.plan):
+            return False
+        names = [c.args["name"] for c in task.plan if c.tool in finders]
         if not task.solvable:
             return True
         counts = _name_counts(task.domain, task.seed)
@@ -190,6 +196,6 @@ class UnderspecifiedQuery(Perturbation):
 @lru_cache(maxsize=8)
 def _name_counts(domain: str, seed: int) -> Counter[str]:
     """How many places (or patients) of the world bear each name, casefolded."""
-    world = get_domain(domain).world(seed)
-    rows = world.places.values() if hasattr(world, "places") else world.patients.values()
+    entities = vocabulary(domain).entities  # type: ignore[union-attr]
+    rows = entities(get_domain(domain).world(seed))  # type: ignore[misc]
     return Counter(r.name.casefold() for r in rows)

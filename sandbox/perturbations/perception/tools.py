@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
-from sandbox.domains import get_domain
 from sandbox.perturbations import vocab
 from sandbox.perturbations.base import Perturbation
+from sandbox.perturbations.plan import domain_of
 from sandbox.perturbations.registry import register
 from sandbox.perturbations.wrappers import (
     Route,
@@ -20,6 +20,7 @@ from sandbox.perturbations.wrappers import (
     unique_name,
     with_description,
 )
+from sandbox.task import Task
 
 
 def _names(specs: list[ToolSpec]) -> list[str]:
@@ -79,9 +80,23 @@ class ToolNameNoise(Perturbation):
     wrapper = _NameNoise
 
 
+def synonyms(name: str, words: vocab.DomainVocabulary | None) -> vocab.Pools | None:
+    """The pooled synonyms of a tool name: the domain's own, else word for word by ``vocab.WORD_SYNONYMS``
+    (``None`` where no word of the name has one)."""
+    if words is not None:
+        return words.tool_synonyms.get(name)
+    parts = re.split(r"([_\-]+)", name)
+    if not any(p.casefold() in vocab.WORD_SYNONYMS for p in parts):
+        return None
+    return {pool: ("".join(vocab.WORD_SYNONYMS[p.casefold()][pool][0] if p.casefold() in vocab.WORD_SYNONYMS
+                           else p for p in parts),) for pool in ("train", "eval")}  # fmt: skip
+
+
 class _Synonyms(_Renamer):
     def build(self, specs: list[ToolSpec]) -> list[Route]:
-        names = [n for n in _names(specs) if n in vocab.TOOL_SYNONYMS]
+        words = vocab.vocabulary(self.domain)
+        self._synonyms = {n: found for n in _names(specs) if (found := synonyms(n, words)) is not None}
+        names = list(self._synonyms)
         if self.spec.severity == 1:
             names = self.rng().sample(names, (len(names) + 1) // 2)
         self._chosen = set(names)
@@ -90,7 +105,7 @@ class _Synonyms(_Renamer):
     def new_name(self, old: str, index: int) -> str:
         if old not in self._chosen:
             return old
-        return self.rng(old).choice(self.words(vocab.TOOL_SYNONYMS[old]))
+        return self.rng(old).choice(self.words(self._synonyms[old]))
 
 
 @register
@@ -98,10 +113,18 @@ class SemanticRenaming(Perturbation):
     name: ClassVar[str] = "semantic_renaming"
     tier = "perception"
     shift = "action"
-    summary = "tools renamed with synonyms (1: half of them; 2: all)"
+    summary = (
+        "tools renamed with synonyms (1: half of them; 2: all); a domain without its own synonyms gets them word "
+        "for word from a table of common verbs, and a name with none of them keeps its name"
+    )
     expected = "find each tool by its meaning"
     max_severity = 2
     layer = "renaming"
+
+    def applies_to(self, task: Task) -> bool:
+        domain = domain_of(task)
+        words = vocab.vocabulary(domain)
+        return any(synonyms(t.name, words) is not None for t in domain.tools)
 
     wrapper = _Synonyms
 
@@ -207,7 +230,7 @@ class _SchemaNoise(ToolsWrapper):
     per_task = False
 
     def build(self, specs: list[ToolSpec]) -> list[Route]:
-        level, routes = self.spec.severity, []
+        level, routes, own = self.spec.severity, [], vocab.vocabulary(self.domain)
         for spec in specs:
             name = spec["function"]["name"]
             r = self.rng(name)
@@ -217,8 +240,10 @@ class _SchemaNoise(ToolsWrapper):
             mapping = {}
             if level >= 2:
                 for p in order:
-                    if p in vocab.PARAM_SYNONYMS:
-                        mapping[p] = r.choice(self.words(vocab.PARAM_SYNONYMS[p]))
+                    if own is not None and p in own.param_synonyms:
+                        mapping[p] = r.choice(self.words(own.param_synonyms[p]))
+                    elif own is None:
+                        mapping[p] = r.choice(self.words(vocab.PARAM_FORMS)).format(param=p)
             new = rename_params(spec, mapping, order)
             parameters = params_of(new)
             extra_name, extra_desc = r.choice(self.words(vocab.EXTRA_PARAMS))
@@ -239,7 +264,10 @@ class SchemaNoise(Perturbation):
     name: ClassVar[str] = "schema_noise"
     tier = "perception"
     shift = "action"
-    summary = "1: parameters reordered, an ignored optional one added; 2: + renamed; 3: + descriptions reworded"
+    summary = (
+        "1: parameters reordered, an ignored optional one added; 2: + renamed (by the domain's synonyms, else by "
+        "a pattern); 3: + descriptions reworded"
+    )
     expected = "fill arguments by their descriptions"
     mild = "severity 1 keeps every argument name, so a call by the clean schema still works"
     min_severity = 0
@@ -253,16 +281,25 @@ class _Rewrite(ToolsWrapper):
     per_task = False
 
     def build(self, specs: list[ToolSpec]) -> list[Route]:
-        clean = {t.name: t.description for t in get_domain(self.task.domain).tools}
+        clean = {t.name: t.description for t in self.domain.tools}
+        own = vocab.vocabulary(self.domain)
         routes = []
         for spec in specs:
             text = spec["function"]["description"]
             for tool, original in clean.items():
-                if original in text and tool in vocab.DESCRIPTION_REWRITES:
-                    rewrite = self.rng(tool).choice(self.words(vocab.DESCRIPTION_REWRITES[tool]))
-                    text = text.replace(original, rewrite)
+                if original in text and (own is None or tool in own.description_rewrites):
+                    text = text.replace(original, self.rewrite(tool, original, own))
             routes.append(Route(with_description(spec, text), target=spec["function"]["name"]))
         return routes
+
+    def rewrite(self, tool: str, original: str, own: vocab.DomainVocabulary | None) -> str:
+        r = self.rng(tool)
+        if own is not None:
+            return r.choice(self.words(own.description_rewrites[tool]))
+        text = original
+        for phrase, pools in vocab.PHRASE_SWAPS.items():
+            text = re.sub(rf"\b{phrase}\b", self.words(pools)[0], text, flags=re.IGNORECASE)
+        return r.choice(self.words(vocab.DESCRIPTION_FRAMES)).format(desc=text[:1].lower() + text[1:])
 
 
 @register
@@ -270,7 +307,10 @@ class DescriptionRewrite(Perturbation):
     name: ClassVar[str] = "description_rewrite"
     tier = "perception"
     shift = "action"
-    summary = "tool descriptions reworded (each keeps the word that says what the tool does)"
+    summary = (
+        "tool descriptions reworded (each keeps the word that says what the tool does); without a domain's own "
+        "rewrites, framed and with common words swapped, so most of the words stay"
+    )
     expected = "understand reworded documentation"
     mild = "the static agent never reads descriptions, so a rewrite alone cannot hurt it; it hurts agents that do"
     layer = "descriptions"

@@ -1,0 +1,115 @@
+"""What the gold plan shows about a domain's tools, for perturbations that know no domain's names.
+
+A perturbation that needs a tool's role (a write, a look-up) reads what the tool declares (``Tool.role``,
+or ``Tool.writes``) and else what the plan shows (the task's ``write`` is a write). One that needs a
+dependency (this call takes an id that call returned) reads it off the gold plan replayed on the clean
+tools: an argument whose value the result of a call it comes after holds, and where in that result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sandbox.domain import Domain
+from sandbox.task import Task
+from sandbox.tools import ToolResult
+
+
+def domain_of(task: Task) -> Domain:
+    from sandbox.domains import get_domain
+
+    return get_domain(task.domain)
+
+
+def writes(domain: Domain, task: Task | None = None) -> set[str]:
+    """The tools that write: those that say so, and the tool of the task's write."""
+    out = {t.name for t in domain.tools if getattr(t, "role", None) == "write" or getattr(t, "writes", False)}
+    if task is not None and task.write is not None:
+        out.add(task.write.tool)
+    return out
+
+
+_MAX_CACHED = 4096
+_RESULTS: dict[tuple[str, str], dict[str, ToolResult]] = {}
+_DEPENDENCIES: dict[tuple[str, str], tuple[Dependency, ...]] = {}
+
+
+def _key(task: Task) -> tuple[str, str]:
+    return task.domain, task.id
+
+
+def gold_results(task: Task) -> dict[str, ToolResult]:
+    """Each call of the gold plan as the clean tools answer it, run in order in a fresh state (kept per task:
+    a Task does not hash, its id names it)."""
+    from sandbox.env import Env
+
+    hit = _RESULTS.get(_key(task))
+    if hit is None:
+        env = Env(domain_of(task), task)
+        env.reset()
+        hit = {call.id: env.call(call.tool, call.args) for wave in task.waves() for call in wave}
+        if len(_RESULTS) >= _MAX_CACHED:
+            _RESULTS.clear()
+        _RESULTS[_key(task)] = hit
+    return hit
+
+
+@dataclass(frozen=True)
+class Dependency:
+    """``consumer`` takes in ``param`` the value found at ``path`` of what ``lookup`` returns."""
+
+    consumer: str
+    lookup: str
+    param: str
+    path: str
+
+
+def leaf_paths(content: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """Every leaf of a JSON-like value with its dotted path (``matches.0.book``)."""
+    if isinstance(content, dict):
+        items = content.items()
+    elif isinstance(content, list):
+        items = enumerate(content)
+    else:
+        return [(prefix, content)]
+    return [leaf for k, v in items for leaf in leaf_paths(v, f"{prefix}.{k}" if prefix else str(k))]
+
+
+def read_path(content: Any, path: str) -> Any:
+    for part in path.split("."):
+        if isinstance(content, list) and part.isdigit() and int(part) < len(content):
+            content = content[int(part)]
+        elif isinstance(content, dict) and part in content:
+            content = content[part]
+        else:
+            return None
+    return content
+
+
+def dependencies(task: Task) -> tuple[Dependency, ...]:
+    """The dependencies the gold plan shows: one per call argument that a call it comes after returned."""
+    hit = _DEPENDENCIES.get(_key(task))
+    if hit is None:
+        if len(_DEPENDENCIES) >= _MAX_CACHED:
+            _DEPENDENCIES.clear()
+        hit = _DEPENDENCIES[_key(task)] = _dependencies(task)
+    return hit
+
+
+def _dependencies(task: Task) -> tuple[Dependency, ...]:
+    results = gold_results(task)
+    calls = {c.id: c for c in task.plan}
+    out: list[Dependency] = []
+    for call in task.plan:
+        for dep_id in call.after:
+            dep, result = calls[dep_id], results.get(dep_id)
+            if result is None or not result.ok or dep.tool == call.tool:
+                continue
+            leaves = leaf_paths(result.content)
+            for param, value in call.args.items():
+                path = next((p for p, v in leaves if isinstance(value, str) and v == value), None)
+                taken = any(d.consumer == call.tool and d.param == param for d in out)
+                if path is not None and not taken and value not in dep.args.values():
+                    out.append(Dependency(call.tool, dep.tool, param, path))
+    return tuple(out)
