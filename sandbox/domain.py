@@ -1,12 +1,19 @@
-"""A domain bundles a world generator, its tools and its task families."""
+"""A domain: its tools, a world and a state factory, and its tasks (drawn from families, or listed).
+
+A domain gives tasks one of two ways. By **families** (POI, medical): a world generator and task
+families draw as many distinct tasks per split as asked (:data:`DEFAULT_SIZES` by default). By a
+**list** (a user's domain, :func:`sandbox.define_domain`): the list is every split, however short.
+Each episode gets a fresh state of the domain's own type from ``new_state(seed)`` (``None`` where
+the domain has none); tools written as functions receive it.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sandbox.errors import UnknownName
 from sandbox.family import Family
@@ -14,21 +21,53 @@ from sandbox.seeds import child_seed, rng
 from sandbox.task import SPLITS, Split, Task
 from sandbox.tools import Tool, Toolbox
 
-DEFAULT_SIZES: dict[str, int] = {"train": 6000, "dev": 400, "test": 880}
+if TYPE_CHECKING:
+    from sandbox.judge import Outcome
+    from sandbox.trajectory import Episode
+
+DEFAULT_SIZES: Mapping[str, int] = {"train": 6000, "dev": 400, "test": 880}
+"""Tasks per split of a domain with families, when no number is asked for (at most: fewer if fewer exist)."""
+
+EndState = Callable[[Any], bool]
+"""Whether an episode's final state (the domain's own object) is the one the task asks for."""
+Check = Callable[["Episode", Any], "Outcome"]
+"""A user's judge of one task: ``check(episode, state) -> Outcome``; ``episode.outcome`` holds the common
+judge's verdict, ``state`` is the episode's final state (the domain's own object)."""
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """How one listed task is judged beyond the answer fields: its end state, or the user's own check."""
+
+    end_state: EndState | None = None
+    check: Check | None = None
 
 
 @dataclass(frozen=True, eq=False)
 class Domain:
+    """Build one with :func:`sandbox.define_domain` (ours are built so too); the fields are its parts."""
+
     name: str
-    build_world: Callable[[int], Any]
-    tools: tuple[Tool, ...]
-    families: tuple[Family, ...]
+    build_world: Callable[[int], Any] | None = None
+    tools: tuple[Tool, ...] = ()
+    families: tuple[Family, ...] = ()
+    new_state: Callable[[int], Any] | None = None
+    listed: tuple[Task, ...] = ()
+    """The tasks of a domain that lists them (every split); empty for a domain with families."""
+    expectations: Mapping[str, Expectation] = field(default_factory=dict)
+    """Per listed task id: its end state or user check, when it has one."""
+    sizes: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_SIZES))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "toolbox", Toolbox({t.name: t for t in self.tools}))
 
     def world(self, seed: int = 0) -> Any:
-        return _world(self, seed)
+        """The read-only world of ``seed``, built once and shared by every episode (``None`` if the domain has none)."""
+        return None if self.build_world is None else _world(self, seed)
+
+    def fresh_state(self, seed: int = 0) -> Any:
+        """A new state object for one episode (``None`` if the domain has no state factory)."""
+        return None if self.new_state is None else self.new_state(seed)
 
     def family(self, name: str) -> Family:
         for family in self.families:
@@ -37,13 +76,22 @@ class Domain:
         raise UnknownName("task family", name, [f.name for f in self.families])
 
     def tasks(self, split: Split = "test", n: int | None = None, seed: int = 0) -> list[Task]:
-        """``n`` distinct tasks of ``split`` (its default size if ``None``), deterministic in ``seed``."""
+        """``n`` distinct tasks of ``split`` (all there are, up to its default size, if ``None``), deterministic
+        in ``seed``. A domain that lists its tasks gives its list (the first ``n``) for every split and seed."""
         if split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-        return list(_tasks(self, split, DEFAULT_SIZES[split] if n is None else n, seed))
+        if self.listed:
+            if n is not None and n > len(self.listed):
+                raise ValueError(f"{self.name}: {len(self.listed)} tasks are listed, {n} were asked for")
+            return list(_listed(self, split)[:n])
+        if n is None:
+            return list(_tasks(self, split, self.sizes.get(split, DEFAULT_SIZES[split]), seed, exact=False))
+        return list(_tasks(self, split, n, seed, exact=True))
 
     def draw(self, split: Split, index: int, seed: int = 0) -> Task | None:
         """Task number ``index`` of the stream behind :meth:`tasks`; ``None`` if that draw is void."""
+        if self.listed:
+            return _listed(self, split)[index % len(self.listed)]
         world = self.world(seed)
         family = self.families[index % len(self.families)]
         r = rng(seed, self.name, split, index)
@@ -60,22 +108,47 @@ class Domain:
             unsolvable=family.unsolvable,
         )  # fmt: skip
 
+    def end_state_ok(self, task: Task, state: Any) -> bool | None:
+        """Whether ``state`` (an episode's :class:`~sandbox.state.State`) ends as ``task`` expects; ``None``
+        when the task expects no particular end state."""
+        expected = self.expectations.get(task.id)
+        if expected is None or expected.end_state is None:
+            return None
+        return bool(expected.end_state(getattr(state, "data", state)))
+
+    def check(self, task: Task) -> Check | None:
+        """The user's own judge of ``task``, if it has one."""
+        expected = self.expectations.get(task.id)
+        return None if expected is None else expected.check
+
+    def __repr__(self) -> str:
+        given = f"{len(self.listed)} tasks" if self.listed else f"{len(self.families)} families"
+        return f"Domain({self.name!r}, {len(self.tools)} tools, {given})"
+
 
 # Cached by the domain itself (a Domain hashes by identity), so this module needs no registry of domains.
 @lru_cache(maxsize=8)
 def _world(domain: Domain, seed: int) -> Any:
+    assert domain.build_world is not None
     return domain.build_world(seed)
 
 
 @lru_cache(maxsize=32)
-def _tasks(d: Domain, split: Split, n: int, seed: int) -> tuple[Task, ...]:
+def _tasks(d: Domain, split: Split, n: int, seed: int, exact: bool) -> tuple[Task, ...]:
     tasks: dict[str, Task] = {}
     index = 0
     while len(tasks) < n:
         if index > 50 * n + 1000:
+            if not exact:
+                break  # the default size is a ceiling: a small domain gives what it has
             raise ValueError(f"{d.name}/{split}: only {len(tasks)} distinct tasks exist, {n} were asked for")
         task = d.draw(split, index, seed)
         index += 1
         if task is not None and task.id not in tasks:
             tasks[task.id] = task
     return tuple(tasks.values())
+
+
+@lru_cache(maxsize=64)
+def _listed(d: Domain, split: Split) -> tuple[Task, ...]:
+    return tuple(t if t.split == split else t.model_copy(update={"split": split}) for t in d.listed)

@@ -23,6 +23,7 @@ from sandbox.tools import ToolResult
 
 if TYPE_CHECKING:
     from sandbox.judge import Ending, Outcome
+    from sandbox.trajectory import Episode
 
 
 class Env:
@@ -31,7 +32,7 @@ class Env:
         self.task = task
         self.world = domain.world(task.seed)
         self.system_prompt = system_prompt
-        self.state = State()
+        self.state = self.new_state()
 
     @property
     def unwrapped(self) -> Env:
@@ -39,13 +40,41 @@ class Env:
 
     def reset(self) -> list[Message]:
         """Start the episode afresh: a new state and the opening messages."""
-        self.unwrapped.state = State()
+        base = self.unwrapped
+        base.state = base.new_state()
         return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": self.query()}]
 
     @property
     def solvable(self) -> bool:
         """Whether the case can be completed; a wrapper that makes it impossible says False."""
         return self.task.solvable
+
+    def new_state(self) -> State:
+        """A fresh state for an episode: the sandbox's bookkeeping around the domain's own state object,
+        made from the task's seed by the domain's state factory."""
+        return State(data=self.domain.fresh_state(self.task.seed))
+
+    def end_state_ok(self) -> bool | None:
+        """Whether the state ends as the task expects; ``None`` when it expects no particular end state."""
+        return self.domain.end_state_ok(self.task, self.state)
+
+    def review(self, episode: Episode) -> Episode:
+        """The judged episode, with the outcome the task's own check gives, where it has one.
+
+        The check runs only where the case is as solvable as the task: a perturbation that rules the task
+        out leaves it to the refusal rules of the common judge.
+        """
+        check = self.domain.check(self.task)
+        if check is None or self.solvable != self.task.solvable:
+            return episode
+        from sandbox.judge import OUTCOMES
+
+        outcome = check(episode, self.state.data)
+        if outcome not in OUTCOMES:
+            raise ValueError(
+                f"the check of task {self.task.id} returned {outcome!r}; return one of {', '.join(OUTCOMES)}"
+            )
+        return episode if outcome == episode.outcome else episode.model_copy(update={"outcome": outcome})
 
     def query(self) -> str:
         return self.task.query
@@ -123,6 +152,12 @@ class Wrapper(Env):
             return getattr(self, name)
         return self.env.get_wrapper_attr(name)
 
+    def end_state_ok(self) -> bool | None:
+        return self.env.end_state_ok()
+
+    def review(self, episode: Episode) -> Episode:
+        return self.env.review(episode)
+
     def query(self) -> str:
         return self.env.query()
 
@@ -149,6 +184,7 @@ class Wrapper(Env):
 
 
 def make_env(domain: Domain | str, task: Task) -> Env:
+    """The clean env of ``task`` in ``domain`` (a Domain, or a name :func:`sandbox.get_domain` resolves)."""
     if isinstance(domain, str):
         from sandbox.domains import get_domain
 

@@ -136,12 +136,13 @@ def _finish(live: _Live, ending: Ending, answer: str | None = None, judged: str 
     writes = env.state.writes
     verdict = env.verdict(ending)
     if verdict is None:
-        outcome = judge(env.task, ending, answer if judged is None else judged, writes, kinds, solvable=env.solvable)
+        text = answer if judged is None else judged
+        outcome = judge(env.task, ending, text, writes, kinds, solvable=env.solvable, end_state=env.end_state_ok())
     else:  # an env that judges itself (BFCL's checker); its reason goes on the last step
         outcome, reason = verdict
         if reason and live.steps and live.steps[-1].error is None:
             live.steps[-1] = live.steps[-1].model_copy(update={"error": reason})
-    return Episode(
+    episode = Episode(
         task=env.task,
         perturbation=env.describe(),
         messages=live.messages,
@@ -153,6 +154,7 @@ def _finish(live: _Live, ending: Ending, answer: str | None = None, judged: str 
         writes=[{"tool": w.tool, "args": w.args, "code": w.code} for w in writes],
         meta=live.meta,
     )
+    return env.review(episode)  # the task's own check, where it has one
 
 
 def _start(agent: Any, env: Env) -> _Live | Episode:

@@ -220,11 +220,16 @@ def judge(
     writes: Sequence[Write],
     error_kinds: Sequence[str],
     solvable: bool | None = None,
+    end_state: bool | None = None,
 ) -> Outcome:
     """Classify an episode. ``error_kinds`` are the error kinds of its tool results, in order.
 
     ``solvable`` overrides ``task.solvable`` for a perturbation that makes the case impossible. Success is
     judged before refusal, and refusal by :func:`is_refusal` (the module docstring states the rule).
+    ``end_state`` says whether the final state is the one the task expects (``None``: it expects none);
+    an answer over the wrong end state claims what did not happen (``hallucinated_success``), as an
+    answer without the write a task needs does.
+    A task's own check, where it has one, is applied afterwards (:meth:`sandbox.env.Env.review`).
     """
     if ending in ("agent_error", "parse_error"):
         return ending
@@ -236,7 +241,11 @@ def judge(
     if ending == "answer":
         write = matching_write(task, writes)
         fields_ok = all(quotes(text, v) for v in task.answer.values())
-        if fields_ok and (task.write is None or (write is not None and quotes(text, write.code))):
+        if (
+            fields_ok
+            and (task.write is None or (write is not None and quotes(text, write.code)))
+            and end_state is not False
+        ):
             return "success"  # an answer that does the task, whatever its first words
         if is_refusal(text, task, writes):
             return "wrong_refusal"
@@ -247,5 +256,7 @@ def judge(
     if ending == "step_limit":
         return "step_limit"
     if task.write is not None and matching_write(task, writes) is None:
+        return "hallucinated_success"
+    if end_state is False:
         return "hallucinated_success"
     return "wrong_answer"

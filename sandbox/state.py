@@ -1,4 +1,4 @@
-"""The mutable part of an episode: what the agent wrote (bookings, appointments)."""
+"""The mutable part of an episode: what the agent wrote (bookings, appointments), and the domain's own state."""
 
 from __future__ import annotations
 
@@ -31,10 +31,15 @@ class Write:
 
 @dataclass
 class State:
+    """One episode's mutable state. ``data`` is the domain's own state object, made fresh for the episode
+    by its state factory (``Domain.new_state``); tools written as functions receive it. The other fields
+    are the sandbox's bookkeeping, which the judge and the perturbations read."""
+
     writes: list[Write] = field(default_factory=list)
     records: dict[str, dict[str, Any]] = field(default_factory=dict)
     scratch: dict[str, Any] = field(default_factory=dict)
     """Free room for wrappers that keep per-episode state (a call counter, a token)."""
+    data: Any = None
 
     def next_id(self, prefix: str) -> str:
         n = sum(1 for key in self.records if key.startswith(prefix)) + 1

@@ -1,5 +1,10 @@
 """Tools: pydantic-validated Python functions over a world, exported as chat-template specs.
 
+A tool is written one of three ways: as a typed Python function (``@tool``, or
+:meth:`Tool.from_function`) whose signature and docstring give the JSON schema; as an OpenAI-style
+spec with a handler (:meth:`Tool.from_spec`); or, as the built-in domains do, as a :class:`Tool`
+over ``(world, state, args)`` with an :class:`Args` model.
+
 A tool failure is an observation sent back to the agent (a :class:`ToolResult` with an
 ``error``), never an exception out of the episode. Tool functions signal failure by raising
 :class:`ToolFailure`; :meth:`Toolbox.call` turns it, and any validation problem, into a result.
@@ -7,13 +12,18 @@ A tool failure is an observation sent back to the agent (a :class:`ToolResult` w
 
 from __future__ import annotations
 
+import inspect
 import json
+import re
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from sandbox.state import Write
 
 ErrorKind = Literal[
     "unknown_tool",  # the agent called a name that is not a tool
@@ -24,6 +34,9 @@ ErrorKind = Literal[
     "moved",  # the tool answers that another tool now does its job
     "fatal",  # a permanent failure: the task cannot be completed
 ]
+Role = Literal["lookup", "write", "wait"]
+"""What a tool does, for perturbations that need to know: reads, changes the state, or lets time pass."""
+ROLES: tuple[Role, ...] = Role.__args__  # type: ignore[attr-defined]
 AGENT_ERRORS: frozenset[str] = frozenset({"unknown_tool", "invalid_arguments"})
 """Error kinds that are the agent's fault; they make up the tool error rate."""
 
@@ -69,18 +82,167 @@ class ToolResult(BaseModel):
 
 @dataclass(frozen=True)
 class Tool:
-    """A named function over ``(world, state, args)`` with a pydantic argument model."""
+    """A named function over ``(world, state, args)`` with a pydantic argument model.
+
+    ``role`` says what the tool does ("lookup", "write" or "wait"); it defaults to "write" for a tool
+    that ``writes`` and "lookup" otherwise (a domain of listed tasks turns a "lookup" whose gold calls
+    change the state into a "write"). ``schema``, when set, is the JSON schema the agent is shown
+    (a tool made from a spec keeps the spec's own).
+    """
 
     name: str
     description: str
     args: type[Args]
     fn: Callable[[Any, Any, Any], Any]
     writes: bool = False
+    role: Role = None  # type: ignore[assignment]  # resolved in __post_init__
+    schema: dict[str, Any] | None = field(default=None, compare=False)
+    records: bool = False
+    """Whether the toolbox notes each success of this write in ``state.writes`` (tools over the domain's own
+    state do; the built-in tools note their writes themselves, with a verification code)."""
+
+    def __post_init__(self) -> None:
+        role = self.role if self.role is not None else "write" if self.writes else "lookup"
+        if role not in ROLES:
+            raise ValueError(f"tool {self.name!r}: role={role!r} is not known; use one of {', '.join(ROLES)}")
+        object.__setattr__(self, "role", role)
+        object.__setattr__(self, "writes", self.writes or role == "write")
 
     @cached_property
     def spec(self) -> dict[str, Any]:
         """The tool in the format chat templates and OpenAI servers take."""
+        if self.schema is not None:
+            return {"type": "function", "function": {"name": self.name, "description": self.description,
+                                                     "parameters": self.schema}}  # fmt: skip
         return make_spec(self.name, self.description, self.args)
+
+    @classmethod
+    def from_function(
+        cls, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None,
+        role: Role | None = None,
+    ) -> Tool:  # fmt: skip
+        """A tool from a typed function ``fn(state, arg: type, ...) -> JSON-able data``.
+
+        The first parameter receives the episode's state (what the domain's state factory made for
+        this episode); the others are the tool's arguments. Their types and defaults give the JSON
+        schema (through pydantic), their descriptions come from ``Annotated[str, Field(description=...)]``
+        or the docstring's ``Args:`` section, and the docstring's first paragraph describes the tool.
+        ``fn`` may raise :class:`ToolFailure` for an error the agent should see.
+        """
+        tool_name = name or fn.__name__
+        params = list(inspect.signature(fn).parameters.values())
+        if not params or params[0].kind not in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD):
+            raise TypeError(f"tool {tool_name!r}: the function must take the episode's state first: "
+                            f"def {fn.__name__}(state, ...)")  # fmt: skip
+        summary, documented = _docstring(inspect.getdoc(fn) or "")
+        arg_params = params[1:]
+        names = [p.name for p in arg_params]
+        for pname in documented:
+            if pname not in names:
+                raise TypeError(f"tool {tool_name!r}: the docstring describes {pname!r}, which is no parameter "
+                                f"of {fn.__name__}; its parameters: {', '.join(names) or 'none'}")  # fmt: skip
+        try:
+            hints = typing.get_type_hints(fn, include_extras=True)
+        except (NameError, TypeError) as exc:
+            raise TypeError(f"tool {tool_name!r}: cannot read the parameter types of {fn.__name__} ({exc})") from None
+        fields: dict[str, Any] = {}
+        for p in arg_params:
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise TypeError(f"tool {tool_name!r}: *{p.name} cannot be a tool argument; name each argument")
+            default = ... if p.default is p.empty else p.default
+            info = Field(default, description=documented[p.name]) if p.name in documented else Field(default)
+            fields[p.name] = (hints.get(p.name, Any), info)
+        model = create_model(f"{_camel(tool_name)}Args", __base__=Args, **fields)  # type: ignore[call-overload]
+
+        def call(world: Any, state: Any, args: Args) -> Any:
+            return fn(_own(state), **{k: getattr(args, k) for k in names})
+
+        summary = description if description is not None else summary
+        return cls(tool_name, summary, model, call, role=role, records=True)
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any], handler: Callable[..., Any], *, role: Role | None = None) -> Tool:
+        """A tool from an OpenAI-style spec ``{"type": "function", "function": {name, description, parameters}}``
+        and ``handler(state, **arguments)``. Arguments are checked against the spec's properties (their
+        JSON types, enums and required names; an unknown argument is an error) before the handler runs."""
+        function = spec.get("function", spec)
+        if not isinstance(function, Mapping) or "name" not in function:
+            raise ValueError(f"a tool spec needs {{'type': 'function', 'function': {{'name': ...}}}}, got {spec!r}")
+        tool_name = function["name"]
+        schema = dict(function.get("parameters") or {"type": "object", "properties": {}})
+        required = set(schema.get("required", []))
+        fields: dict[str, Any] = {}
+        for pname, prop in schema.get("properties", {}).items():
+            kind = _json_type(prop)
+            fields[pname] = (kind, Field(...)) if pname in required else (kind | None, Field(None))
+        model = create_model(f"{_camel(tool_name)}Args", __base__=Args, **fields)  # type: ignore[call-overload]
+
+        def call(world: Any, state: Any, args: Args) -> Any:
+            return handler(_own(state), **args.model_dump(exclude_unset=True))
+
+        return cls(tool_name, function.get("description", ""), model, call, role=role, schema=schema, records=True)
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+@overload
+def tool(*, name: str | None = None, description: str | None = None,
+         role: Role | None = None) -> Callable[[Callable[..., Any]], Tool]: ...  # fmt: skip
+def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None, description: str | None = None,
+         role: Role | None = None) -> Tool | Callable[[Callable[..., Any]], Tool]:  # fmt: skip
+    """``@tool`` or ``@tool(role="write")``: :meth:`Tool.from_function` as a decorator.
+
+    The decorated function's first parameter is the episode's state; see :meth:`Tool.from_function`.
+    """
+    if fn is not None:
+        return Tool.from_function(fn, name=name, description=description, role=role)
+    return lambda f: Tool.from_function(f, name=name, description=description, role=role)
+
+
+def _own(state: Any) -> Any:
+    """The domain's own state object of an episode's :class:`~sandbox.state.State` (a bare object passes)."""
+    return getattr(state, "data", state)
+
+
+_SECTION = re.compile(r"^(Args|Arguments|Parameters):\s*$", re.MULTILINE)
+_ARG_LINE = re.compile(r"^\s+(\w+)(?:\s*\([^)]*\))?\s*:\s*(.*)$")
+
+
+def _docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """The first paragraph, and the descriptions of a Google-style ``Args:`` section."""
+    summary = " ".join(doc.split("\n\n", 1)[0].split())
+    found = _SECTION.search(doc)
+    if found is None:
+        return summary, {}
+    described: dict[str, str] = {}
+    current, indent = None, 0
+    for line in doc[found.end() :].splitlines()[1:]:
+        if line.strip() and not line.startswith((" ", "\t")):
+            break  # the next section
+        m = _ARG_LINE.match(line)
+        if m and (current is None or len(line) - len(line.lstrip()) <= indent):
+            current, indent = m.group(1), len(line) - len(line.lstrip())
+            described[current] = m.group(2).strip()
+        elif current is not None and line.strip():
+            described[current] = f"{described[current]} {line.strip()}".strip()
+    return summary, described
+
+
+_JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list,
+                               "object": dict, "null": type(None)}  # fmt: skip
+
+
+def _json_type(prop: Mapping[str, Any]) -> Any:
+    if "enum" in prop:
+        return Literal[tuple(prop["enum"])]  # type: ignore[valid-type]
+    kind = prop.get("type", "string")
+    if isinstance(kind, list):
+        return typing.Union[tuple(_JSON_TYPES.get(k, Any) for k in kind)]  # type: ignore[valid-type]  # noqa: UP007
+    return _JSON_TYPES.get(kind, Any)
+
+
+def _camel(name: str) -> str:
+    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[^0-9A-Za-z]+", name)) or "Tool"
 
 
 def make_spec(name: str, description: str, args: type[BaseModel]) -> dict[str, Any]:
@@ -138,4 +300,7 @@ class Toolbox:
             content = tool.fn(world, state, args)
         except ToolFailure as failure:
             return ToolResult(name=name, error=failure.kind, message=failure.message)
+        if tool.records and tool.writes and isinstance(getattr(state, "writes", None), list):
+            code = content.get("code") if isinstance(content, dict) else None
+            state.writes.append(Write(name, args.model_dump(mode="json"), code if isinstance(code, str) else ""))
         return ToolResult(name=name, content=content)

@@ -1,10 +1,26 @@
-"""The built-in domains: ``poi`` (training) and ``medical`` (held out); ``bfcl`` (BFCL multi-turn)
-when the ``bfcl-eval`` wheel is installed, loaded only when asked for."""
+"""The domain registry: the built-in domains (``poi`` for training, ``medical`` held out; ``bfcl``, BFCL
+multi-turn, when the ``bfcl-eval`` wheel is installed, loaded only when asked for) and the user's.
+
+A registry that is a dict (:data:`DOMAINS`): :func:`register_domain` adds to it, :func:`get_domain`
+reads it, and also finds a domain named ``module:attribute`` (imported on the spot, the working folder
+on the path, so a user need not package anything) or published by an installed package under the
+``openagent.domains`` entry-point group (read only when a name is not found)::
+
+    [project.entry-points."openagent.domains"]
+    library = "my_package.library:DOMAIN"
+
+An entry point, like a ``module:attribute``, names a :class:`~sandbox.domain.Domain` or a function of
+no arguments that returns one.
+"""
 
 from __future__ import annotations
 
 import importlib
+import os
+import sys
+from typing import Any
 
+from sandbox.define import define_domain
 from sandbox.domain import Domain
 from sandbox.domains.medical import families as medical_families
 from sandbox.domains.medical import tools as medical_tools
@@ -14,11 +30,15 @@ from sandbox.domains.poi import tools as poi_tools
 from sandbox.domains.poi import world as poi_world
 from sandbox.errors import UnknownName
 
-DOMAINS: dict[str, Domain] = {
-    "poi": Domain("poi", poi_world.build_world, poi_tools.TOOLS, poi_families.FAMILIES),
-    "medical": Domain("medical", medical_world.build_world, medical_tools.TOOLS, medical_families.FAMILIES),
-}
+ENTRY_POINTS = "openagent.domains"
+BUILT_IN: tuple[str, ...] = ("poi", "medical", "bfcl")
 
+DOMAINS: dict[str, Domain] = {
+    "poi": define_domain("poi", poi_tools.TOOLS, world=poi_world.build_world, families=poi_families.FAMILIES),
+    "medical": define_domain(
+        "medical", medical_tools.TOOLS, world=medical_world.build_world, families=medical_families.FAMILIES
+    ),
+}
 
 LAZY: dict[str, str] = {"bfcl": "sandbox.domains.bfcl:load"}
 """Domains built on first request, as ``module:function`` (an entry point's form): their data and
@@ -26,11 +46,94 @@ packages load only then, and, as with a user's domain registered by entry point,
 does not import them."""
 
 
-def get_domain(name: str) -> Domain:
-    if name in LAZY and name not in DOMAINS:
-        module, _, function = LAZY[name].partition(":")
-        DOMAINS[name] = getattr(importlib.import_module(module), function)()
-    try:
+def register_domain(domain: Domain, *, replace: bool = False) -> Domain:
+    """Make ``domain`` reachable by its name; returns it.
+
+    Registering the same object again does nothing, and so does a domain of the same definition (same
+    tools and tasks, e.g. its module imported again). Another domain under a taken name is an error,
+    unless ``replace=True`` (never for a built-in domain).
+    """
+    if not isinstance(domain, Domain):
+        raise TypeError(
+            f"register_domain takes a sandbox.Domain (from sandbox.define_domain), got {type(domain).__name__}"
+        )
+    held = DOMAINS.get(domain.name)
+    if held is None or held is domain:
+        DOMAINS[domain.name] = domain
+        return domain
+    if domain.name in BUILT_IN:
+        raise ValueError(f"domain name {domain.name!r} is a built-in domain's; give yours another name")
+    if not (replace or _definition(held) == _definition(domain)):
+        raise ValueError(
+            f"a different domain named {domain.name!r} is already registered ({held!r}); give yours another "
+            f"name, or pass replace=True"
+        )
+    DOMAINS[domain.name] = domain
+    return domain
+
+
+def _definition(d: Domain) -> tuple[Any, ...]:
+    return (tuple(t.name for t in d.tools), tuple(t.model_dump_json() for t in d.listed),
+            tuple(f.name for f in d.families))  # fmt: skip
+
+
+def get_domain(name: str | Domain) -> Domain:
+    """The domain registered as ``name``, or named ``module:attribute``, or published by an entry point;
+    a :class:`~sandbox.domain.Domain` object is registered (see :func:`register_domain`) and returned."""
+    if isinstance(name, Domain):
+        return register_domain(name)
+    if not isinstance(name, str):
+        raise TypeError(f"a domain is a name or a sandbox.Domain, got {type(name).__name__}")
+    found = DOMAINS.get(name)
+    if found is not None:
+        return found
+    if name in LAZY:
+        DOMAINS[name] = _load(name, LAZY[name])
         return DOMAINS[name]
-    except KeyError:
-        raise UnknownName("domain", name, [*DOMAINS, *(n for n in LAZY if n not in DOMAINS)]) from None
+    if ":" in name:
+        return register_domain(_load(name, name))
+    for entry in _entry_points():
+        if entry.name == name:
+            domain = _load(f"entry point {name!r} ({entry.value})", entry.value, entry.load)
+            if domain.name != name:
+                raise ValueError(f"entry point {name!r} ({entry.value}) gives a domain named {domain.name!r}")
+            return register_domain(domain)
+    raise UnknownName("domain", name, domain_names())
+
+
+def domain_names() -> list[str]:
+    """Registered domains, then those installed packages publish (not loaded)."""
+    lazy = [n for n in LAZY if n not in DOMAINS]
+    return [*DOMAINS, *lazy, *(e.name for e in _entry_points() if e.name not in DOMAINS and e.name not in LAZY)]
+
+
+def _entry_points() -> list[Any]:
+    from importlib.metadata import entry_points
+
+    return list(entry_points(group=ENTRY_POINTS))
+
+
+def _load(what: str, spec: str, load: Any = None) -> Domain:
+    if load is None:
+        module_name, _, attr = spec.partition(":")
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        try:
+            obj: Any = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ValueError(f"domain {what}: cannot import module {module_name!r} ({exc})") from exc
+        for part in attr.split("."):
+            try:
+                obj = getattr(obj, part)
+            except AttributeError:
+                raise ValueError(f"domain {what}: module {module_name!r} has no attribute {attr!r}") from None
+    else:
+        obj = load()
+    if callable(obj) and not isinstance(obj, Domain):
+        obj = obj()
+    if not isinstance(obj, Domain):
+        raise ValueError(f"domain {what} is a {type(obj).__name__}; expected a sandbox.Domain (sandbox.define_domain)")
+    return obj
+
+
+__all__ = ["BUILT_IN", "DOMAINS", "ENTRY_POINTS", "LAZY", "domain_names", "get_domain", "register_domain"]

@@ -10,37 +10,57 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING, Union
 
-from sandbox.errors import UnknownName
 from sandbox.perturbations import registry
 from sandbox.perturbations.base import Perturbation, Pool, Tier
 from sandbox.seeds import child_seed
 from sandbox.task import SPLITS, Task
+
+if TYPE_CHECKING:
+    from sandbox.domain import Domain
 
 TierSpec = Tier | int | str | Iterable[Tier | int | str]
 SEEDS = 1000
 """Perturbation seeds are drawn from ``range(SEEDS)``."""
 
 
-def domain_names(domain: str | Sequence[str]) -> tuple[str, ...]:
-    """``"all"``, one name or several, checked against the registered domains."""
-    from sandbox.domains import DOMAINS
-
-    names = tuple(DOMAINS) if domain == "all" else (domain,) if isinstance(domain, str) else tuple(domain)
-    for name in names:
-        if name not in DOMAINS:
-            raise UnknownName("domain", name, list(DOMAINS))
-    return names
+DomainSpec = Union[str, "Domain", Sequence[Union[str, "Domain"]]]
+"""``"all"``, a domain's name (or ``module:attribute``), a :class:`~sandbox.domain.Domain`, or several."""
 
 
-@lru_cache(maxsize=16)
+def domain_names(domain: DomainSpec) -> tuple[str, ...]:
+    """``"all"`` (every registered domain), one domain or several, as registered names (a Domain object or
+    a ``module:attribute`` is registered on the way, see :func:`sandbox.get_domain`)."""
+    from sandbox.domains import DOMAINS, get_domain
+
+    if isinstance(domain, str) and domain == "all":
+        return tuple(DOMAINS)
+    items = [domain] if isinstance(domain, str) or not isinstance(domain, Sequence) else list(domain)
+    return tuple(get_domain(d).name for d in items)
+
+
+def domain_label(domain: DomainSpec) -> str | list[str]:
+    """``domain`` as a report records it: as given where it is text, by name where it holds Domain objects."""
+    if isinstance(domain, str) or (isinstance(domain, Sequence) and all(isinstance(d, str) for d in domain)):
+        return domain if isinstance(domain, str) else list(domain)
+    names = domain_names(domain)
+    return names[0] if not isinstance(domain, Sequence) else list(names)
+
+
 def task_pool(domains: tuple[str, ...], split: str) -> tuple[Task, ...]:
     """The split's tasks of ``domains``: solvable first, then by number of calls (the order shrinking follows)."""
-    import sandbox
+    from sandbox.domains import get_domain
 
     if split not in SPLITS:
         raise ValueError(f"Unknown split {split!r}. Use one of {', '.join(SPLITS)}.")
-    pool = [t for d in domains for t in sandbox.tasks(d, split)]  # type: ignore[arg-type]
+    # Kept per Domain object, not per name: a name registered again (a re-imported module) gets its own pool.
+    return _pool(tuple(get_domain(d) for d in domains), split)
+
+
+@lru_cache(maxsize=16)
+def _pool(domains: tuple[Domain, ...], split: str) -> tuple[Task, ...]:
+    pool = [t for d in domains for t in d.tasks(split)]  # type: ignore[arg-type]
     return tuple(sorted(pool, key=lambda t: (not t.solvable, t.n_calls, t.domain, t.family, t.id)))
 
 
@@ -118,7 +138,7 @@ def draw_cases(
     tiers: TierSpec = "all",
     n: int = 50,
     seed: int = 0,
-    domain: str | Sequence[str] = "poi",
+    domain: DomainSpec = "poi",
     split: str = "test",
     names: Iterable[str] | None = None,
     max_stack: int = 1,

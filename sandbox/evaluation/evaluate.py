@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from sandbox.agent import fingerprint
 from sandbox.case import SANDBOX_VERSION
 from sandbox.evaluation.cache import DEFAULT_CACHE_DIR, EpisodeCache, prepare
-from sandbox.evaluation.draw import TierSpec, draw_cases
+from sandbox.evaluation.draw import DomainSpec, TierSpec, domain_label, draw_cases
 from sandbox.evaluation.report import Report
 from sandbox.evaluation.runner import Runner
 from sandbox.perturbations import registry
@@ -21,7 +21,7 @@ def evaluate(
     tiers: TierSpec = "all",
     n: int = 50,
     seed: int = 0,
-    domain: str | Sequence[str] = "poi",
+    domain: DomainSpec = "poi",
     *,
     split: str = "test",
     names: Iterable[str] | None = None,
@@ -52,7 +52,7 @@ def evaluate(
     records = runner.run_batches(agent, cases, batch_size, max_steps)
     meta = {
         "agent": spec or fingerprint(agent), "seed": seed, "n": n, "tiers": registry.normalize_tiers(tiers),
-        "names": names, "domain": domain, "split": split, "pool": pool, "max_stack": max_stack,
+        "names": names, "domain": domain_label(domain), "split": split, "pool": pool, "max_stack": max_stack,
         "sandbox_version": SANDBOX_VERSION, "episodes_run": cache.misses, "episodes_cached": cache.hits,
     }  # fmt: skip
     return Report(records, meta)

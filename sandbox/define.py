@@ -1,0 +1,319 @@
+"""Defining a tool world in a few lines: tools, a state factory and tasks, into a :class:`Domain`.
+
+::
+
+    LIBRARY = sandbox.define_domain(
+        "library", tools=[search, get_book, borrow], state=lambda seed: Library(seed),
+        tasks=[
+            sandbox.UserTask("Who wrote Dune?", answer={"author": "Frank Herbert"}),
+            sandbox.UserTask("Borrow Dune.", plan=[sandbox.Call(id="b", tool="borrow", args={"book": "b1"})]),
+            sandbox.UserTask("Renew my loan.", unsolvable="missing_capability"),
+        ],
+    )
+    sandbox.register_domain(LIBRARY)
+
+A task succeeds when the final answer quotes its answer fields and, where it expects one, the final
+state is the expected one. The gold ``plan``, when given, is replayed against a fresh state as the
+domain is defined: ``sources`` name the answer fields it reads (``{"author": "b.author"}``: field
+``author`` of call ``b``'s result), and a plan that changes the state makes the state it leaves the
+expected end state (compared by :func:`snapshot`). ``end_state`` (a function ``state -> bool`` or a
+dict of expected values) and ``check`` (``check(episode, state) -> Outcome``) say it directly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, get_args
+
+from sandbox.domain import DEFAULT_SIZES, Check, Domain, EndState, Expectation
+from sandbox.errors import did_you_mean
+from sandbox.family import Family
+from sandbox.state import State
+from sandbox.task import Call, Source, Task, Unsolvable
+from sandbox.tools import Tool, Toolbox
+
+UNSOLVABLE: tuple[str, ...] = get_args(Unsolvable)
+
+
+@dataclasses.dataclass(frozen=True)
+class UserTask:
+    """One task as a user writes it; :func:`define_domain` turns it into a :class:`~sandbox.task.Task`.
+
+    ``answer`` holds values the final answer must quote; ``plan`` the gold calls (``Call`` objects or
+    dicts ``{"tool": ..., "args": ...}``, ids ``c1``, ``c2``... when not given); ``sources`` answer
+    fields read from the plan's results (a :class:`~sandbox.task.Source` or ``"call_id.path.0.field"``);
+    ``end_state`` a function of the final state or a dict of values its fields must have; ``check``
+    the user's own judge; ``unsolvable`` why no agent can do it (then the right act is to refuse).
+    ``seed`` is given to the state factory for the task's episodes.
+    """
+
+    query: str
+    answer: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    plan: Sequence[Call | Mapping[str, Any]] = ()
+    sources: Mapping[str, Source | str] = dataclasses.field(default_factory=dict)
+    end_state: EndState | Mapping[str, Any] | None = None
+    check: Check | None = None
+    unsolvable: Unsolvable | None = None
+    id: str | None = None
+    family: str = "user"
+    seed: int = 0
+
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(UserTask))
+
+
+def load_tasks(path: str | Path) -> list[UserTask]:
+    """Tasks from a JSONL file (one object per line, the fields of :class:`UserTask` but ``check``), or
+    from a YAML file (``.yaml``/``.yml``: a list of the same objects; needs ``pyyaml``)."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    if path.suffix in (".yaml", ".yml"):
+        try:
+            import yaml  # type: ignore[import-untyped]
+        except ImportError:
+            raise ValueError(
+                f"{path}: reading YAML needs pyyaml (pip install pyyaml); or write the tasks as JSONL"
+            ) from None
+        items = yaml.safe_load(text) or []
+        if not isinstance(items, list):
+            raise ValueError(f"{path}: expected a list of tasks, got {type(items).__name__}")
+        rows = [(f"{path} item {i + 1}", item) for i, item in enumerate(items)]
+    else:
+        rows = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip() and not line.lstrip().startswith("#"):
+                try:
+                    rows.append((f"{path}:{n}", json.loads(line)))
+                except ValueError as exc:
+                    raise ValueError(f"{path}:{n}: not a JSON object ({exc})") from None
+    return [_user_task(where, item) for where, item in rows]
+
+
+def _user_task(where: str, item: Any) -> UserTask:
+    if not isinstance(item, dict):
+        raise ValueError(f"{where}: a task is an object with a 'query', got {type(item).__name__}")
+    for key in item:
+        if key not in _FIELDS or key == "check":
+            raise ValueError(f"{where}: {did_you_mean('task field', key, [f for f in _FIELDS if f != 'check'])}")
+    if "query" not in item:
+        raise ValueError(f"{where}: a task needs a 'query'")
+    return UserTask(**item)
+
+
+def define_domain(
+    name: str,
+    tools: Iterable[Tool | Callable[..., Any]],
+    *,
+    state: Callable[[int], Any] | None = None,
+    tasks: Iterable[UserTask | Task] | str | Path | None = None,
+    families: Iterable[Family] | None = None,
+    world: Callable[[int], Any] | None = None,
+    sizes: Mapping[str, int] | None = None,
+) -> Domain:
+    """A domain from its tools (:class:`~sandbox.tools.Tool` objects or typed functions, see
+    :func:`sandbox.tool`), a state factory ``state(seed)`` (a fresh, deterministic object per episode),
+    and its tasks: a list (:class:`UserTask` objects, or a JSONL/YAML file of them; any number, 1 is
+    fine) or task ``families`` drawn over ``world(seed)``, a read-only world shared by episodes.
+
+    Misuse fails here, with what to fix: a gold call naming no tool, a typo'd argument, a source
+    path its result lacks. Register the domain (:func:`sandbox.register_domain`) to reach it by name.
+    """
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+        raise ValueError(f"a domain name is letters, digits, '_', '.' or '-', got {name!r}")
+    built = tuple(t if isinstance(t, Tool) else Tool.from_function(t) for t in tools)
+    seen: set[str] = set()
+    for t in built:
+        if t.name in seen:
+            raise ValueError(f"domain {name!r}: two tools are named {t.name!r}")
+        seen.add(t.name)
+    if (tasks is None) == (families is None):
+        raise ValueError(f"domain {name!r}: give its tasks (a list or a file) or its task families, one of them")
+    if families is not None:
+        families = tuple(families)
+        if not families:
+            raise ValueError(f"domain {name!r}: no task families given")
+        return Domain(name, world, built, families, new_state=state, sizes=dict(sizes or DEFAULT_SIZES))
+    if isinstance(tasks, (str, Path)):
+        tasks = load_tasks(tasks)
+    specs = list(tasks)  # type: ignore[arg-type]
+    if not specs:
+        raise ValueError(f"domain {name!r}: no tasks given; one is enough")
+    listed, expectations, writers = _build(name, built, state, world, specs)
+    built = tuple(dataclasses.replace(t, role="write") if t.name in writers and t.role == "lookup" else t
+                  for t in built)  # fmt: skip
+    return Domain(name, world, built, (), new_state=state, listed=listed, expectations=expectations)
+
+
+def _build(
+    name: str, tools: tuple[Tool, ...], state: Callable[[int], Any] | None, world: Callable[[int], Any] | None,
+    specs: list[UserTask | Task],
+) -> tuple[tuple[Task, ...], dict[str, Expectation], set[str]]:  # fmt: skip
+    toolbox = Toolbox({t.name: t for t in tools})
+    listed: dict[str, Task] = {}
+    expectations: dict[str, Expectation] = {}
+    writers: set[str] = set()
+    for i, spec in enumerate(specs):
+        if isinstance(spec, Task):
+            task, expectation = spec.model_copy(update={"domain": name}), Expectation()
+        elif isinstance(spec, UserTask):
+            task, expectation = _task(name, i, spec, toolbox, state, world, writers, listed)
+        else:
+            raise TypeError(f"domain {name!r}: task {i + 1} is a {type(spec).__name__}; give a sandbox.UserTask")
+        if task.id in listed:
+            raise ValueError(f"domain {name!r}: two tasks have the id {task.id!r}; give each its own id=")
+        listed[task.id] = task
+        if expectation.end_state is not None or expectation.check is not None:
+            expectations[task.id] = expectation
+    return tuple(listed.values()), expectations, writers
+
+
+def _task(
+    domain: str, i: int, spec: UserTask, toolbox: Toolbox, state: Callable[[int], Any] | None,
+    world: Callable[[int], Any] | None, writers: set[str], listed: Mapping[str, Task],
+) -> tuple[Task, Expectation]:  # fmt: skip
+    # Ids carry the domain's name, as the built-in ones do: caches of the core key by task id.
+    task_id = spec.id if spec.id and spec.id.startswith(f"{domain}-") else f"{domain}-{spec.id or _slug(spec.query)}"
+    if task_id in listed and not spec.id:
+        task_id = next(f"{task_id}-{n}" for n in range(2, len(listed) + 3) if f"{task_id}-{n}" not in listed)
+    where = f"domain {domain!r}, task {task_id!r}"
+    if spec.unsolvable is not None and spec.unsolvable not in UNSOLVABLE:
+        raise ValueError(f"{where}: {did_you_mean('unsolvable reason', spec.unsolvable, UNSOLVABLE)}")
+    if spec.unsolvable is not None and (spec.answer or spec.sources or spec.end_state is not None):
+        raise ValueError(f"{where}: an unsolvable task has no answer, sources or end state; the right act is to refuse")
+    plan = tuple(_call(where, n, c) for n, c in enumerate(spec.plan))
+    sources = {key: _source(where, key, src) for key, src in spec.sources.items()}
+    ids = [c.id for c in plan]
+    for key, src in sources.items():
+        if src.call not in ids:
+            raise ValueError(f"{where}: source {key!r} reads call {src.call!r}; {did_you_mean('call', src.call, ids)}")
+    answer = {str(k): str(v) for k, v in spec.answer.items()}
+    end_state = _end_state(where, spec.end_state)
+    if plan:
+        draft = Task(id=task_id, domain=domain, family=spec.family, split="test", seed=spec.seed, params={},
+                     phrasing=0, query=spec.query, plan=plan, answer={}, sources={})  # fmt: skip
+        results, before, after, changed = _replay(where, draft, toolbox, state, world, solvable=spec.unsolvable is None)
+        writers |= changed
+        for key, src in sources.items():
+            value = _lookup(results.get(src.call), src.path)
+            if value is None:
+                raise ValueError(f"{where}: source {key!r}: the result of call {src.call!r} has no {src.path!r}: "
+                                 f"{json.dumps(results.get(src.call))[:300]}")  # fmt: skip
+            if key in answer and answer[key] != str(value):
+                raise ValueError(f"{where}: answer {key!r} is {answer[key]!r} but the plan gives {value!r}")
+            answer[key] = str(value)
+        if end_state is None and spec.unsolvable is None and before != after:
+            end_state = _same_as(after)
+    return (
+        Task(id=task_id, domain=domain, family=spec.family, split="test", seed=spec.seed, params={}, phrasing=0,
+             query=spec.query, plan=plan, answer=answer, sources=sources, unsolvable=spec.unsolvable),
+        Expectation(end_state, spec.check),
+    )  # fmt: skip
+
+
+def _replay(
+    where: str, task: Task, toolbox: Toolbox, state: Callable[[int], Any] | None, world: Callable[[int], Any] | None,
+    solvable: bool,
+) -> tuple[dict[str, Any], Any, Any, set[str]]:  # fmt: skip
+    """The gold plan run against a fresh state: each call's result, the state's snapshot before and after,
+    and the tools whose calls changed the state."""
+    episode = State(data=None if state is None else state(task.seed))
+    the_world = None if world is None else world(task.seed)
+    before = snapshot(episode.data)
+    results: dict[str, Any] = {}
+    changed: set[str] = set()
+    for wave in task.waves():
+        for call in wave:
+            prior = snapshot(episode.data)
+            result = toolbox.call(the_world, episode, call.tool, dict(call.args))
+            if not result.ok and (solvable or result.error in ("unknown_tool", "invalid_arguments")):
+                raise ValueError(
+                    f"{where}: gold call {call.id!r} ({call.tool}) failed: {result.error}: {result.message}"
+                )
+            results[call.id] = result.content
+            if snapshot(episode.data) != prior:
+                changed.add(call.tool)
+    return results, before, snapshot(episode.data), changed
+
+
+def snapshot(state: Any) -> Any:
+    """The state as plain JSON data, for comparing end states: dataclasses, pydantic models and objects by
+    their public fields (a name starting with ``_`` is left out), containers item by item."""
+    return json.loads(json.dumps(_plain(state), sort_keys=True, default=lambda o: f"<{type(o).__name__}>"))
+
+
+def _plain(value: Any, depth: int = 0) -> Any:
+    if depth > 20 or value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, depth + 1) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((_plain(v, depth + 1) for v in value), key=repr)
+    if hasattr(value, "model_dump"):
+        return _plain(value.model_dump(), depth + 1)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    elif hasattr(value, "__dict__"):
+        fields = vars(value)
+    else:
+        return value
+    return {k: _plain(v, depth + 1) for k, v in fields.items() if not k.startswith("_")}
+
+
+def _same_as(expected: Any) -> EndState:
+    return lambda state: snapshot(state) == expected
+
+
+def _end_state(where: str, given: EndState | Mapping[str, Any] | None) -> EndState | None:
+    if given is None or callable(given):
+        return given
+    if not isinstance(given, Mapping):
+        raise TypeError(f"{where}: end_state is a function state -> bool or a dict of expected values")
+    expected = snapshot(dict(given))
+
+    def matches(state: Any) -> bool:
+        now = snapshot(state)
+        return isinstance(now, dict) and all(k in now and now[k] == v for k, v in expected.items())
+
+    return matches
+
+
+def _call(where: str, n: int, call: Call | Mapping[str, Any]) -> Call:
+    if isinstance(call, Call):
+        return call
+    if not isinstance(call, Mapping) or "tool" not in call:
+        raise ValueError(f"{where}: gold call {n + 1} needs a 'tool' (and 'args'), got {call!r}")
+    return Call(id=call.get("id", f"c{n + 1}"), tool=call["tool"], args=dict(call.get("args", {})),
+                after=tuple(call.get("after", ())))  # fmt: skip
+
+
+def _source(where: str, key: str, src: Source | str | Mapping[str, Any]) -> Source:
+    if isinstance(src, Source):
+        return src
+    if isinstance(src, Mapping):
+        return Source(**src)
+    call, _, path = str(src).partition(".")
+    if not path:
+        raise ValueError(f"{where}: source {key!r} is {src!r}; write 'call_id.path', e.g. 'c1.results.0.title'")
+    return Source(call=call, path=path)
+
+
+def _lookup(content: Any, path: str) -> Any:
+    """``results.0.name`` -> ``content["results"][0]["name"]``; ``None`` where the path breaks."""
+    for part in path.split("."):
+        if isinstance(content, list) and part.isdigit() and int(part) < len(content):
+            content = content[int(part)]
+        elif isinstance(content, dict) and part in content:
+            content = content[part]
+        else:
+            return None
+    return content
+
+
+def _slug(query: str) -> str:
+    return "-".join(re.findall(r"[a-z0-9]+", query.lower())[:6]) or "task"
