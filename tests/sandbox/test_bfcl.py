@@ -13,8 +13,9 @@ from sandbox.episode import run_episode, run_episodes
 
 @pytest.fixture(scope="module")
 def bfcl():
-    pytest.importorskip("bfcl_eval", reason="needs the bfcl-eval wheel: pip install --no-deps bfcl-eval mpmath")
-    pytest.importorskip("mpmath")
+    install = "pip install mpmath && pip install --no-deps bfcl-eval==2026.3.23"
+    pytest.importorskip("bfcl_eval", reason=f"needs bfcl-eval: {install}")
+    pytest.importorskip("mpmath", reason=f"needs mpmath: {install}")
     from sandbox.domains import get_domain
 
     return get_domain("bfcl")
