@@ -77,6 +77,9 @@ class Perturbation(BaseModel):
     """True for perturbations that exist to make the task unsolvable (the gold act is to refuse)."""
     mild: ClassVar[str] = ""
     """Why the static baseline is not expected to lose 50 points under it, if that is by design."""
+    limits: ClassVar[str] = ""
+    """Where it does not apply (``applies_to`` says no), for the catalogue; empty where it applies to every case
+    of every domain (with a tool call, for those that act on calls)."""
     layer: ClassVar[Layer] = "descriptions"
     """Where it sits in a stack, one of :data:`LAYERS`: lower layers wrap first (see :func:`apply_stack`)."""
 

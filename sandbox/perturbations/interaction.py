@@ -93,6 +93,7 @@ class MissingValues(Perturbation):
     mild = "severity 1 and 2 often spare the fields the static agent reads"
     min_severity = 0
     max_severity = 3
+    limits = "a case whose gold answers lose no field at the drawn share (or that no call answers)"
     layer = "missing_values"
 
     wrapper = _Missing
@@ -156,6 +157,10 @@ class FormatShift(Perturbation):
     )
     expected = "read values from an unfamiliar format"
     max_severity = 3
+    limits = (
+        "a case with no successful answer on the gold path, or (severity 1, a domain with synonyms) none with a "
+        "renamed key"
+    )
     layer = "format"
 
     wrapper = _Format
@@ -322,6 +327,7 @@ class VerificationCodeShift(Perturbation):
     shift = "action"
     summary = "write actions return their verification code in a new format"
     expected = "quote the code exactly as returned, not in the remembered format"
+    limits = "a task without a write, or whose write returns no 'PREFIX-BODY' code"
     layer = "codes"
 
     def applies_to(self, task: Task) -> bool:
@@ -420,6 +426,10 @@ class BehaviourChange(Perturbation):
     )
     expected = "read the documented change: convert units, fetch every page and rank by rating"
     max_severity = 2
+    limits = (
+        "a task without the domain's unit tools or searches; on a domain without units of its own, severity 1, and a "
+        "plan without a list of rows"
+    )
     layer = "behaviour"
 
     def applies_to(self, task: Task) -> bool:

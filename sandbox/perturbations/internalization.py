@@ -24,18 +24,18 @@ from sandbox.tools import ToolResult
 
 
 class _Transferred(PerturbationWrapper):
-    """Marks the stack: the env below it is the medical twin of the task."""
+    """Marks the stack: the env below it is the held-out twin of the task."""
 
 
-def medical_twin(task: Task, seed: int) -> Task:
+def held_out_twin(task: Task, seed: int) -> Task:
     """A task of the held-out domain, of the same split and the same kind (solvable, or unsolvable for the
     same reason)."""
-    medical = get_domain(vocabulary(task.domain).transfer)  # type: ignore[union-attr,arg-type]
-    kinds = [i for i, f in enumerate(medical.families) if f.unsolvable == task.unsolvable]
+    target = get_domain(vocabulary(task.domain).transfer)  # type: ignore[union-attr,arg-type]
+    kinds = [i for i, f in enumerate(target.families) if f.unsolvable == task.unsolvable]
     r = rng(seed, "domain_transfer", task.id)
     while True:
-        index = r.randrange(200) * len(medical.families) + r.choice(kinds)
-        twin = medical.draw(task.split, index, task.seed)
+        index = r.randrange(200) * len(target.families) + r.choice(kinds)
+        twin = target.draw(task.split, index, task.seed)
         if twin is not None:
             return twin
 
@@ -46,10 +46,10 @@ class DomainTransfer(Perturbation):
     tier = "internalization"
     shift = "domain"
     summary = (
-        "the POI task is replaced by a medical task of the same split and kind (the clean twin stays the POI task); "
-        "only for a domain that names its held-out twin"
+        "the POI task is replaced by a medical task of the same split and kind (the clean twin stays the POI task)"
     )
     expected = "carry the learned patterns (look up, chain, act) into an unseen domain"
+    limits = "a domain that names no held-out twin (only POI does: medical)"
     layer = "domain"
 
     def applies_to(self, task: Task) -> bool:
@@ -59,7 +59,7 @@ class DomainTransfer(Perturbation):
     def apply(self, env: Env) -> Env:
         if not self.applies_to(env.task):
             return env
-        twin_task = medical_twin(env.task, self.seed)
+        twin_task = held_out_twin(env.task, self.seed)
         twin: Env = Env(get_domain(twin_task.domain), twin_task)
         for wrapper in env.wrappers():
             spec = getattr(wrapper, "spec", None)
@@ -135,12 +135,13 @@ class NonexistentEntity(Perturbation):
     name: ClassVar[str] = "nonexistent_entity"
     tier = "internalization"
     shift = "domain"
-    summary = (
-        "the place or patient the request names does not exist in this world (only where the domain names its "
-        "lookup by name and its entities)"
-    )
+    summary = "the place or patient the request names does not exist in this world"
     expected = "refuse once the lookup finds nothing, instead of inventing an answer"
     unsolvable = True
+    limits = (
+        "a domain that does not name its lookup by name and its entities; a task that looks up no entity named in the"
+        " request"
+    )
     layer = "unsolvable"
 
     def applies_to(self, task: Task) -> bool:

@@ -100,6 +100,7 @@ class DependencyMerge(Perturbation):
     shift = "action"
     summary = "a lookup and the call that needed the id it returns become one tool that takes the lookup's arguments"
     expected = "use the merged tool in one step instead of the remembered two"
+    limits = "a task whose gold plan shows no call taking a value that a call before it returned"
     layer = "merge"
 
     def applies_to(self, task: Task) -> bool:
@@ -170,6 +171,7 @@ class LogicInversion(Perturbation):
     shift = "action"
     summary = "the order reverses: the call that needed an id comes first, and the lookup then runs it"
     expected = "follow the documented new order instead of the remembered one"
+    limits = "a task whose gold plan shows no call taking a value that a call before it returned"
     layer = "inversion"
 
     def applies_to(self, task: Task) -> bool:

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from sandbox import OracleAgent
 from sandbox.case import Case
 from sandbox.perturbations import POOLS, get, names
-from sandbox.perturbations.internalization import medical_twin
+from sandbox.perturbations.internalization import held_out_twin
 from sandbox.perturbations.strength import sample_tasks
 
 ORACLE = OracleAgent()
@@ -37,7 +37,7 @@ def compatible(task, specs) -> bool:
     """Each spec changes something for the task it will meet (the medical twin after a domain transfer)."""
     transfer = next((p for p in specs if p.name == "domain_transfer"), None)
     if transfer is not None and transfer.applies_to(task):
-        task = medical_twin(task, transfer.seed)
+        task = held_out_twin(task, transfer.seed)
     return all(p.applies_to(task) for p in specs if p is not transfer)
 
 

@@ -169,11 +169,12 @@ class UnderspecifiedQuery(Perturbation):
     name: ClassVar[str] = "underspecified_query"
     tier = "perception"
     shift = "query"
-    summary = (
-        "the city is left out of the request; lookups by name document it as optional (only where the domain "
-        "names its lookup by name and city and its entities: no generic rule tells which detail can go)"
-    )
+    summary = "the city is left out of the request; lookups by name document it as optional"
     expected = "call the lookup without the detail instead of guessing or giving up"
+    limits = (
+        "a domain that does not name its lookup by name and city and its entities (no generic rule tells which detail"
+        " of a request can go); a task whose name is not unique"
+    )
     layer = "optional_detail"
 
     def applies_to(self, task: Task) -> bool:
@@ -195,7 +196,7 @@ class UnderspecifiedQuery(Perturbation):
 
 @lru_cache(maxsize=8)
 def _name_counts(domain: str, seed: int) -> Counter[str]:
-    """How many places (or patients) of the world bear each name, casefolded."""
+    """How many entities of the world bear each name, casefolded."""
     entities = vocabulary(domain).entities  # type: ignore[union-attr]
     rows = entities(get_domain(domain).world(seed))  # type: ignore[misc]
     return Counter(r.name.casefold() for r in rows)

@@ -119,6 +119,7 @@ class SemanticRenaming(Perturbation):
     )
     expected = "find each tool by its meaning"
     max_severity = 2
+    limits = "a domain none of whose tool names has a word in the synonym table (and no synonyms of its own)"
     layer = "renaming"
 
     def applies_to(self, task: Task) -> bool:
