@@ -84,3 +84,18 @@ def test_no_perturbation_or_oracle_names_a_domain_tool() -> None:
 
 def test_the_matrix_doc_is_generated() -> None:
     assert MATRIX_DOC.read_text() == matrix_markdown(), "run: python -m sandbox.perturbations.catalogue --matrix"
+
+
+@pytest.mark.parametrize("name", ["semantic_renaming", "schema_noise", "description_rewrite", "format_shift"])
+def test_train_and_eval_pools_stay_disjoint_on_a_domain_without_vocabulary(name: str, tasks) -> None:
+    cls = get(name)
+    task = next(t for t in tasks if t.solvable and len(t.plan) > 1)
+
+    def words(env) -> set[str]:
+        env.reset()  # the gold call in clean names reaches only a perturbation that leaves names alone
+        first = env.observe(env.call(task.plan[0].tool, task.plan[0].args)) if name == "format_shift" else ""
+        return set(re.findall(r"\w+", json.dumps([env.tool_specs(), first]).casefold()))
+
+    clean = words(Case(task).env())
+    new = {p: words(Case(task, (cls(severity=min(2, cls.max_severity), pool=p, seed=1),)).env()) - clean for p in POOLS}
+    assert new["train"] and new["eval"] and not new["train"] & new["eval"] - {"status", "ok"}, new
