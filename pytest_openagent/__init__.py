@@ -12,7 +12,10 @@ from pytest_openagent import strategies
 from pytest_openagent.decorator import perturb
 from sandbox.agents.openai import OpenAIAgent
 from sandbox.case import Case
+from sandbox.define import UserTask, define_domain
+from sandbox.domains import register_domain
 from sandbox.evaluation import AgentFailure, GateError, GateResult, Record, Report, check, compare, evaluate, load_agent
+from sandbox.tools import ToolFailure, tool
 
 __version__ = "0.1.0"
 
@@ -24,10 +27,15 @@ __all__ = [
     "OpenAIAgent",
     "Record",
     "Report",
+    "ToolFailure",
+    "UserTask",
     "check",
     "compare",
+    "define_domain",
     "evaluate",
     "load_agent",
     "perturb",
+    "register_domain",
     "strategies",
+    "tool",
 ]

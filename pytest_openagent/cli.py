@@ -40,7 +40,11 @@ def _configure_eval(p: argparse.ArgumentParser) -> None:
     p.add_argument("--names", default=None, help="only these perturbations, joined by commas")
     p.add_argument("--n", type=int, default=50, help="cases per tier (default 50)")
     p.add_argument("--seed", type=int, default=0, help="seed of the drawn cases (default 0)")
-    p.add_argument("--domain", default="poi", help="poi, medical or all (default poi)")
+    p.add_argument(
+        "--domain", default="poi",
+        help="poi, medical, all, a registered or entry-point domain's name, or module:attribute naming a "
+        "sandbox.Domain (default poi)",
+    )  # fmt: skip
     p.add_argument("--max-stack", type=int, default=1, help="most perturbations per case (default 1)")
     p.add_argument(
         "--pool", choices=("eval", "train"), default="eval",

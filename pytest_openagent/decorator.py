@@ -11,12 +11,15 @@ from typing import Any, Literal, TypeVar
 
 import pytest
 from hypothesis import HealthCheck, Phase, assume, event, given, settings
+from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
-from pytest_openagent.strategies import TierSpec, cases
+from pytest_openagent.strategies import DomainSpec, TierSpec, cases
 from sandbox.case import Case, current_runner
 from sandbox.evaluation.cache import DEFAULT_CACHE_DIR, EpisodeCache
+from sandbox.evaluation.draw import domain_label
 from sandbox.evaluation.runner import Runner
+from sandbox.task import Task
 
 F = TypeVar("F", bound=Callable[..., Any])
 Relation = Literal["invariant"]
@@ -85,8 +88,9 @@ def perturb(
     tier: TierSpec = "all",
     names: str | Iterable[str] | None = None,
     *,
-    domain: str | Sequence[str] = "poi",
+    domain: DomainSpec = "poi",
     split: str = "test",
+    tasks: st.SearchStrategy[Task] | Sequence[Task | str] | None = None,
     max_examples: int = DEFAULT_MAX_EXAMPLES,
     max_stack: int = 1,
     relation: Relation | None = None,
@@ -94,6 +98,8 @@ def perturb(
     """Make a test a property over perturbed cases: the test takes ``case`` (and usually ``agent``).
 
     ``tier`` is a name, a number 1-4, a list or ``"all"``; ``names`` picks perturbations by name.
+    ``domain`` is a name, ``module:attribute`` or a :class:`~sandbox.domain.Domain` (registered on the
+    way); ``tasks`` narrows its tasks (a strategy, or tasks or task ids), however few.
     ``relation="invariant"`` keeps only tasks the agent solves clean and asserts that it also
     solves the perturbed twin (a metamorphic test); the test body may add its own checks.
     """
@@ -101,7 +107,7 @@ def perturb(
         raise ValueError(f"relation={relation!r} is not known; use None or one of {RELATIONS}")
     if not isinstance(max_examples, int) or max_examples < 1:
         raise ValueError(f"max_examples must be a positive int, got {max_examples!r}")
-    strategy = cases(tier, names, domain=domain, split=split, max_stack=max_stack)
+    strategy = cases(tier, names, domain=domain, split=split, max_stack=max_stack, tasks=tasks)
 
     def decorate(fn: F) -> F:
         signature = inspect.signature(fn)
@@ -130,8 +136,9 @@ def perturb(
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
         )(test)
         mark = pytest.mark.openagent(
-            tier=tier, names=names, domain=domain, max_examples=max_examples, max_stack=max_stack, relation=relation
-        )
+            tier=tier, names=names, domain=domain_label(domain), max_examples=max_examples, max_stack=max_stack,
+            relation=relation,
+        )  # fmt: skip
         return mark(test)  # type: ignore[return-value]
 
     return decorate

@@ -51,7 +51,8 @@ HELP = {
     "or report is set, or when this is given)",
     TIERS: "tiers of the fixed measurement: all, or names/numbers joined by commas (default: all)",
     NAMES: "only these perturbations in the fixed measurement, joined by commas (default: every one of the tiers)",
-    DOMAIN: "domain of the fixed measurement: poi, medical or all (default: poi)",
+    DOMAIN: "domain of the fixed measurement: poi, medical, all, a registered or entry-point domain's name, "
+    "or module:attribute naming a sandbox.Domain (default: poi)",
     INCONCLUSIVE: "what an INCONCLUSIVE gate does to the session: fail (default) or pass",
     CACHE_DIR: f"folder of the episode cache and the example database (default: {DEFAULT_CACHE_DIR})",
     NO_CACHE: "run every episode afresh (the example database is kept)",

@@ -61,14 +61,15 @@ def agent(pytestconfig: pytest.Config) -> Any:
 def make_case() -> Callable[..., Case]:
     """A factory for hand-written cases: ``make_case(task=None, perturbations=(), domain="poi", family=None, index=0)``.
 
-    ``task`` is a :class:`~sandbox.task.Task` or a task id of the test split; without it the
+    ``domain`` is a name, ``module:attribute`` or a :class:`~sandbox.domain.Domain`. ``task`` is a
+    :class:`~sandbox.task.Task` or a task id of the test split; without it the
     ``index``-th test task (of ``family`` if given) is taken. ``perturbations`` holds specs or names.
     """
 
     def build(
         task: Any = None,
         perturbations: Sequence[Perturbation | str] = (),
-        domain: str = "poi",
+        domain: Any = "poi",
         family: str | None = None,
         index: int = 0,
     ) -> Case:
@@ -76,6 +77,7 @@ def make_case() -> Callable[..., Case]:
         from sandbox.case import Case
         from sandbox.perturbations import create
 
+        domain = sandbox.get_domain(domain).name
         pool = sandbox.tasks(domain, "test")
         if task is None:
             matching = [t for t in pool if family is None or t.family == family]

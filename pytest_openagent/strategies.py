@@ -15,8 +15,10 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from sandbox.case import Case
+from sandbox.errors import UnknownName
 from sandbox.evaluation.draw import (
     SEEDS,
+    DomainSpec,
     TierSpec,
     applicable,
     applies,
@@ -32,22 +34,33 @@ __all__ = ["cases", "perturbations", "stacks", "tasks"]
 
 
 def tasks(
-    domain: str | Sequence[str] = "poi",
+    domain: DomainSpec = "poi",
     split: str = "test",
     *,
     solvable: bool | None = None,
     max_calls: int | None = None,
 ) -> st.SearchStrategy[Task]:
-    """Tasks of a domain's split (``"all"`` for every domain), shrinking toward solvable tasks with fewer calls."""
+    """Tasks of a domain's split, shrinking toward solvable tasks with fewer calls.
+
+    ``domain`` is a name (``"all"`` for every registered domain), ``module:attribute``, a
+    :class:`~sandbox.domain.Domain` or several; a domain that lists its tasks gives its list, however short.
+    """
+    names = domain_names(domain)
+    return _sample(task_pool(names, split), "+".join(names), split, solvable, max_calls)
+
+
+def _sample(
+    tasks: Iterable[Task], name: str, split: str, solvable: bool | None, max_calls: int | None
+) -> st.SearchStrategy[Task]:
     pool = [
         t
-        for t in task_pool(domain_names(domain), split)
+        for t in tasks
         if (solvable is None or t.solvable == solvable) and (max_calls is None or t.n_calls <= max_calls)
     ]
     if not pool:
-        raise ValueError(f"no {split} task of {domain!r} has solvable={solvable} and at most {max_calls} calls")
+        raise ValueError(f"no {split} task of {name!r} has solvable={solvable} and at most {max_calls} calls")
     # Sampling indices keeps the strategy's repr short (Hypothesis warns about a repr of 880 tasks).
-    return st.sampled_from(range(len(pool))).map(_Pick(tuple(pool), f"{domain}/{split}"))
+    return st.sampled_from(range(len(pool))).map(_Pick(tuple(pool), f"{name}/{split}"))
 
 
 class _Pick:
@@ -169,17 +182,43 @@ def cases(
     tier: TierSpec | None = None,
     names: str | Iterable[str] | None = None,
     *,
-    domain: str | Sequence[str] = "poi",
+    domain: DomainSpec = "poi",
     split: str = "test",
     max_stack: int = 1,
     pool: Pool = "eval",
-    tasks: st.SearchStrategy[Task] | None = None,
+    tasks: st.SearchStrategy[Task] | Sequence[Task | str] | None = None,
 ) -> st.SearchStrategy[Case]:
-    """Cases: a task (from ``tasks`` if given) and a stack of 1 to ``max_stack`` perturbations that apply to it."""
+    """Cases: a task and a stack of 1 to ``max_stack`` perturbations that apply to it.
+
+    The task comes from ``domain``'s ``split``, or from ``tasks``: a strategy, or a list of tasks or task ids
+    of ``domain`` (shrinking in the same order as the domain's pool: solvable first, fewer calls first).
+    """
     if max_stack < 1:
         raise ValueError(f"max_stack must be at least 1, got {max_stack}")
     if pool not in POOLS:
         raise ValueError(f"Unknown pool {pool!r}. Use one of {', '.join(POOLS)}.")
     classes = perturbation_classes(tier, names)
-    task_strategy = tasks if tasks is not None else _all_tasks(domain, split)
+    if tasks is None:
+        task_strategy = _all_tasks(domain, split)
+    elif isinstance(tasks, st.SearchStrategy):
+        task_strategy = tasks
+    else:
+        task_strategy = _chosen(tasks, domain, split)
     return _cases(task_strategy, classes, pool, max_stack)
+
+
+def _chosen(tasks: Sequence[Task | str], domain: DomainSpec, split: str) -> st.SearchStrategy[Task]:
+    names = domain_names(domain)
+    pool = task_pool(names, split)
+    by_id = {t.id: t for t in pool}
+    wanted = []
+    for t in tasks:
+        if isinstance(t, Task):
+            wanted.append(t.id)
+        elif t in by_id:
+            wanted.append(t)
+        else:
+            raise UnknownName(f"{'+'.join(names)} {split} task", str(t), list(by_id))
+    keep = set(wanted)
+    extra = [t for t in tasks if isinstance(t, Task) and t.id not in by_id]
+    return _sample([t for t in pool if t.id in keep] + extra, "+".join(names), split, None, None)
