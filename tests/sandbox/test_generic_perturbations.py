@@ -92,9 +92,13 @@ def test_train_and_eval_pools_stay_disjoint_on_a_domain_without_vocabulary(name:
     task = next(t for t in tasks if t.solvable and len(t.plan) > 1)
 
     def words(env) -> set[str]:
+        """The names an agent reads: of tools, parameters and result keys."""
         env.reset()  # the gold call in clean names reaches only a perturbation that leaves names alone
-        first = env.observe(env.call(task.plan[0].tool, task.plan[0].args)) if name == "format_shift" else ""
-        return set(re.findall(r"\w+", json.dumps([env.tool_specs(), first]).casefold()))
+        first = env.observe(env.call(task.plan[0].tool, task.plan[0].args)) if name == "format_shift" else "{}"
+        names = {s["function"]["name"] for s in env.tool_specs()}
+        names |= {p for s in env.tool_specs() for p in s["function"]["parameters"]["properties"]}
+        descriptions = {s["function"]["description"] for s in env.tool_specs()}
+        return names | descriptions | set(re.findall(r'"(\w+)":', first))
 
     clean = words(Case(task).env())
     new = {p: words(Case(task, (cls(severity=min(2, cls.max_severity), pool=p, seed=1),)).env()) - clean for p in POOLS}
