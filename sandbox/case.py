@@ -97,16 +97,17 @@ class Case:
         return cls(Task.model_validate(data["task"]), tuple(from_dict(p) for p in data["perturbations"]))
 
     def key(self) -> str:
-        """A content hash of the case and the sandbox version, for caching episodes.
+        """A content hash of the case, the sandbox version and its domain's version, for caching episodes.
 
-        The hash of ``json.dumps([SANDBOX_VERSION, self.to_dict()], sort_keys=True, default=str)``,
+        The hash of ``json.dumps([version, self.to_dict()], sort_keys=True, default=str)``, where the
+        version is ``SANDBOX_VERSION`` (and, for a domain the user writes, the digest of its code),
         assembled from parts (the task's part is dumped once per task), and kept on the case: the
         cache, the record and the report all ask for it.
         """
         key = self.__dict__.get("_key")
         if key is None:
             stack = _KEY_JSON.encode([p.to_dict() for p in self.perturbations])
-            version = json.dumps(SANDBOX_VERSION)
+            version = json.dumps(_domain_version(self.task.domain))
             blob = f'[{version}, {{"perturbations": {stack}, "task": {_task_json(self.task)}}}]'
             key = hashlib.sha256(blob.encode()).hexdigest()[:32]
             object.__setattr__(self, "_key", key)  # a frozen case: a cached value, not a field
@@ -149,3 +150,14 @@ def run_cases(agent: Any, cases: Sequence[Case], max_steps: int | None = None) -
     if max_steps is None:
         max_steps = max((c.max_steps for c in cases), default=DEFAULT_MAX_STEPS)
     return run_episodes(agent, [c.env() for c in cases], max_steps)
+
+
+def _domain_version(name: str) -> str:
+    """``SANDBOX_VERSION``, plus the version of a user's domain (``Domain.version``): its code is in the key."""
+    from sandbox.domains import get_domain
+
+    try:
+        extra = get_domain(name).version()
+    except LookupError:  # a task of a domain that is not registered (built by hand): the task's JSON is all
+        extra = ""
+    return f"{SANDBOX_VERSION}+{extra}" if extra else SANDBOX_VERSION

@@ -9,6 +9,7 @@ the domain has none); tools written as functions receive it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -60,6 +61,15 @@ class Domain:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "toolbox", Toolbox({t.name: t for t in self.tools}))
+
+    def version(self) -> str:
+        """What a case key adds for this domain, so that editing a world invalidates its cached episodes.
+
+        Empty for a domain of generated families (ours: ``SANDBOX_VERSION`` covers them); for a domain
+        the user writes, a digest of the code of its tools, its state factory and its checks, and of
+        the source files of their modules.
+        """
+        return _version(self)
 
     def world(self, seed: int = 0) -> Any:
         """The read-only world of ``seed``, built once and shared by every episode (``None`` if the domain has none)."""
@@ -152,3 +162,19 @@ def _tasks(d: Domain, split: Split, n: int, seed: int, exact: bool) -> tuple[Tas
 @lru_cache(maxsize=64)
 def _listed(d: Domain, split: Split) -> tuple[Task, ...]:
     return tuple(t if t.split == split else t.model_copy(update={"split": split}) for t in d.listed)
+
+
+@lru_cache(maxsize=64)
+def _version(domain: Domain) -> str:
+    if domain.new_state is None and not domain.listed and not domain.expectations:
+        return ""
+    from sandbox.fingerprint import function_key
+
+    parts = [function_key(t.fn, module_source=True) for t in domain.tools]
+    if domain.new_state is not None:
+        parts.append(function_key(domain.new_state, module_source=True))
+    for task_id, expectation in sorted(domain.expectations.items()):
+        for judged in (expectation.end_state, expectation.check):
+            if callable(judged):
+                parts.append(f"{task_id}:{function_key(judged, module_source=True)}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]

@@ -306,3 +306,27 @@ def test_openagent_eval_and_gate_take_a_module_attribute_domain(shop, tmp_path, 
     finally:
         sys.modules.pop("bookshop_cli", None)
         sandbox.register_domain(shop.SHOP, replace=True)
+
+
+def test_editing_a_user_domains_code_changes_its_cases_keys(shop):
+    from sandbox.case import Case
+
+    task = shop.SHOP.tasks("test")[0]
+    before = Case(task).key()
+    assert Case(task).key() == before and shop.SHOP.version()
+
+    def get_book(state, book_id: str) -> dict:
+        """One book, by a new rule."""
+        return {"id": book_id, "title": "?"}
+
+    edited = sandbox.define_domain(
+        "bookshop", [shop.search_books, sandbox.tool(get_book), shop.borrow],
+        state=shop.SHOP.new_state, tasks=list(shop.SHOP.listed),
+    )  # fmt: skip
+    sandbox.register_domain(edited, replace=True)
+    try:
+        assert edited.version() != shop.SHOP.version()
+        assert Case(task).key() != before, "an edited tool must not be served the old episodes"
+    finally:
+        sandbox.register_domain(shop.SHOP, replace=True)
+    assert sandbox.get_domain("poi").version() == ""  # SANDBOX_VERSION covers ours
