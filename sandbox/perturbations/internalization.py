@@ -8,6 +8,7 @@ from sandbox.domains import get_domain
 from sandbox.env import Env
 from sandbox.perturbations import vocab
 from sandbox.perturbations.base import Perturbation
+from sandbox.perturbations.plan import dependencies, gold_results, read_path
 from sandbox.perturbations.registry import register
 from sandbox.perturbations.vocab import vocabulary
 from sandbox.perturbations.wrappers import (
@@ -96,10 +97,27 @@ class MissingCapability(Perturbation):
     wrapper = _Without
 
 
+def named_entity(task: Task) -> tuple[str, frozenset[str]] | None:
+    """For a domain without a lookup by name of its own: the value of the request that the first call takes
+    (the entity the request names), and the values later calls took from that call's answer (its ids)."""
+    asked = {v for v in task.params.values() if isinstance(v, str) and v}
+    results = gold_results(task)
+    for call in task.waves()[0] if task.plan else []:
+        value = next((v for v in call.args.values() if v in asked), None)
+        if value is not None and results[call.id].ok:
+            content = results[call.id].content
+            ids = {read_path(content, d.path) for d in dependencies(task) if d.lookup == call.tool}
+            return value, frozenset(str(i) for i in ids if i is not None)
+    return None
+
+
 class _Ghost(CallWrapper):
     @property
     def solvable(self) -> bool:
-        return self.env.solvable and self._target() is None
+        return self.env.solvable and self._target() is None and self._named() is None
+
+    def _named(self) -> tuple[str, frozenset[str]] | None:
+        return named_entity(self.task) if vocabulary(self.domain) is None else None
 
     def _target(self) -> tuple[str, str, str, str] | None:
         name, words = self.task.params.get("name"), vocabulary(self.domain)
@@ -114,6 +132,9 @@ class _Ghost(CallWrapper):
         return None
 
     def call(self, name: str, arguments: Any) -> ToolResult:
+        named = self._named()
+        if named is not None and isinstance(arguments, dict):
+            return self._ghost_call(name, arguments, *named)
         target = self._target()
         if target is None or not isinstance(arguments, dict):
             return self.env.call(name, arguments)
@@ -129,24 +150,42 @@ class _Ghost(CallWrapper):
             result = result.model_copy(update={"content": {**result.content, "results": rows}})
         return result
 
+    def _ghost_call(self, name: str, arguments: dict[str, Any], ghost: str, ids: frozenset[str]) -> ToolResult:
+        values = {str(v).casefold() for v in arguments.values()}
+        if ghost.casefold() in values:
+            return failure(name, "not_found", f"nothing matches {ghost!r}")
+        if values & {i.casefold() for i in ids}:
+            return failure(name, "not_found", f"no entry {next(v for v in arguments.values() if str(v) in ids)!r}")
+        result = self.env.call(name, arguments)
+        if result.ok and isinstance(result.content, dict):
+            content = {k: [row for row in v if not (isinstance(row, dict) and set(map(str, row.values())) & ids)]
+                       if isinstance(v, list) else v for k, v in result.content.items()}  # fmt: skip
+            result = result.model_copy(update={"content": content})
+        return result
+
 
 @register
 class NonexistentEntity(Perturbation):
     name: ClassVar[str] = "nonexistent_entity"
     tier = "internalization"
     shift = "domain"
-    summary = "the place or patient the request names does not exist in this world"
+    summary = (
+        "the place or patient the request names does not exist in this world (elsewhere: what the first call takes "
+        "from the request, and the ids its answer gave)"
+    )
     expected = "refuse once the lookup finds nothing, instead of inventing an answer"
     unsolvable = True
     limits = (
-        "a domain that does not name its lookup by name and its entities; a task that looks up no entity named in the"
-        " request"
+        "a task whose lookup takes no entity named in the request (on a domain without a lookup by name of its own: "
+        "whose first calls take no value of the request)"
     )
     layer = "unsolvable"
 
     def applies_to(self, task: Task) -> bool:
         name, words = task.params.get("name"), vocabulary(task.domain)
-        if words is None or words.resolve is None:
+        if words is None:
+            return task.solvable and named_entity(task) is not None
+        if words.resolve is None:
             return False
         return task.solvable and any(c.tool == words.finder and c.args.get("name") == name for c in task.plan)
 

@@ -22,8 +22,10 @@ from sandbox.agents.oracle.tools import (
     empty_args,
     match_param,
     names_pattern,
+    param_text,
     toolset,
     undocumented_id,
+    unform_param,
 )
 from sandbox.perturbations.plan import leaf_paths
 from sandbox.perturbations.vocab import vocabulary
@@ -67,7 +69,9 @@ class Planner:
         self.task = view.task
         self.names = tuple(view.tools)
         described = tuple((n, s["function"]["description"]) for n, s in view.tools.items())
-        live, by_capability = toolset(described, self.task.domain)
+        words = vocabulary(self.task.domain)
+        params = () if words is not None and words.capabilities else tuple(map(param_text, view.tools.values()))
+        live, by_capability = toolset(described, self.task.domain, params)
         self.live = {n: view.tools[n] for n in live}
         self.by_capability: dict[str, str] = dict(by_capability)
         self.clean = clean_params(self.task.domain)
@@ -241,7 +245,7 @@ class Planner:
                     continue
                 match, source = match_param(vname, text, own, used), own
                 if match is None:
-                    if finder_values is None and self._wants_finder(text, own, used, schema_text, call):
+                    if finder_values is None and self._wants_finder(vname, text, own, used, schema_text, call):
                         id_param = undocumented_id(own, used, schema_text, lambda v: self.is_id(call, v))
                         finder_values = self.finder_values(call, own[id_param][1])
                         used.add(id_param)
@@ -285,11 +289,18 @@ class Planner:
         return [self.plan[d].tool for d in call.after]
 
     def _wants_finder(
-        self, text: str, own: dict[str, tuple[str, Any]], used: set[str], schema_text: SchemaText, call: Call
+        self,
+        vname: str,
+        text: str,
+        own: dict[str, tuple[str, Any]],
+        used: set[str],
+        schema_text: SchemaText,
+        call: Call,
     ) -> bool:
         if undocumented_id(own, used, schema_text, lambda v: self.is_id(call, v)) is None:
             return False
-        return any(desc.casefold() in text for tool in self.lookups(call) for desc in self.clean[tool].values() if desc)
+        params = [(p, desc) for tool in self.lookups(call) for p, desc in self.clean[tool].items()]
+        return any(desc.casefold() in text if desc else p in (vname, *unform_param(vname)) for p, desc in params)
 
     def finder_values(self, call: Call, entity: Any) -> dict[str, tuple[str, Any]]:
         """The arguments of the lookup that found ``entity``: the plan's lookup, or (with a domain's lookup by

@@ -79,39 +79,66 @@ def content_words(text: str) -> frozenset[str]:
     return frozenset(w for w in _WORD.findall(text.casefold()) if len(w) > 2 and w not in _STOP)
 
 
+def param_text(spec: ToolSpec) -> str:
+    """The names and descriptions of a spec's parameters, nested ones included, as one text."""
+    parts: list[str] = []
+
+    def walk(schema: dict[str, Any]) -> None:
+        for pname, prop in schema.get("properties", {}).items():
+            parts.extend((pname, str(prop.get("description", ""))))
+            if prop.get("type") == "object":
+                walk(prop)
+
+    walk(spec["function"]["parameters"])
+    return " ".join(parts)
+
+
 @lru_cache(maxsize=8)
-def clean_words(domain: str) -> tuple[tuple[str, frozenset[str]], ...]:
-    """The words of each clean tool's description of ``domain``, by tool."""
+def clean_words(domain: str) -> tuple[tuple[str, frozenset[str], frozenset[str]], ...]:
+    """The words of each clean tool's description and of its parameters, by tool, for ``domain``."""
     from sandbox.domains import get_domain
 
-    return tuple((t.name, content_words(t.description)) for t in get_domain(domain).tools)
+    return tuple((t.name, content_words(t.description), content_words(param_text(t.spec)))
+                 for t in get_domain(domain).tools)  # fmt: skip
 
 
-def closest(description: str, names: tuple[str, ...], domain: str) -> str | None:
+def closest(description: str, params: str, names: tuple[str, ...], domain: str) -> str | None:
     """The clean tool of ``domain`` whose description's words ``description`` keeps most of (tool names
-    mentioned in it are ignored), if it keeps at least :data:`MIN_OVERLAP` of them."""
+    mentioned in it are ignored), if it keeps at least :data:`MIN_OVERLAP` of them; the parameters' words
+    break ties, and stand in for a clean description without words."""
     text = names_pattern(names).sub(" ", description) if names else description
-    words = content_words(text)
-    best, score = None, 0.0
-    for tool, clean in clean_words(domain):
-        share = len(clean & words) / max(1, len(clean))
+    words, pwords = content_words(text), content_words(params)
+    best, score = None, (0.0, 0.0)
+    for tool, clean, cparams in clean_words(domain):
+        kept, close = (
+            len(cparams & pwords) / max(1, len(cparams)),
+            len(cparams & pwords) / max(1, len(cparams | pwords)),
+        )
+        share = (len(clean & words) / len(clean) if clean else kept, close)
         if share > score:
             best, score = tool, share
-    return best if score >= MIN_OVERLAP else None
+    return best if score[0] >= MIN_OVERLAP else None
 
 
 @lru_cache(maxsize=1024)
-def toolset(described: tuple[tuple[str, str], ...], domain: str = "") -> tuple[tuple[str, ...], dict[str, str]]:
+def toolset(
+    described: tuple[tuple[str, str], ...], domain: str = "", params: tuple[str, ...] = ()
+) -> tuple[tuple[str, ...], dict[str, str]]:
     """The tools that are not decoys, and the first of them that documents each capability, by
-    (name, description): the same for every turn of an episode, and for every episode of a tool set."""
+    (name, description) and the text of each one's parameters (:func:`param_text`): the same for every turn
+    of an episode, and for every episode of a tool set."""
     names = tuple(n for n, _ in described)
     live = tuple(n for n, d in described if not _is_decoy(d))
+    texts = dict(zip(names, params, strict=False))
     words = vocab.vocabulary(domain) if domain else None
     by_description = domain and (words is None or not words.capabilities)
     by_capability: dict[str, str] = {}
     for name, description in described:
         if name in live:
-            tool = closest(description, names, domain) if by_description else capability(description, names)
+            if by_description:
+                tool = closest(description, texts.get(name, ""), names, domain)
+            else:
+                tool = capability(description, names)
             if tool is not None:
                 by_capability.setdefault(tool, name)
     return live, by_capability
@@ -127,11 +154,24 @@ def match_param(vname: str, text: str, own: dict[str, tuple[str, Any]], used: se
     """The canonical argument of ``own`` = {param: (description, value)} whose description the parameter's
     description ``text`` contains (its own name first when several do), not yet ``used``."""
     hits = [p for p, (desc, _) in own.items() if p not in used and desc and desc.casefold() in text]
-    if not hits and vname in own and vname not in used and not own[vname][0]:
-        return vname  # an undocumented parameter is known by its name alone
+    if not hits:  # an undocumented parameter is known by its name alone, or by the pattern that renamed it
+        name = next((n for n in (vname, *unform_param(vname)) if n in own and n not in used and not own[n][0]), None)
+        return name
     if not hits:
         return None
     return vname if vname in hits else min(hits, key=lambda p: list(own).index(p))
+
+
+_PARAM_FORMS = [
+    re.compile("^" + re.escape(form).replace(re.escape("{param}"), "(.+)") + "$")
+    for forms in vocab.PARAM_FORMS.values()
+    for form in forms
+]
+
+
+def unform_param(vname: str) -> list[str]:
+    """The names ``vname`` may have had before ``schema_noise`` renamed it by a pattern."""
+    return [m.group(1) for pattern in _PARAM_FORMS if (m := pattern.match(vname))]
 
 
 def undocumented_id(

@@ -288,7 +288,7 @@ class _Rewrite(ToolsWrapper):
         for spec in specs:
             text = spec["function"]["description"]
             for tool, original in clean.items():
-                if original in text and (own is None or tool in own.description_rewrites):
+                if original and original in text and (own is None or tool in own.description_rewrites):
                     text = text.replace(original, self.rewrite(tool, original, own))
             routes.append(Route(with_description(spec, text), target=spec["function"]["name"]))
         return routes
@@ -315,5 +315,10 @@ class DescriptionRewrite(Perturbation):
     expected = "understand reworded documentation"
     mild = "the static agent never reads descriptions, so a rewrite alone cannot hurt it; it hurts agents that do"
     layer = "descriptions"
+
+    def applies_to(self, task: Task) -> bool:
+        domain = domain_of(task)
+        own = vocab.vocabulary(domain)
+        return any(t.description and (own is None or t.name in own.description_rewrites) for t in domain.tools)
 
     wrapper = _Rewrite
