@@ -198,6 +198,8 @@ class RuntimeFailure(Perturbation):
     max_severity = 3
     layer = "transient"
 
+    needs_calls = True
+
     wrapper = _Transient
 
     def extra_turns(self) -> int:

@@ -60,6 +60,16 @@ def test_every_perturbation_changes_a_case_or_says_it_does_not_apply(name: str, 
 
 
 @pytest.mark.parametrize("name", names())
+def test_on_our_domains_too_an_applied_perturbation_changes_the_case(name: str) -> None:
+    from sandbox.perturbations.strength import sample_tasks
+
+    ours = sample_tasks(per_family=1)
+    cases = [Case(t, (spec,)) for spec in _specs(name)[:3] for t in ours if spec.applies_to(t)]
+    unchanged = [c for c in cases if _seen(c.env(), c.task) == _seen(Case(c.task).env(), c.task)]
+    assert not unchanged, f"{name} counted as applied but changes nothing: {unchanged[0]}"
+
+
+@pytest.mark.parametrize("name", names())
 def test_the_oracle_solves_every_applied_solvable_case_and_refuses_the_rest(name: str, tasks) -> None:
     cases = [Case(t, (spec,)) for spec in _specs(name) for t in tasks if spec.applies_to(t)]
     episodes = run_cases(ORACLE, cases)
