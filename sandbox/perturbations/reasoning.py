@@ -247,8 +247,7 @@ class _Restructure(ToolsWrapper):
 
     def build(self, specs: list[ToolSpec]) -> list[Route]:
         nested, nested_text = self.words(vocab.NESTED_PARAMS)[0]
-        slot, slot_text = self.words(vocab.SLOT_PARAMS)[0]
-        separator = slot_text.split("'DAY")[1][0]
+        own = vocabulary(self.domain)
         routes = []
         for spec in specs:
             name = spec["function"]["name"]
@@ -257,25 +256,48 @@ class _Restructure(ToolsWrapper):
             if not props:
                 routes.append(Route(spec, target=name))
                 continue
-            compound = self.spec.severity >= 2 and {"day", "time"} <= set(props)
-            if compound:
-                props.pop("day"), props.pop("time")
+            pair = _pair(inner, own) if self.spec.severity >= 2 else None
+            joined = None
+            if pair is not None:
+                slot, slot_text, separator = self._slot(pair, own)
+                props.pop(pair[0]), props.pop(pair[1])
                 props[slot] = {"type": "string", "description": slot_text}
-                inner["required"] = [p for p in inner["required"] if p not in ("day", "time")] + [slot]
+                inner["required"] = [p for p in inner["required"] if p not in pair] + [slot]
+                joined = (slot, separator, *pair)
             new = with_description(spec, spec["function"]["description"])
             params_of(new)["properties"] = {nested: {"type": "object", "description": nested_text, **inner}}
             params_of(new)["required"] = [nested]
-            routes.append(Route(new, handler=on(self._unpack, name, nested, slot if compound else None, separator)))
+            routes.append(Route(new, handler=on(self._unpack, name, nested, joined)))
         return routes
 
-    def _unpack(self, arguments: Any, name: str, nested: str, slot: str | None, separator: str) -> ToolResult:
+    def _slot(self, pair: tuple[str, str], own: vocab.DomainVocabulary | None) -> tuple[str, str, str]:
+        if own is not None:
+            slot, text = self.words(vocab.SLOT_PARAMS)[0]
+            return slot, text, text.split("'DAY")[1][0]
+        slot, text = self.words(vocab.PAIR_PARAMS)[0]
+        separator = text.split("'{A}")[1][0]
+        a, b = pair
+        return slot.format(a=a, b=b), text.format(a=a, b=b, A=a.upper(), B=b.upper()), separator
+
+    def _unpack(self, arguments: Any, name: str, nested: str, joined: tuple[str, str, str, str] | None) -> ToolResult:
         if not isinstance(arguments, dict) or set(arguments) != {nested} or not isinstance(arguments[nested], dict):
             return failure(name, "invalid_arguments", f"give exactly one argument '{nested}', an object")
         args = dict(arguments[nested])
-        if slot is not None and slot in args:
-            day, _, time = str(args.pop(slot)).partition(separator)
-            args.update(day=day, time=time)
+        if joined is not None and joined[0] in args:
+            slot, separator, a, b = joined
+            first, _, second = str(args.pop(slot)).partition(separator)
+            args.update({a: first, b: second})
         return self.env.call(name, args)
+
+
+def _pair(schema: dict[str, Any], own: vocab.DomainVocabulary | None) -> tuple[str, str] | None:
+    """The two arguments severity 2 joins into one value: the domain's pair (a day and a time), else a tool's
+    last two required string arguments."""
+    props = schema["properties"]
+    if own is not None:
+        return own.compound if own.compound and set(own.compound) <= set(props) else None
+    strings = [p for p in schema.get("required", []) if props.get(p, {}).get("type") == "string"]
+    return (strings[-2], strings[-1]) if len(strings) >= 2 else None
 
 
 @register
@@ -283,7 +305,10 @@ class ArgumentRestructuring(Perturbation):
     name: ClassVar[str] = "argument_restructuring"
     tier = "reasoning"
     shift = "action"
-    summary = "1: every tool takes its arguments nested in one object; 2: + day and time as one compound value"
+    summary = (
+        "1: every tool takes its arguments nested in one object; 2: + day and time as one compound value (a domain "
+        "without its own pair: a tool's last two required strings)"
+    )
     expected = "build the arguments in the documented shape"
     max_severity = 2
     layer = "restructure"

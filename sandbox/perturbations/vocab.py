@@ -232,6 +232,9 @@ NESTED_PARAMS = _pools(
 )
 SLOT_PARAMS = _pools((("when", "weekday and time as 'DAY HH:MM', e.g. 'monday 19:00'"),),
                      (("slot", "weekday and time as 'DAY@HH:MM', e.g. 'monday@19:00'"),))  # fmt: skip
+PAIR_PARAMS = _pools((("{a}_{b}", "{a} and {b} as one value, '{A}|{B}'"),),
+                     (("{a}_with_{b}", "{a} and {b} together, written '{A}+{B}'"),))  # fmt: skip
+"""The joined argument of ``argument_restructuring`` at severity 2 on a domain without a pair of its own."""
 
 # Query shift.
 FILLERS = _pools(("um,", "like,", "you know,", "basically"), ("er,", "well,", "sort of", "honestly"))
@@ -355,6 +358,8 @@ class DomainVocabulary:
     and a nonexistent entity need to know who bears a name."""
     resolve: Callable[[Any, str, str], Any] | None = None
     """The entity of a world with a name in a city, or ``None`` (what the finder does, without a call)."""
+    compound: tuple[str, str] | None = None
+    """The two arguments ``argument_restructuring`` joins at severity 2 (written as ``SLOT_PARAMS`` shows)."""
     transfer: str | None = None
     """The held-out domain ``domain_transfer`` swaps this one's tasks for."""
 
@@ -363,7 +368,8 @@ def _ours(finder: str, entity: str, entities: Callable, resolve: Callable, trans
     return DomainVocabulary(
         TOOL_SYNONYMS, DESCRIPTION_REWRITES, CAPABILITIES, PARAM_SYNONYMS, FIELD_SYNONYMS,
         {t: c for t, c in CONSUMERS.items() if c[0] == finder}, finder, entity,
-        ("get_distance", "get_weather"), ("search_places", "find_doctors"), "rating", entities, resolve, transfer,
+        ("get_distance", "get_weather"), ("search_places", "find_doctors"), "rating", entities, resolve,
+        ("day", "time"), transfer,
     )  # fmt: skip
 
 

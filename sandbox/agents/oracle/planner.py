@@ -33,6 +33,8 @@ from sandbox.task import Call
 
 MAX_ATTEMPTS = 8
 _SLOT = re.compile(r"'day(.)hh:mm'")
+_PAIR = re.compile(r"'([A-Z][A-Z0-9_]*)([^A-Z0-9_\s])([A-Z][A-Z0-9_]*)'")
+"""A joined argument's documented form, 'FIRST|SECOND', on a domain without a pair of its own."""
 _SECONDS = re.compile(r"(\d+(?:\.\d+)?)\s*s\b")
 _RETRYABLE = {"runtime_error", "rate_limited", "moved"}
 
@@ -238,10 +240,11 @@ class Planner:
                 if prop.get("type") == "object" and "properties" in prop:
                     out[vname] = build(prop)
                     continue
-                slot = _SLOT.search(text)
-                if slot and {"day", "time"} <= set(own) - used:
-                    out[vname] = f"{own['day'][1]}{slot.group(1)}{own['time'][1]}"
-                    used.update(("day", "time"))
+                joined = self.joined(raw, text, set(own) - used)
+                if joined is not None:
+                    a, separator, b = joined
+                    out[vname] = f"{own[a][1]}{separator}{own[b][1]}"
+                    used.update((a, b))
                     continue
                 match, source = match_param(vname, text, own, used), own
                 if match is None:
@@ -287,6 +290,18 @@ class Planner:
         if self.words is not None and self.words.finder:
             return [self.words.finder]
         return [self.plan[d].tool for d in call.after]
+
+    def joined(self, raw: str, text: str, free: set[str]) -> tuple[str, str, str] | None:
+        """The two arguments a parameter documents as one joined value, and the separator between them."""
+        pair = self.words.compound if self.words is not None else None
+        if pair is not None:
+            slot = _SLOT.search(text)
+            return (pair[0], slot.group(1), pair[1]) if slot and set(pair) <= free else None
+        m = _PAIR.search(raw)
+        if m is None:
+            return None
+        a, b = m.group(1).lower(), m.group(3).lower()
+        return (a, m.group(2), b) if {a, b} <= free else None
 
     def _wants_finder(
         self,
