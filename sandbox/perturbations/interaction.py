@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from typing import Any, ClassVar
 
 from sandbox.perturbations import vocab
@@ -343,6 +344,36 @@ class VerificationCodeShift(Perturbation):
     wrapper = _CodeShift
 
 
+UNITS: dict[str, tuple[str, float, float, str]] = {
+    "km": ("mi", 1 / 1.609344, 0.0, "miles"),
+    "c": ("f", 1.8, 32.0, "°F"),
+    "kg": ("lb", 2.20462262, 0.0, "pounds"),
+    "cm": ("in", 1 / 2.54, 0.0, "inches"),
+}
+"""Metric unit suffix of a result key (``width_cm``) → (the new suffix, factor, offset, in words): the rule that
+changes units on a domain without unit tools of its own. Keys named otherwise keep their units."""
+_UNIT_KEY = re.compile(r"^(.*_)(" + "|".join(UNITS) + r")$")
+
+
+def unit_keys(content: Any) -> list[str]:
+    """The numeric top-level keys of an answer that name a metric unit by their suffix."""
+    if not isinstance(content, dict):
+        return []
+    return [
+        k for k, v in content.items() if _UNIT_KEY.match(k) and isinstance(v, int | float) and not isinstance(v, bool)
+    ]
+
+
+def unit_tools(task: Task) -> dict[str, tuple[str, ...]]:
+    """Tool → its unit-named keys, by the gold plan's answers."""
+    out: dict[str, tuple[str, ...]] = {}
+    for call in task.plan:
+        result = gold_results(task).get(call.id)
+        if result is not None and result.ok and unit_keys(result.content):
+            out.setdefault(call.tool, tuple(unit_keys(result.content)))
+    return out
+
+
 def row_lists(task: Task) -> dict[str, str]:
     """Tool → the key of the list of rows its gold answer holds (what a paginated search pages), by the plan."""
     out: dict[str, str] = {}
@@ -362,7 +393,7 @@ class _Behaviour(ToolsWrapper):
 
     def build(self, specs: list[ToolSpec]) -> list[Route]:
         own = vocabulary(self.domain)
-        units = own.unit_tools if own is not None else ()
+        units = own.unit_tools if own is not None else tuple(unit_tools(self.task))
         if own is not None:
             pages = {name: ("results", own.rank_by is not None) for name in own.searches}
         else:
@@ -371,8 +402,13 @@ class _Behaviour(ToolsWrapper):
         for spec in specs:
             name = spec["function"]["name"]
             if name in units:
-                note = "Now reports miles (mi), not km." if "km" in spec["function"]["description"] else (
-                    "Now reports °F (temp_f).")  # fmt: skip
+                if own is None:
+                    changed = sorted({UNITS[_UNIT_KEY.match(k).group(2)][3] for k in unit_tools(self.task)[name]})
+                    note = f"Now reports {' and '.join(changed)} (keys renamed to match)."
+                elif "km" in spec["function"]["description"]:
+                    note = "Now reports miles (mi), not km."
+                else:
+                    note = "Now reports °F (temp_f)."
                 spec = with_description(spec, f"{spec['function']['description']} {note}")
                 routes.append(Route(spec, handler=on(self._units, name)))
             elif name in pages and self.spec.severity >= 2:
@@ -393,6 +429,12 @@ class _Behaviour(ToolsWrapper):
         if not result.ok or not isinstance(result.content, dict):
             return result
         content = dict(result.content)
+        if vocabulary(self.domain) is None:
+            for key in unit_keys(content):
+                head, unit = _UNIT_KEY.match(key).groups()
+                new, factor, offset, _ = UNITS[unit]
+                content[head + new] = round(content.pop(key) * factor + offset, 6)
+            return result.model_copy(update={"content": content})
         if "km" in content:
             content = {"mi": round(content.pop("km") / 1.609344, 3), **content}
         if "temp_c" in content:
@@ -424,20 +466,20 @@ class BehaviourChange(Perturbation):
     shift = "observation"
     summary = (
         "1: distance in miles and temperature in °F, as documented; 2: + searches paginated, A to Z (a domain "
-        "without units of its own: 2 only, its lists of rows paginated in their order)"
+        "without unit tools of its own: keys ending _km, _c, _kg, _cm converted; lists of rows paginated in order)"
     )
     expected = "read the documented change: convert units, fetch every page and rank by rating"
     max_severity = 2
     limits = (
-        "a task without the domain's unit tools or searches; on a domain without units of its own, severity 1, and a "
-        "plan without a list of rows"
+        "a task without the domain's unit tools or searches; on a domain without unit tools of its own, a plan whose "
+        "answers have no key with a metric suffix (and, at severity 2, no list of rows)"
     )
     layer = "behaviour"
 
     def applies_to(self, task: Task) -> bool:
         tools, own = {c.tool for c in task.plan}, vocabulary(task.domain)
-        if own is None:  # no documented units to change: only paging, where the plan shows a list of rows
-            return self.severity >= 2 and bool(row_lists(task))
+        if own is None:  # the plan's answers show what changes: unit-named keys, lists of rows
+            return bool(unit_tools(task)) or (self.severity >= 2 and bool(row_lists(task)))
         return bool(tools & set(own.unit_tools)) or (self.severity >= 2 and bool(tools & set(own.searches)))
 
     wrapper = _Behaviour

@@ -39,6 +39,7 @@ class Book:
     genre: str
     year: int
     shelf: str
+    width_cm: float
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ def build_world(seed: int) -> Library:
     for i, title in enumerate(titles[:60]):
         book_id = f"bk-{i + 1:04d}"
         books[book_id] = Book(book_id, title, r.choice(_AUTHORS), r.choice(GENRES), r.randrange(1950, 2024),
-                              f"{r.choice('ABCDEFG')}{r.randrange(1, 20)}")  # fmt: skip
+                              f"{r.choice('ABCDEFG')}{r.randrange(1, 20)}", r.randrange(120, 300) / 10)  # fmt: skip
     return Library(seed, books)
 
 
@@ -88,7 +89,8 @@ def _book(world: Library, book: str) -> Book:
 
 def get_book(world: Library, state: State, a: BookArgs) -> dict:
     b = _book(world, a.book)
-    return {"book": b.id, "title": b.title, "author": b.author, "genre": b.genre, "year": b.year, "shelf": b.shelf}
+    return {"book": b.id, "title": b.title, "author": b.author, "genre": b.genre, "year": b.year, "shelf": b.shelf,
+            "width_cm": b.width_cm}  # fmt: skip
 
 
 class ReserveArgs(Args):
@@ -145,8 +147,8 @@ def shelf(world, r, split):
     return Draft(
         params={"book": b.id},
         plan=[Call(id="book", tool="get_book", args={"book": b.id})],
-        answer={"shelf": b.shelf},
-        sources={"shelf": Source(call="book", path="shelf")},
+        answer={"shelf": b.shelf, "width_cm": str(b.width_cm)},
+        sources={"shelf": Source(call="book", path="shelf"), "width_cm": Source(call="book", path="width_cm")},
     )
 
 
@@ -178,8 +180,10 @@ FAMILIES = (
         "Who wrote {title}?", "Which author wrote {title}?", "Tell me the author of {title}.",
     ], ["Whose book is {title}?"], ["I'd like to know who penned {title}."]),
     family("shelf", shelf, [
-        "On which shelf is book {book}?", "Where is {book} shelved?", "Which shelf holds {book}?",
-    ], ["Where do I find {book} in the stacks?"], ["Point me to the shelf of {book}."]),
+        "On which shelf is book {book}, and how wide is it in cm?", "Where is {book} shelved, and how wide is it?",
+        "Which shelf holds {book}? Also give its width.",
+    ], ["Where do I find {book} in the stacks, and how much room does it take?"],
+        ["Point me to the shelf of {book} and tell me its width."]),
     family("year", year, [
         "When was {title} published?", "What year did {title} come out?", "Publication year of {title}?",
     ], ["In which year did {title} appear?"], ["How old is {title}: what year is it from?"]),

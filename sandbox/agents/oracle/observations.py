@@ -86,13 +86,32 @@ def normalize(content: Any, domain: str = "") -> Any:
         return normalize(content[next(iter(set(content) & _ENVELOPES))], domain)
     fields = _fields(domain)
     if fields is None:
-        return {_unform(k): normalize(v, domain) for k, v in content.items()}
+        return _metric({_unform(k): normalize(v, domain) for k, v in content.items()})
     out = {fields.get(k, k): normalize(v, domain) for k, v in content.items()}
     if isinstance(out.get("mi"), int | float):
         out["km"] = round(out.pop("mi") * 1.609344, 1)
     if isinstance(out.get("temp_f"), int | float):
         celsius = (out.pop("temp_f") - 32) / 1.8
         out["temp_c"] = round(celsius) if abs(celsius - round(celsius)) < 0.01 else round(celsius, 1)
+    return out
+
+
+_IMPERIAL = {"mi": ("km", 1.609344, 0.0), "f": ("c", 1 / 1.8, -32 / 1.8), "lb": ("kg", 1 / 2.20462262, 0.0),
+             "in": ("cm", 2.54, 0.0)}  # fmt: skip
+_IMPERIAL_KEY = re.compile(r"^(.*_)(" + "|".join(_IMPERIAL) + r")$")
+
+
+def _metric(content: dict[str, Any]) -> dict[str, Any]:
+    """Unit-named keys of a domain without unit tools back in metric units (what ``behaviour_change`` converts)."""
+    out = {}
+    for key, value in content.items():
+        m = _IMPERIAL_KEY.match(key)
+        if m is None or not isinstance(value, int | float) or isinstance(value, bool):
+            out[key] = value
+            continue
+        unit, factor, offset = _IMPERIAL[m.group(2)]
+        metric = round(value * factor + offset, 4)
+        out[m.group(1) + unit] = int(metric) if metric == int(metric) else metric
     return out
 
 
