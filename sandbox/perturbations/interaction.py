@@ -351,7 +351,8 @@ UNITS: dict[str, tuple[str, float, float, str]] = {
     "cm": ("in", 1 / 2.54, 0.0, "inches"),
 }
 """Metric unit suffix of a result key (``width_cm``) → (the new suffix, factor, offset, in words): the rule that
-changes units on a domain without unit tools of its own. Keys named otherwise keep their units."""
+changes units on a domain without unit tools of its own. Keys named otherwise, and whole numbers (a reader could
+not tell 20 from 20.0 once converted back), keep their units."""
 _UNIT_KEY = re.compile(r"^(.*_)(" + "|".join(UNITS) + r")$")
 
 

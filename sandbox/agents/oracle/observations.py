@@ -110,8 +110,7 @@ def _metric(content: dict[str, Any]) -> dict[str, Any]:
             out[key] = value
             continue
         unit, factor, offset = _IMPERIAL[m.group(2)]
-        metric = round(value * factor + offset, 4)
-        out[m.group(1) + unit] = int(metric) if metric == int(metric) else metric
+        out[m.group(1) + unit] = round(value * factor + offset, 4)  # only floats are converted
     return out
 
 
