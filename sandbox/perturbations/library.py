@@ -47,9 +47,10 @@ class Library:
     seed: int
     books: dict[str, Book]
 
-    def search(self, text: str) -> list[Book]:
+    def search(self, text: str, genre: str) -> list[Book]:
         needle = text.casefold()
-        hits = [b for b in self.books.values() if needle in f"{b.title} {b.author} {b.genre}".casefold()]
+        hits = [b for b in self.books.values()
+                if needle in f"{b.title} {b.author}".casefold() and b.genre == genre.casefold()]  # fmt: skip
         return sorted(hits, key=lambda b: (-b.year, b.id))
 
 
@@ -66,13 +67,14 @@ def build_world(seed: int) -> Library:
 
 
 class SearchArgs(Args):
-    text: str = Field(description="words of a title, an author or a genre")
+    text: str = Field(description="words of a title or an author")
+    genre: str = Field(description="the section to look in, one of " + ", ".join(GENRES))
 
 
 def search_books(world: Library, state: State, a: SearchArgs) -> dict:
-    found = world.search(a.text)
+    found = world.search(a.text, a.genre)
     if not found:
-        raise ToolFailure("not_found", f"the catalogue has nothing matching {a.text!r}")
+        raise ToolFailure("not_found", f"the {a.genre} section has nothing matching {a.text!r}")
     return {"matches": [{"book": b.id, "title": b.title, "year": b.year} for b in found[:4]]}
 
 
@@ -109,7 +111,8 @@ def reserve_book(world: Library, state: State, a: ReserveArgs) -> dict:
 
 
 TOOLS = (
-    Tool("search_books", "Search the catalogue by title, author or genre; newest first, with catalogue numbers.",
+    Tool("search_books", "Search one section of the catalogue by title or author; newest first, with "
+         "catalogue numbers.",
          SearchArgs, search_books),
     Tool("get_book", "Everything the catalogue records about one book: author, genre, year and shelf.",
          BookArgs, get_book),
@@ -124,18 +127,18 @@ def _pick(world: Library, r: random.Random, split: str) -> Book:
     pool = {"train": books[:30], "dev": books[30:45], "test": books[45:]}[split]
     while True:
         b = r.choice(pool)
-        if world.search(b.title) == [b]:
+        if world.search(b.title, b.genre) == [b]:
             return b
 
 
 def _search(b: Book) -> Call:
-    return Call(id="search", tool="search_books", args={"text": b.title})
+    return Call(id="search", tool="search_books", args={"text": b.title, "genre": b.genre})
 
 
 def author(world, r, split):
     b = _pick(world, r, split)
     return Draft(
-        params={"title": b.title},
+        params={"title": b.title, "genre": b.genre},
         plan=[_search(b), Call(id="book", tool="get_book", args={"book": b.id}, after=("search",))],
         answer={"author": b.author},
         sources={"author": Source(call="book", path="author")},
@@ -155,7 +158,7 @@ def shelf(world, r, split):
 def year(world, r, split):
     b = _pick(world, r, split)
     return Draft(
-        params={"title": b.title},
+        params={"title": b.title, "genre": b.genre},
         plan=[_search(b)],
         answer={"year": str(b.year)},
         sources={"year": Source(call="search", path="matches.0.year")},
@@ -165,35 +168,41 @@ def year(world, r, split):
 def reserve(world, r, split):
     b, day = _pick(world, r, split), r.choice(DAYS)
     write = Call(id="reserve", tool="reserve_book", args={"book": b.id, "pickup": day}, after=("search",))
-    return Draft(params={"title": b.title, "day": day}, plan=[_search(b), write], write=write,
+    return Draft(params={"title": b.title, "genre": b.genre, "day": day}, plan=[_search(b), write], write=write,
                  sources={"code": Source(call="reserve", path="code")})  # fmt: skip
 
 
 def unknown(world, r, split):
     b = _pick(world, r, split)
     ghost = b.title.replace("The ", "The Unwritten ", 1)
-    return Draft(params={"title": ghost}, plan=[Call(id="search", tool="search_books", args={"text": ghost})])
+    search = Call(id="search", tool="search_books", args={"text": ghost, "genre": b.genre})
+    return Draft(params={"title": ghost, "genre": b.genre}, plan=[search])
 
 
 FAMILIES = (
     family("author", author, [
-        "Who wrote {title}?", "Which author wrote {title}?", "Tell me the author of {title}.",
-    ], ["Whose book is {title}?"], ["I'd like to know who penned {title}."]),
+        "Who wrote {title} ({genre})?", "Which author wrote {title}, in {genre}?",
+        "Tell me the author of {title} ({genre}).",
+    ], ["Whose book is {title} ({genre})?"], ["I'd like to know who penned {title}, from {genre}."]),
     family("shelf", shelf, [
         "On which shelf is book {book}, and how wide is it in cm?", "Where is {book} shelved, and how wide is it?",
         "Which shelf holds {book}? Also give its width.",
     ], ["Where do I find {book} in the stacks, and how much room does it take?"],
         ["Point me to the shelf of {book} and tell me its width."]),
     family("year", year, [
-        "When was {title} published?", "What year did {title} come out?", "Publication year of {title}?",
-    ], ["In which year did {title} appear?"], ["How old is {title}: what year is it from?"]),
+        "When was {title} ({genre}) published?", "What year did {title}, in {genre}, come out?",
+        "Publication year of {title} ({genre})?",
+    ], ["In which year did {title} ({genre}) appear?"], ["How old is {title} ({genre}): what year is it from?"]),
     family("reserve", reserve, [
-        "Reserve {title} for pickup on {day}.", "Put {title} on hold; I'll collect it {day}.",
-        "Hold {title} for me to pick up on {day}.",
-    ], ["Keep {title} aside for me until {day}."], ["Could you set {title} aside? I come by on {day}."]),
+        "Reserve {title} ({genre}) for pickup on {day}.", "Put {title} ({genre}) on hold; I'll collect it {day}.",
+        "Hold {title}, in {genre}, for me to pick up on {day}.",
+    ], ["Keep {title} ({genre}) aside for me until {day}."],
+        ["Could you set {title} ({genre}) aside? I come by on {day}."]),
     family("unknown", unknown, [
-        "Who wrote {title}?", "Which author wrote {title}?", "Tell me the author of {title}.",
-    ], ["Whose book is {title}?"], ["I'd like to know who penned {title}."], unsolvable="nonexistent_entity"),
+        "Who wrote {title} ({genre})?", "Which author wrote {title}, in {genre}?",
+        "Tell me the author of {title} ({genre}).",
+    ], ["Whose book is {title} ({genre})?"], ["I'd like to know who penned {title}, from {genre}."],
+        unsolvable="nonexistent_entity"),
 )  # fmt: skip
 
 DOMAIN = Domain(NAME, build_world, TOOLS, FAMILIES)

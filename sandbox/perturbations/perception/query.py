@@ -12,6 +12,7 @@ from sandbox.domains import get_domain
 from sandbox.env import Env
 from sandbox.perturbations import vocab
 from sandbox.perturbations.base import Perturbation
+from sandbox.perturbations.plan import domain_of
 from sandbox.perturbations.registry import register
 from sandbox.perturbations.vocab import vocabulary
 from sandbox.perturbations.wrappers import QueryWrapper, Route, ToolSpec, ToolsWrapper, clone, failure, on, params_of
@@ -133,14 +134,43 @@ def _unique_owner(env: Env, name: str) -> str | None:
     return cities.pop() if len(cities) == 1 else None
 
 
+def _drop_detail(query: str, value: str) -> str:
+    return _drop_city(re.sub(rf", (in|from|of) {re.escape(value)}\b", "", query), value)
+
+
+def detail(task: Task) -> tuple[str, str, str] | None:
+    """For a domain without entities of its own: the detail of the request to leave out, as (tool, parameter,
+    value): a value of the request that a call takes beside another one (never the first: that names what is
+    looked up), that no other call takes, and that the query gives in a form it can lose ("X (detail)",
+    "X, in detail")."""
+    required = {t.name: set(t.spec["function"]["parameters"].get("required", [])) for t in domain_of(task).tools}
+    asked = {v for v in task.params.values() if v and v in task.query}
+    for call in task.plan:
+        values = [(p, v) for p, v in call.args.items() if isinstance(v, str) and v in asked]
+        for param, value in values[1:]:
+            if param not in required.get(call.tool, ()) or any(value in c.args.values() for c in task.plan
+                                                                if c is not call):  # fmt: skip
+                continue
+            if value not in _drop_detail(task.query, value):
+                return call.tool, param, value
+    return None
+
+
 class _Underspecified(ToolsWrapper):
-    per_task = False
+    @property
+    def per_task(self) -> bool:  # type: ignore[override]
+        return vocabulary(self.domain) is None
 
     def query(self) -> str:
+        if vocabulary(self.domain) is None:
+            found = detail(self.task)
+            return _drop_detail(self.env.query(), found[2]) if found else self.env.query()
         city = self.task.params.get("city")
         return _drop_city(self.env.query(), city) if city else self.env.query()
 
     def build(self, specs: list[ToolSpec]) -> list[Route]:
+        if vocabulary(self.domain) is None:
+            return self._build_generic(specs)
         routes = []
         for spec in specs:
             props = params_of(spec)["properties"]
@@ -154,6 +184,32 @@ class _Underspecified(ToolsWrapper):
             else:
                 routes.append(Route(spec, target=spec["function"]["name"]))
         return routes
+
+    def _build_generic(self, specs: list[ToolSpec]) -> list[Route]:
+        found, routes = detail(self.task), []
+        for spec in specs:
+            name = spec["function"]["name"]
+            if found is None or name != found[0]:
+                routes.append(Route(spec, target=name))
+                continue
+            param = found[1]
+            spec = clone(spec)
+            parameters = params_of(spec)
+            parameters["required"] = [p for p in parameters["required"] if p != param]
+            prop = parameters["properties"][param]
+            prop["description"] = prop.get("description", "") + " (optional: leave it out to search them all)"
+            routes.append(Route(spec, handler=on(self._filled, name, param)))
+        return routes
+
+    def _filled(self, arguments: Any, name: str, param: str) -> ToolResult:
+        """Without the detail, the call the plan makes finds its one match; any other has no single match."""
+        if isinstance(arguments, dict) and param not in arguments:
+            gold = next(c for c in self.task.plan if c.tool == name and param in c.args)
+            rest = {k: v for k, v in gold.args.items() if k != param}
+            if {k: str(v).casefold() for k, v in arguments.items()} != {k: str(v).casefold() for k, v in rest.items()}:
+                return failure(name, "not_found", f"no single match; give the {param}")
+            arguments = {**arguments, param: gold.args[param]}
+        return self.env.call(name, arguments)
 
     def _resolver(self, arguments: Any, name: str) -> ToolResult:
         if isinstance(arguments, dict) and "city" not in arguments and "name" in arguments:
@@ -169,18 +225,23 @@ class UnderspecifiedQuery(Perturbation):
     name: ClassVar[str] = "underspecified_query"
     tier = "perception"
     shift = "query"
-    summary = "the city is left out of the request; lookups by name document it as optional"
+    summary = (
+        "the city is left out of the request; lookups by name document it as optional (a domain without entities of "
+        "its own: a detail the request gives beside what is looked up, assumed not needed to single it out)"
+    )
     expected = "call the lookup without the detail instead of guessing or giving up"
     limits = (
-        "a domain that does not name its lookup by name and city and its entities (no generic rule tells which detail"
-        " of a request can go); a task whose name is not unique"
+        "a task whose name is not unique in its city's domain; on a domain without entities of its own, a task whose "
+        "calls take no second value of the request in a form the query can lose ('X (detail)', 'X, in detail')"
     )
     layer = "optional_detail"
 
     def applies_to(self, task: Task) -> bool:
         words = vocabulary(task.domain)
+        if words is None:
+            return detail(task) is not None
         city = task.params.get("city")
-        if words is None or words.entities is None or not city:
+        if words.entities is None or not city:
             return False
         finders = (words.finder,)
         if any(c.tool not in finders and city in c.args.values() for c in task.plan):
