@@ -76,6 +76,18 @@ def leaf_paths(content: Any, prefix: str = "") -> list[tuple[str, Any]]:
     return [leaf for k, v in items for leaf in leaf_paths(v, f"{prefix}.{k}" if prefix else str(k))]
 
 
+def carries(param: str, value: Any, path: str, leaf: Any) -> bool:
+    """Whether an argument ``param=value`` is the leaf at ``path`` of an earlier answer: a string equal to it, or
+    a whole number equal to one under a key that names it (``param`` itself, or a key ending in ``id``): small
+    numbers are too common to match on their own."""
+    if isinstance(value, str):
+        return bool(value) and leaf == value
+    if isinstance(value, int) and not isinstance(value, bool) and type(leaf) is int:
+        key = path.rsplit(".", 1)[-1].casefold()
+        return leaf == value and (key == param.casefold() or key.endswith("id"))
+    return False
+
+
 def read_path(content: Any, path: str) -> Any:
     for part in path.split("."):
         if isinstance(content, list) and part.isdigit() and int(part) < len(content):
@@ -108,7 +120,7 @@ def _dependencies(task: Task) -> tuple[Dependency, ...]:
                 continue
             leaves = leaf_paths(result.content)
             for param, value in call.args.items():
-                path = next((p for p, v in leaves if isinstance(value, str) and v == value), None)
+                path = next((p for p, v in leaves if carries(param, value, p, v)), None)
                 taken = any(d.consumer == call.tool and d.param == param for d in out)
                 if path is not None and not taken and value not in dep.args.values():
                     out.append(Dependency(call.tool, dep.tool, param, path))

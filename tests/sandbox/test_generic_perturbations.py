@@ -13,8 +13,13 @@ import pytest
 
 from sandbox import OracleAgent
 from sandbox.case import Case, run_cases
+from sandbox.domain import Domain
+from sandbox.family import Draft, family
 from sandbox.perturbations import POOLS, get, library, names
 from sandbox.perturbations.catalogue import MATRIX_DOC, matrix_markdown
+from sandbox.state import Write, verification_code
+from sandbox.task import Call, Source
+from sandbox.tools import Args, Tool, ToolFailure
 
 ORACLE = OracleAgent()
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,3 +118,91 @@ def test_train_and_eval_pools_stay_disjoint_on_a_domain_without_vocabulary(name:
     clean = words(Case(task).env())
     new = {p: words(Case(task, (cls(severity=min(2, cls.max_severity), pool=p, seed=1),)).env()) - clean for p in POOLS}
     assert new["train"] and new["eval"] and not new["train"] & new["eval"] - {"status", "ok"}, new
+
+
+# A second domain, smaller and stranger: whole-number ids, a lookup that answers one record, no descriptions
+# of parameters. What the library shows must not depend on its shapes.
+
+
+class _Name(Args):
+    name: str
+
+
+class _Item(Args):
+    item_id: int
+
+
+class _Buy(Args):
+    item_id: int
+    qty: int
+
+
+_ITEMS = {"anvil": (17, 12.5), "barrel": (23, 3.25), "candle": (31, 0.75), "drum": (47, 40.0)}
+
+
+def _find(world, state, a):
+    if a.name.casefold() not in _ITEMS:
+        raise ToolFailure("not_found", f"no item {a.name!r}")
+    return {"item_id": _ITEMS[a.name.casefold()][0], "name": a.name.casefold()}
+
+
+def _price(world, state, a):
+    price = next((p for i, p in _ITEMS.values() if i == a.item_id), None)
+    if price is None:
+        raise ToolFailure("not_found", f"no item {a.item_id}")
+    return {"price_usd": price}
+
+
+def _buy(world, state, a):
+    code = verification_code("OR", 0, a.item_id, a.qty)
+    state.writes.append(Write("buy_item", a.model_dump(), code))
+    return {"order": state.next_id("O"), "code": code}
+
+
+def _draft_price(world, r, split):
+    name = r.choice(sorted(_ITEMS))
+    price = Call(id="p", tool="get_price", args={"item_id": _ITEMS[name][0]}, after=("f",))
+    sources = {"price": Source(call="p", path="price_usd")}
+    return Draft({"name": name}, [Call(id="f", tool="find_item", args={"name": name}), price],
+                 answer={"price": str(_ITEMS[name][1])}, sources=sources)  # fmt: skip
+
+
+def _draft_buy(world, r, split):
+    name, qty = r.choice(sorted(_ITEMS)), r.randrange(1, 9)
+    buy = Call(id="b", tool="buy_item", args={"item_id": _ITEMS[name][0], "qty": qty}, after=("f",))
+    return Draft({"name": name, "qty": str(qty)}, [Call(id="f", tool="find_item", args={"name": name}), buy],
+                 sources={"code": Source(call="b", path="code")}, write=buy)  # fmt: skip
+
+
+SHOP = Domain("shop", lambda seed: None, (
+    Tool("find_item", "Look an item of the shop up by its name.", _Name, _find),
+    Tool("get_price", "The price of an item in dollars.", _Item, _price),
+    Tool("buy_item", "Order a quantity of an item; returns an order code.", _Buy, _buy, writes=True),
+), (
+    family("price", _draft_price, ["What does the {name} cost?", "Price of the {name}?", "How much is the {name}?"],
+           ["What would I pay for the {name}?"], ["Tell me the cost of one {name}."]),
+    family("buy", _draft_buy, ["Buy {qty} of the {name}.", "Order {qty} {name}.", "I want {qty} of {name}, please."],
+           ["Get me {qty} units of {name}."], ["Place an order: {name}, {qty} pieces."]),
+))  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def shop_tasks():
+    from sandbox.domains import DOMAINS
+
+    DOMAINS["shop"] = SHOP
+    try:
+        yield SHOP.tasks("test", 8)
+    finally:
+        DOMAINS.pop("shop", None)
+
+
+@pytest.mark.parametrize("name", names())
+def test_a_domain_with_whole_number_ids_is_solved_under_every_perturbation_that_applies(name: str, shop_tasks) -> None:
+    cases = [Case(t, (spec,)) for spec in _specs(name) for t in shop_tasks if spec.applies_to(t)]
+    unchanged = [c for c in cases if _seen(c.env(), c.task) == _seen(Case(c.task).env(), c.task)]
+    assert not unchanged, f"{name} counted as applied but changes nothing: {unchanged[0]}"
+    cases += [Case(t) for t in shop_tasks]
+    episodes = run_cases(ORACLE, cases)
+    wrong = [e for c, e in zip(cases, episodes, strict=True) if e.outcome != ("success" if c.solvable else "refused")]
+    assert not wrong, "\n\n".join(e.explain() for e in wrong[:2])

@@ -27,7 +27,7 @@ from sandbox.agents.oracle.tools import (
     undocumented_id,
     unform_param,
 )
-from sandbox.perturbations.plan import leaf_paths
+from sandbox.perturbations.plan import carries, leaf_paths
 from sandbox.perturbations.vocab import vocabulary
 from sandbox.task import Call
 
@@ -273,10 +273,11 @@ class Planner:
 
     def is_id(self, call: Call, value: Any) -> bool:
         """Whether ``value`` is one that a call ``call`` comes after returned (an id it was looked up for)."""
-        if not isinstance(value, str):
+        if isinstance(value, bool) or not isinstance(value, str | int):
             return False
+        param = next((p for p, v in call.args.items() if v == value and type(v) is type(value)), "")
         results = [self.result(self.plan[d]) for d in call.after]
-        if any(value == leaf for result in results for _, leaf in leaf_paths(result)):
+        if any(carries(param, value, path, leaf) for result in results for path, leaf in leaf_paths(result)):
             return True
         if any(r is None for r in results):  # not known until the calls before it are in
             raise Blocked(
@@ -322,7 +323,7 @@ class Planner:
         name) the name and city of an observed search's row."""
         if self.words is None or not self.words.finder:
             for dep in (self.plan[d] for d in call.after):
-                if any(entity == leaf for _, leaf in leaf_paths(self.result(dep))):
+                if any(leaf == entity and type(leaf) is type(entity) for _, leaf in leaf_paths(self.result(dep))):
                     descs = self.clean[dep.tool]
                     return {p: (descs.get(p, ""), v) for p, v in dep.args.items()}
             raise Blocked(*(self.final_step(self.plan[d]) for d in call.after))

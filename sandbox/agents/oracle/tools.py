@@ -179,7 +179,9 @@ def undocumented_id(
 ) -> str | None:
     """The id argument (``is_id``: a value a call before returned) the tool no longer documents (the one a
     lookup now stands for)."""
-    ids = [p for p, (d, v) in own.items() if p not in used and is_id(v) and d.casefold() not in schema_text]
+    # An argument without a description is looked for by its name, as the schema's JSON quotes it.
+    ids = [p for p, (d, v) in own.items()
+           if p not in used and is_id(v) and (d.casefold() or f'"{p.casefold()}"') not in schema_text]  # fmt: skip
     return ids[0] if len(ids) == 1 else None
 
 
