@@ -206,3 +206,27 @@ def test_a_domain_with_whole_number_ids_is_solved_under_every_perturbation_that_
     episodes = run_cases(ORACLE, cases)
     wrong = [e for c, e in zip(cases, episodes, strict=True) if e.outcome != ("success" if c.solvable else "refused")]
     assert not wrong, "\n\n".join(e.explain() for e in wrong[:2])
+
+
+@pytest.fixture(scope="module")
+def bare_tasks():
+    """The library with no tool descriptions at all: tools are known by their parameters (and names)."""
+    import dataclasses
+
+    from sandbox.domains import DOMAINS
+
+    tools = tuple(dataclasses.replace(t, description="") for t in library.TOOLS)
+    DOMAINS["library_bare"] = Domain("library_bare", library.build_world, tools, library.FAMILIES)
+    try:
+        yield DOMAINS["library_bare"].tasks("test", 10)
+    finally:
+        DOMAINS.pop("library_bare", None)
+
+
+@pytest.mark.parametrize("name", names())
+def test_a_domain_without_descriptions_is_solved_under_every_perturbation_that_applies(name: str, bare_tasks) -> None:
+    cases = [Case(t, (spec,)) for spec in _specs(name) for t in bare_tasks if spec.applies_to(t)]
+    cases += [Case(t) for t in bare_tasks]
+    episodes = run_cases(ORACLE, cases)
+    wrong = [e for c, e in zip(cases, episodes, strict=True) if e.outcome != ("success" if c.solvable else "refused")]
+    assert not wrong, "\n\n".join(e.explain() for e in wrong[:2])

@@ -398,7 +398,7 @@ class OracleAgent(Briefed):
     name = "oracle"
 
     def fingerprint(self) -> str:
-        return "oracle-v2"
+        return "oracle-v3"
 
     def act(self, turns: Sequence[Turn]) -> list[Reply]:
         return [self.reply(turn) for turn in turns]

@@ -102,22 +102,31 @@ def clean_words(domain: str) -> tuple[tuple[str, frozenset[str], frozenset[str]]
                  for t in get_domain(domain).tools)  # fmt: skip
 
 
-def closest(description: str, params: str, names: tuple[str, ...], domain: str) -> str | None:
-    """The clean tool of ``domain`` whose description's words ``description`` keeps most of (tool names
-    mentioned in it are ignored), if it keeps at least :data:`MIN_OVERLAP` of them; the parameters' words
-    break ties, and stand in for a clean description without words."""
+def closeness(
+    description: str, params: str, names: tuple[str, ...], domain: str, name: str = ""
+) -> list[tuple[tuple[float, float, float], str]]:
+    """How closely a visible tool matches each clean tool of ``domain`` it may be, best first: the share of the
+    clean description's words its description keeps (tool names mentioned in it ignored), at least
+    :data:`MIN_OVERLAP`; then how alike the parameters' words are. A clean tool without a description is
+    known by its parameters' words, or by its name's words in the visible ``name`` (a merged or redirected
+    tool keeps its old name in its new one), the parameters first (a swapped name misleads)."""
     text = names_pattern(names).sub(" ", description) if names else description
-    words, pwords = content_words(text), content_words(params)
-    best, score = None, (0.0, 0.0)
+    words, pwords, nwords = content_words(text), content_words(params), set(_WORD.findall(name.casefold()))
+    out = []
     for tool, clean, cparams in clean_words(domain):
-        kept, close = (
-            len(cparams & pwords) / max(1, len(cparams)),
-            len(cparams & pwords) / max(1, len(cparams | pwords)),
-        )
-        share = (len(clean & words) / len(clean) if clean else kept, close)
-        if share > score:
-            best, score = tool, share
-    return best if score[0] >= MIN_OVERLAP else None
+        kept = len(cparams & pwords) / max(1, len(cparams))
+        close = len(cparams & pwords) / max(1, len(cparams | pwords))
+        named = 0.0 if clean else float(set(_WORD.findall(tool.casefold())) <= nwords)
+        primary = len(clean & words) / len(clean) if clean else max(kept, named)
+        if primary >= MIN_OVERLAP:
+            out.append(((primary, close, named), tool))
+    return sorted(out, reverse=True)
+
+
+def closest(description: str, params: str, names: tuple[str, ...], domain: str, name: str = "") -> str | None:
+    """The clean tool a visible one is closest to (see :func:`closeness`), if any is close enough."""
+    found = closeness(description, params, names, domain, name)
+    return found[0][1] if found else None
 
 
 @lru_cache(maxsize=1024)
@@ -133,12 +142,20 @@ def toolset(
     words = vocab.vocabulary(domain) if domain else None
     by_description = domain and (words is None or not words.capabilities)
     by_capability: dict[str, str] = {}
+    if by_description:
+        # One visible tool per clean tool, the closest pairs first (a tie goes to the tool listed first): a
+        # merged tool that takes its lookup's arguments must not be taken for the lookup, which is there too.
+        pairs = [(score, -i, name, tool) for i, (name, description) in enumerate(described) if name in live
+                 for score, tool in closeness(description, texts.get(name, ""), names, domain, name)]  # fmt: skip
+        taken: set[str] = set()
+        for _, _, name, tool in sorted(pairs, reverse=True):
+            if tool not in by_capability and name not in taken:
+                by_capability[tool] = name
+                taken.add(name)
+        return live, by_capability
     for name, description in described:
         if name in live:
-            if by_description:
-                tool = closest(description, texts.get(name, ""), names, domain)
-            else:
-                tool = capability(description, names)
+            tool = capability(description, names)
             if tool is not None:
                 by_capability.setdefault(tool, name)
     return live, by_capability
