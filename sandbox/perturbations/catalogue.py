@@ -26,7 +26,9 @@ Every spec takes `severity`, `pool` (`train` for PAFT data, `eval` for tests; th
 vocabulary) and `seed`. A case applies its stack by layer (domain, then tools removed or
 restructured, then feedback, then names and descriptions, then wording), whatever order it was
 given in. Severity 0, where allowed, is the identity. *Refuse* rows make the task unsolvable:
-the right act is to refuse.
+the right act is to refuse. Every row works on any domain with gold plans, by the domain's own
+vocabulary where it has one and by generic rules otherwise (see *Where it does not apply*);
+`docs/perturbations-matrix.md` shows each on POI, medical and a domain with no vocabulary.
 """
 
 

@@ -44,10 +44,10 @@ class Bite:
         return self.drop >= THRESHOLD
 
 
-def sample_tasks(per_family: int = 2, n: int = 300) -> list[Task]:
-    """``per_family`` test tasks of every family of both domains."""
+def sample_tasks(per_family: int = 2, n: int = 300, domains: tuple[str, ...] = ("poi", "medical")) -> list[Task]:
+    """``per_family`` test tasks of every family of each of ``domains`` (ours by default)."""
     out = []
-    for domain in ("poi", "medical"):
+    for domain in domains:
         seen: dict[str, int] = defaultdict(int)
         for task in get_domain(domain).tasks("test", n):
             if seen[task.family] < per_family:
