@@ -158,9 +158,14 @@ def _finish(live: _Live, ending: Ending, answer: str | None = None, judged: str 
 
 
 def _start(agent: Any, env: Env) -> _Live | Episode:
-    """A new episode, its reference agent briefed; the ended episode if the briefing failed."""
+    """A new episode, its reference agent briefed; the ended episode if the case would not start (a
+    perturbation or a world that fails on this task) or the briefing failed."""
     # An opaque id: a task id names the family (``unknown_place``), which would tell solvability.
-    ep = _Live(env, f"ep{next(_episode_ids)}", env.reset(), env.tool_specs())
+    episode_id = f"ep{next(_episode_ids)}"
+    try:
+        ep = _Live(env, episode_id, env.reset(), env.tool_specs())
+    except Exception as exc:
+        return _failed(_Live(env, episode_id, [], []), f"the sandbox failed to start this case: {_error_text(exc)}")
     try:
         brief(agent, ep.episode_id, env.task)  # a reference agent's own channel; others get nothing
     except Exception as exc:

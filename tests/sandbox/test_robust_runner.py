@@ -229,3 +229,20 @@ def test_parse_reply_never_raises_and_its_calls_are_plain_json():
         parsed = parse_reply("x", tool_calls)
         for c in parsed.calls:
             json.dumps(c.arguments, allow_nan=False).encode()
+
+
+def test_a_case_that_fails_to_start_ends_as_its_own_agent_error_episode():
+    import sandbox
+    from sandbox.env import Wrapper
+
+    class Broken(Wrapper):
+        label = "broken"
+
+        def query(self):
+            raise RuntimeError("this perturbation cannot word the request")
+
+    tasks = sandbox.tasks("poi", "test", 2)
+    envs = [Broken(sandbox.make_env("poi", tasks[0])), sandbox.make_env("poi", tasks[1])]
+    broken, fine = sandbox.run_episodes(sandbox.OracleAgent(), envs)
+    assert broken.outcome == "agent_error" and "failed to start this case" in broken.steps[-1].error
+    assert fine.success
