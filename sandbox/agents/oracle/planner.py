@@ -386,7 +386,21 @@ class Planner:
         for key, src in self.task.sources.items():
             value = lookup(self.result(next(c for c in self.task.plan if c.id == src.call)), src.path)
             parts.append(f"{key}: {value}")
+        for key, gold in self.task.answer.items():
+            if key not in self.task.sources:  # no source named: the value as one of the answers shows it
+                value = self.observed(gold)
+                if value is not None:
+                    parts.append(f"{key}: {value}")
         return "; ".join(parts)
+
+    def observed(self, gold: str) -> Any:
+        """The leaf of an answer on the plan equal to ``gold`` (as text, case aside), if one is."""
+        want = str(gold).casefold()
+        for call in self.task.plan:
+            for _, leaf in leaf_paths(self.result(call)):
+                if leaf is not None and str(leaf).casefold() == want:
+                    return leaf
+        return None
 
 
 class OracleAgent(Briefed):

@@ -34,7 +34,12 @@ class QueryParaphrase(Perturbation):
     shift = "query"
     summary = "the request in a held-out phrasing of its family"
     expected = "understand the request in words never trained on"
+    limits = "a task of no family with held-out phrasings (a listed task of a user's domain)"
     layer = "phrasing"
+
+    def applies_to(self, task: Task) -> bool:
+        family = next((f for f in domain_of(task).families if f.name == task.family), None)
+        return family is not None and all(family.paraphrases.get(pool) for pool in ("train", "eval"))
 
     wrapper = _Paraphrase
 
