@@ -8,7 +8,7 @@ from sandbox.domains import get_domain
 from sandbox.env import Env
 from sandbox.perturbations import vocab
 from sandbox.perturbations.base import Perturbation
-from sandbox.perturbations.plan import dependencies, gold_results, read_path
+from sandbox.perturbations.plan import asked, dependencies, gold_results, read_path
 from sandbox.perturbations.registry import register
 from sandbox.perturbations.vocab import vocabulary
 from sandbox.perturbations.wrappers import (
@@ -100,10 +100,10 @@ class MissingCapability(Perturbation):
 def named_entity(task: Task) -> tuple[str, frozenset[str]] | None:
     """For a domain without a lookup by name of its own: the value of the request that the first call takes
     (the entity the request names), and the values later calls took from that call's answer (its ids)."""
-    asked = {v for v in task.params.values() if isinstance(v, str) and v}
+    given = asked(task)
     results = gold_results(task)
     for call in task.waves()[0] if task.plan else []:
-        value = next((v for v in call.args.values() if v in asked), None)
+        value = next((v for v in call.args.values() if v in given), None)
         if value is not None and results[call.id].ok:
             content = results[call.id].content
             ids = {read_path(content, d.path) for d in dependencies(task) if d.lookup == call.tool}

@@ -125,3 +125,11 @@ def _dependencies(task: Task) -> tuple[Dependency, ...]:
                 if path is not None and not taken and value not in dep.args.values():
                     out.append(Dependency(call.tool, dep.tool, param, path))
     return tuple(out)
+
+
+def asked(task: Task) -> set[str]:
+    """The values the request gives: the task's parameters, and (for a task written without them) the string
+    arguments of its plan that the query quotes."""
+    query = task.query.casefold()
+    quoted = {v for c in task.plan for v in c.args.values() if isinstance(v, str) and v and v.casefold() in query}
+    return {v for v in task.params.values() if v} | quoted

@@ -230,3 +230,57 @@ def test_a_domain_without_descriptions_is_solved_under_every_perturbation_that_a
     episodes = run_cases(ORACLE, cases)
     wrong = [e for c, e in zip(cases, episodes, strict=True) if e.outcome != ("success" if c.solvable else "refused")]
     assert not wrong, "\n\n".join(e.explain() for e in wrong[:2])
+
+
+def test_a_domain_defined_through_the_public_api_is_solved_under_every_perturbation_that_applies() -> None:
+    import sandbox
+    from sandbox.domains import DOMAINS
+
+    if not hasattr(sandbox, "define_domain"):
+        pytest.skip("sandbox.define_domain is not there yet")
+    rooms = {"r1": {"name": "Blue Room", "floor": 2, "seats": 8}, "r2": {"name": "Attic", "floor": 5, "seats": 4}}
+
+    @sandbox.tool
+    def find_room(state, name: str) -> dict:
+        """Find a meeting room by its name; gives its room id.
+
+        Args:
+            name: the room's name
+        """
+        found = [{"room_id": i, "name": r["name"]} for i, r in rooms.items() if r["name"].casefold() == name.casefold()]
+        if not found:
+            raise sandbox.ToolFailure("not_found", f"no room named {name!r}")
+        return found[0]
+
+    @sandbox.tool
+    def room_info(state, room_id: str) -> dict:
+        """Floor and number of seats of a room.
+
+        Args:
+            room_id: a room id, like r1
+        """
+        if room_id not in rooms:
+            raise sandbox.ToolFailure("not_found", f"no room {room_id!r}")
+        return {"room_id": room_id, "floor": rooms[room_id]["floor"], "seats": rooms[room_id]["seats"]}
+
+    find = {"id": "f", "tool": "find_room", "args": {"name": "Attic"}}
+    info = {"id": "i", "tool": "room_info", "args": {"room_id": "r2"}, "after": ["f"]}
+    domain = sandbox.define_domain("rooms", tools=[find_room, room_info], tasks=[
+        sandbox.UserTask("On which floor is the Attic?", id="floor", plan=[find, info], sources={"floor": "i.floor"}),
+        sandbox.UserTask("How many seats has the Attic?", id="seats", plan=[find, info], answer={"seats": 4}),
+        sandbox.UserTask("Book the Attic for noon.", id="book", unsolvable="missing_capability"),
+    ])  # fmt: skip
+    DOMAINS["rooms"] = domain
+    try:
+        tasks = domain.tasks("test")
+        cases = [Case(t, (s,)) for n in names() for s in _specs(n) for t in tasks if s.applies_to(t)]
+        cases += [Case(t) for t in tasks]
+        applied = {c.perturbations[0].name for c in cases if c.perturbations}
+        assert len(cases) > 100 and applied >= {"dependency_merge", "logic_inversion", "nonexistent_entity"}, applied
+        episodes = run_cases(ORACLE, cases)
+        wrong = [
+            e for c, e in zip(cases, episodes, strict=True) if e.outcome != ("success" if c.solvable else "refused")
+        ]
+        assert not wrong, "\n\n".join(e.explain() for e in wrong[:2])
+    finally:
+        DOMAINS.pop("rooms", None)

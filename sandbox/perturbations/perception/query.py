@@ -12,7 +12,7 @@ from sandbox.domains import get_domain
 from sandbox.env import Env
 from sandbox.perturbations import vocab
 from sandbox.perturbations.base import Perturbation
-from sandbox.perturbations.plan import domain_of
+from sandbox.perturbations.plan import asked, domain_of
 from sandbox.perturbations.registry import register
 from sandbox.perturbations.vocab import vocabulary
 from sandbox.perturbations.wrappers import QueryWrapper, Route, ToolSpec, ToolsWrapper, clone, failure, on, params_of
@@ -149,9 +149,9 @@ def detail(task: Task) -> tuple[str, str, str] | None:
     looked up), that no other call takes, and that the query gives in a form it can lose ("X (detail)",
     "X, in detail")."""
     required = {t.name: set(t.spec["function"]["parameters"].get("required", [])) for t in domain_of(task).tools}
-    asked = {v for v in task.params.values() if v and v in task.query}
+    given = {v for v in asked(task) if v in task.query}
     for call in task.plan:
-        values = [(p, v) for p, v in call.args.items() if isinstance(v, str) and v in asked]
+        values = [(p, v) for p, v in call.args.items() if isinstance(v, str) and v in given]
         for param, value in values[1:]:
             if param not in required.get(call.tool, ()) or any(value in c.args.values() for c in task.plan
                                                                 if c is not call):  # fmt: skip
