@@ -1,0 +1,78 @@
+"""The own-tools example as a user runs it: pytest and openagent eval in its folder, on its bookshop."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "own_tools"
+
+BLIND = '''
+"""Calls the gold plan by the clean tool names and reads the answer where the clean results hold it:
+right on the clean bookshop, lost as soon as a tool is renamed."""
+import json
+
+from sandbox.agent import Briefed, Reply
+from sandbox.agents.oracle import lookup
+
+
+class Blind(Briefed):
+    def act(self, turns):
+        return [self.reply(t) for t in turns]
+
+    def reply(self, turn):
+        task = self.task_for(turn.episode_id)
+        done = sum(1 for m in turn.messages if m.get("tool_calls"))
+        waves = task.waves()
+        if not task.solvable:
+            return Reply(text="I cannot do that with these tools.")
+        if done < len(waves):
+            calls = [{"id": c.id, "function": {"name": c.tool, "arguments": c.args}} for c in waves[done]]
+            return Reply(tool_calls=calls)
+        seen = {m.get("tool_call_id"): m["content"] for m in turn.messages if m.get("role") == "tool"}
+        values = []
+        for key, source in task.sources.items():
+            try:
+                values.append(f"{key}: {lookup(json.loads(seen.get(source.call, 'null')), source.path)}")
+            except ValueError:
+                values.append(f"{key}: ?")
+        return Reply(text="; ".join(values) or "Done.")
+'''
+
+
+def _project(tmp_path: Path) -> Path:
+    project = tmp_path / "own_tools"
+    shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("__pycache__", ".openagent_cache"))
+    (project / "blind.py").write_text(BLIND)
+    return project
+
+
+def _run(project: Path, *argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *argv], cwd=project, capture_output=True, text=True, timeout=300)
+
+
+def test_the_oracle_passes_the_examples_tests_and_gate(tmp_path):
+    result = _run(_project(tmp_path), "-m", "pytest", "-q", "--openagent-agent", "oracle", "-p", "no:randomly")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "4 passed" in result.stdout and "openagent gate PASS (3 checks)" in result.stdout
+    assert "measurement: 20 cases per tier and their clean twins, seed 0, domain bookshop:SHOP" in result.stdout
+
+
+def test_a_blind_agent_fails_and_its_failure_shrinks_to_one_perturbation(tmp_path):
+    result = _run(_project(tmp_path), "-m", "pytest", "-q", "--openagent-agent", "blind:Blind", "-p", "no:randomly")
+    assert result.returncode == 1, result.stdout[-3000:]
+    out = result.stdout
+    cases = re.findall(r"^E? *case=Case\((bookshop-.*)\),$", out, re.MULTILINE)
+    assert len(cases) == 3, out[-3000:]  # the three tests that assert success each shrank a failure
+    assert all(line.count("(s=") == 1 for line in cases), cases  # to one perturbation, at one severity
+
+
+def test_openagent_eval_takes_the_domain_by_module_attribute(tmp_path):
+    project = _project(tmp_path)
+    argv = ["-m", "pytest_openagent.cli", "eval", "--agent", "oracle", "--domain", "bookshop:SHOP", "--n", "8"]
+    result = _run(project, *argv, "--gate", "interaction.delta>=-50")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "openagent gate PASS" in result.stdout and "interaction" in result.stdout
