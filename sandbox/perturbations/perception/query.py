@@ -236,7 +236,7 @@ class UnderspecifiedQuery(Perturbation):
     )
     expected = "call the lookup without the detail instead of guessing or giving up"
     limits = (
-        "a task whose name is not unique in its city's domain; on a domain without entities of its own, a task whose "
+        "(POI, medical) a task without a city, or whose name more than one entity bears; elsewhere, a task whose "
         "calls take no second value of the request in a form the query can lose ('X (detail)', 'X, in detail')"
     )
     layer = "optional_detail"
