@@ -31,12 +31,13 @@ def writes(domain: Domain, task: Task | None = None) -> set[str]:
 
 
 _MAX_CACHED = 4096
-_RESULTS: dict[tuple[str, str], dict[str, ToolResult]] = {}
-_DEPENDENCIES: dict[tuple[str, str], tuple[Dependency, ...]] = {}
+_RESULTS: dict[tuple[str, int, str], dict[str, ToolResult]] = {}
+_DEPENDENCIES: dict[tuple[str, int, str], tuple[Dependency, ...]] = {}
 
 
-def _key(task: Task) -> tuple[str, str]:
-    return task.domain, task.id
+def _key(task: Task) -> tuple[str, int, str]:
+    # A user's domain registered again under its name (edited) keeps its task ids: the Domain object tells them apart.
+    return task.domain, id(domain_of(task)), task.id
 
 
 def gold_results(task: Task) -> dict[str, ToolResult]:
