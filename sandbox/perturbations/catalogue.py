@@ -8,6 +8,7 @@ the oracle then solves (or rightly refuses) the case.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from sandbox.perturbations.registry import get, names
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "perturbations.md"
 MATRIX_DOC = DOC.with_name("perturbations-matrix.md")
-MATRIX_DOMAINS: tuple[str, ...] = ("poi", "medical", "library")
+MATRIX_DOMAINS: tuple[str, ...] = ("poi", "medical", "library", "bfcl")
 """The domains of the matrix by default: ours, and the library that no perturbation has words for."""
 PER_FAMILY = 2
 HEADER = """# Perturbations
@@ -110,24 +111,27 @@ hand. Each cell: the cases a perturbation applies to out of those drawn ({per_fa
 family, every severity, the eval pool), and how often the oracle then succeeds: solves a solvable case,
 refuses an unsolvable one. `library` is a small domain built through the internals
 (`sandbox/perturbations/library.py`) with no vocabulary of its own: what works there works by the
-generic rules and the gold plan. Why a perturbation does not apply: `docs/perturbations.md`.
+generic rules and the gold plan. `bfcl` is BFCL's multi-turn data (`docs/bfcl.md`); the oracle
+does not solve BFCL yet (it looks a gold call's tool up among the domain's tools, and BFCL gives its
+tools per task; nor does it play later user turns), so that column says where perturbations apply,
+not that they keep BFCL solvable. Why a perturbation does not apply:
+`docs/perturbations.md`.
 """
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    doc, text = DOC, None
-    if "--matrix" in argv:
-        domains = MATRIX_DOMAINS
-        if "--domains" in argv:
-            domains = tuple(d for d in argv[argv.index("--domains") + 1].split(",") if d)
-        doc, text = MATRIX_DOC, matrix_markdown(domains)
-    text = catalogue_markdown() if text is None else text
-    if "--check" in argv:
+    parser = argparse.ArgumentParser(prog="python -m sandbox.perturbations.catalogue", description=__doc__)
+    parser.add_argument("--matrix", action="store_true", help=f"write {MATRIX_DOC.name}: perturbation x domain")
+    parser.add_argument("--domains", default=",".join(MATRIX_DOMAINS), help="the matrix's domains, joined by commas")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if the page is out of date")
+    args = parser.parse_args(argv)
+    if args.matrix:
+        doc, text = MATRIX_DOC, matrix_markdown(tuple(d for d in args.domains.split(",") if d))
+    else:
+        doc, text = DOC, catalogue_markdown()
+    if args.check:
         if not doc.exists() or doc.read_text() != text:
-            print(
-                f"{doc} is out of date; run python -m sandbox.perturbations.catalogue {' '.join(argv)}", file=sys.stderr
-            )
+            print(f"{doc} is out of date; run it without --check", file=sys.stderr)
             return 1
         return 0
     doc.parent.mkdir(parents=True, exist_ok=True)
