@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from sandbox.domain import DEFAULT_SIZES, Check, Domain, EndState, Expectation
-from sandbox.errors import did_you_mean
+from sandbox.errors import UsageError, did_you_mean
 from sandbox.family import Family
 from sandbox.state import State
 from sandbox.task import Call, Source, Task, Unsolvable
@@ -75,12 +75,12 @@ def load_tasks(path: str | Path) -> list[UserTask]:
         try:
             import yaml  # type: ignore[import-untyped]
         except ImportError:
-            raise ValueError(
+            raise UsageError(
                 f"{path}: reading YAML needs pyyaml (pip install pyyaml); or write the tasks as JSONL"
             ) from None
         items = yaml.safe_load(text) or []
         if not isinstance(items, list):
-            raise ValueError(f"{path}: expected a list of tasks, got {type(items).__name__}")
+            raise UsageError(f"{path}: expected a list of tasks, got {type(items).__name__}")
         rows = [(f"{path} item {i + 1}", item) for i, item in enumerate(items)]
     else:
         rows = []
@@ -89,18 +89,18 @@ def load_tasks(path: str | Path) -> list[UserTask]:
                 try:
                     rows.append((f"{path}:{n}", json.loads(line)))
                 except ValueError as exc:
-                    raise ValueError(f"{path}:{n}: not a JSON object ({exc})") from None
+                    raise UsageError(f"{path}:{n}: not a JSON object ({exc})") from None
     return [_user_task(where, item) for where, item in rows]
 
 
 def _user_task(where: str, item: Any) -> UserTask:
     if not isinstance(item, dict):
-        raise ValueError(f"{where}: a task is an object with a 'query', got {type(item).__name__}")
+        raise UsageError(f"{where}: a task is an object with a 'query', got {type(item).__name__}")
     for key in item:
         if key not in _FIELDS or key == "check":
-            raise ValueError(f"{where}: {did_you_mean('task field', key, [f for f in _FIELDS if f != 'check'])}")
+            raise UsageError(f"{where}: {did_you_mean('task field', key, [f for f in _FIELDS if f != 'check'])}")
     if "query" not in item:
-        raise ValueError(f"{where}: a task needs a 'query'")
+        raise UsageError(f"{where}: a task needs a 'query'")
     return UserTask(**item)
 
 
@@ -123,25 +123,25 @@ def define_domain(
     path its result lacks. Register the domain (:func:`sandbox.register_domain`) to reach it by name.
     """
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
-        raise ValueError(f"a domain name is letters, digits, '_', '.' or '-', got {name!r}")
+        raise UsageError(f"a domain name is letters, digits, '_', '.' or '-', got {name!r}")
     built = tuple(t if isinstance(t, Tool) else Tool.from_function(t) for t in tools)
     seen: set[str] = set()
     for t in built:
         if t.name in seen:
-            raise ValueError(f"domain {name!r}: two tools are named {t.name!r}")
+            raise UsageError(f"domain {name!r}: two tools are named {t.name!r}")
         seen.add(t.name)
     if (tasks is None) == (families is None):
-        raise ValueError(f"domain {name!r}: give its tasks (a list or a file) or its task families, one of them")
+        raise UsageError(f"domain {name!r}: give its tasks (a list or a file) or its task families, one of them")
     if families is not None:
         families = tuple(families)
         if not families:
-            raise ValueError(f"domain {name!r}: no task families given")
+            raise UsageError(f"domain {name!r}: no task families given")
         return Domain(name, world, built, families, new_state=state, sizes=dict(sizes or DEFAULT_SIZES))
     if isinstance(tasks, (str, Path)):
         tasks = load_tasks(tasks)
     specs = list(tasks)  # type: ignore[arg-type]
     if not specs:
-        raise ValueError(f"domain {name!r}: no tasks given; one is enough")
+        raise UsageError(f"domain {name!r}: no tasks given; one is enough")
     listed, expectations, writers = _build(name, built, state, world, specs)
     built = tuple(dataclasses.replace(t, role="write") if t.name in writers and t.role == "lookup" else t
                   for t in built)  # fmt: skip
@@ -164,7 +164,7 @@ def _build(
         else:
             raise TypeError(f"domain {name!r}: task {i + 1} is a {type(spec).__name__}; give a sandbox.UserTask")
         if task.id in listed:
-            raise ValueError(f"domain {name!r}: two tasks have the id {task.id!r}; give each its own id=")
+            raise UsageError(f"domain {name!r}: two tasks have the id {task.id!r}; give each its own id=")
         listed[task.id] = task
         if expectation.end_state is not None or expectation.check is not None:
             expectations[task.id] = expectation
@@ -181,15 +181,15 @@ def _task(
         task_id = next(f"{task_id}-{n}" for n in range(2, len(listed) + 3) if f"{task_id}-{n}" not in listed)
     where = f"domain {domain!r}, task {task_id!r}"
     if spec.unsolvable is not None and spec.unsolvable not in UNSOLVABLE:
-        raise ValueError(f"{where}: {did_you_mean('unsolvable reason', spec.unsolvable, UNSOLVABLE)}")
+        raise UsageError(f"{where}: {did_you_mean('unsolvable reason', spec.unsolvable, UNSOLVABLE)}")
     if spec.unsolvable is not None and (spec.answer or spec.sources or spec.end_state is not None):
-        raise ValueError(f"{where}: an unsolvable task has no answer, sources or end state; the right act is to refuse")
+        raise UsageError(f"{where}: an unsolvable task has no answer, sources or end state; the right act is to refuse")
     plan = tuple(_call(where, n, c) for n, c in enumerate(spec.plan))
     sources = {key: _source(where, key, src) for key, src in spec.sources.items()}
     ids = [c.id for c in plan]
     for key, src in sources.items():
         if src.call not in ids:
-            raise ValueError(f"{where}: source {key!r} reads call {src.call!r}; {did_you_mean('call', src.call, ids)}")
+            raise UsageError(f"{where}: source {key!r} reads call {src.call!r}; {did_you_mean('call', src.call, ids)}")
     answer = {str(k): str(v) for k, v in spec.answer.items()}
     end_state = _end_state(where, spec.end_state)
     if plan:
@@ -200,10 +200,10 @@ def _task(
         for key, src in sources.items():
             value = _lookup(results.get(src.call), src.path)
             if value is None:
-                raise ValueError(f"{where}: source {key!r}: the result of call {src.call!r} has no {src.path!r}: "
+                raise UsageError(f"{where}: source {key!r}: the result of call {src.call!r} has no {src.path!r}: "
                                  f"{json.dumps(results.get(src.call))[:300]}")  # fmt: skip
             if key in answer and answer[key] != str(value):
-                raise ValueError(f"{where}: answer {key!r} is {answer[key]!r} but the plan gives {value!r}")
+                raise UsageError(f"{where}: answer {key!r} is {answer[key]!r} but the plan gives {value!r}")
             answer[key] = str(value)
         if end_state is None and spec.unsolvable is None and before != after:
             end_state = _same_as(after)
@@ -230,7 +230,7 @@ def _replay(
             prior = snapshot(episode.data)
             result = toolbox.call(the_world, episode, call.tool, dict(call.args))
             if not result.ok and (solvable or result.error in ("unknown_tool", "invalid_arguments")):
-                raise ValueError(
+                raise UsageError(
                     f"{where}: gold call {call.id!r} ({call.tool}) failed: {result.error}: {result.message}"
                 )
             results[call.id] = result.content
@@ -287,7 +287,7 @@ def _call(where: str, n: int, call: Call | Mapping[str, Any]) -> Call:
     if isinstance(call, Call):
         return call
     if not isinstance(call, Mapping) or "tool" not in call:
-        raise ValueError(f"{where}: gold call {n + 1} needs a 'tool' (and 'args'), got {call!r}")
+        raise UsageError(f"{where}: gold call {n + 1} needs a 'tool' (and 'args'), got {call!r}")
     return Call(id=call.get("id", f"c{n + 1}"), tool=call["tool"], args=dict(call.get("args", {})),
                 after=tuple(call.get("after", ())))  # fmt: skip
 
@@ -299,7 +299,7 @@ def _source(where: str, key: str, src: Source | str | Mapping[str, Any]) -> Sour
         return Source(**src)
     call, _, path = str(src).partition(".")
     if not path:
-        raise ValueError(f"{where}: source {key!r} is {src!r}; write 'call_id.path', e.g. 'c1.results.0.title'")
+        raise UsageError(f"{where}: source {key!r} is {src!r}; write 'call_id.path', e.g. 'c1.results.0.title'")
     return Source(call=call, path=path)
 
 
