@@ -33,7 +33,7 @@ from sandbox.domain import DEFAULT_SIZES, Check, Domain, EndState, Expectation
 from sandbox.errors import UsageError, did_you_mean
 from sandbox.family import Family
 from sandbox.state import State
-from sandbox.task import Call, Source, Task, Unsolvable
+from sandbox.task import Call, Source, Task, Unsolvable, read_path
 from sandbox.tools import Tool, Toolbox
 
 UNSOLVABLE: tuple[str, ...] = get_args(Unsolvable)
@@ -198,7 +198,7 @@ def _task(
         results, before, after, changed = _replay(where, draft, toolbox, state, world, solvable=spec.unsolvable is None)
         writers |= changed
         for key, src in sources.items():
-            value = _lookup(results.get(src.call), src.path)
+            value = read_path(results.get(src.call), src.path)
             if value is None:
                 raise UsageError(f"{where}: source {key!r}: the result of call {src.call!r} has no {src.path!r}: "
                                  f"{json.dumps(results.get(src.call))[:300]}")  # fmt: skip
@@ -301,18 +301,6 @@ def _source(where: str, key: str, src: Source | str | Mapping[str, Any]) -> Sour
     if not path:
         raise UsageError(f"{where}: source {key!r} is {src!r}; write 'call_id.path', e.g. 'c1.results.0.title'")
     return Source(call=call, path=path)
-
-
-def _lookup(content: Any, path: str) -> Any:
-    """``results.0.name`` -> ``content["results"][0]["name"]``; ``None`` where the path breaks."""
-    for part in path.split("."):
-        if isinstance(content, list) and part.isdigit() and int(part) < len(content):
-            content = content[int(part)]
-        elif isinstance(content, dict) and part in content:
-            content = content[part]
-        else:
-            return None
-    return content
 
 
 def _slug(query: str) -> str:

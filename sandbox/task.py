@@ -31,6 +31,19 @@ class Source(BaseModel):
     path: str
 
 
+def read_path(content: Any, path: str) -> Any:
+    """``results.0.name`` -> ``content["results"][0]["name"]``: the value a :class:`Source` names;
+    ``None`` where the path breaks."""
+    for part in path.split("."):
+        if isinstance(content, list) and part.isdigit() and int(part) < len(content):
+            content = content[int(part)]
+        elif isinstance(content, dict) and part in content:
+            content = content[part]
+        else:
+            return None
+    return content
+
+
 class Task(BaseModel):
     """One task instance. ``answer`` holds the values the final answer must quote."""
 

@@ -15,9 +15,6 @@ no arguments that returns one.
 
 from __future__ import annotations
 
-import importlib
-import os
-import sys
 from typing import Any
 
 from sandbox.define import define_domain
@@ -29,6 +26,7 @@ from sandbox.domains.poi import families as poi_families
 from sandbox.domains.poi import tools as poi_tools
 from sandbox.domains.poi import world as poi_world
 from sandbox.errors import UnknownName
+from sandbox.importing import import_attribute
 
 ENTRY_POINTS = "openagent.domains"
 BUILT_IN: tuple[str, ...] = ("poi", "medical", "bfcl")
@@ -114,21 +112,7 @@ def _entry_points() -> list[Any]:
 
 
 def _load(what: str, spec: str, load: Any = None) -> Domain:
-    if load is None:
-        module_name, _, attr = spec.partition(":")
-        if os.getcwd() not in sys.path:
-            sys.path.insert(0, os.getcwd())
-        try:
-            obj: Any = importlib.import_module(module_name)
-        except ImportError as exc:
-            raise ValueError(f"domain {what}: cannot import module {module_name!r} ({exc})") from exc
-        for part in attr.split("."):
-            try:
-                obj = getattr(obj, part)
-            except AttributeError:
-                raise ValueError(f"domain {what}: module {module_name!r} has no attribute {attr!r}") from None
-    else:
-        obj = load()
+    obj = import_attribute(spec, f"domain {what}") if load is None else load()
     if callable(obj) and not isinstance(obj, Domain):
         obj = obj()
     if not isinstance(obj, Domain):

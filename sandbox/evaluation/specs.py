@@ -9,11 +9,11 @@ from __future__ import annotations
 import difflib
 import importlib
 import os
-import sys
 from typing import Any
 
 from sandbox.agent import Agent, FunctionAgent
 from sandbox.errors import UsageError
+from sandbox.importing import import_attribute
 
 BUILTIN = ("oracle", "static")
 SPEC_HELP = "oracle, static, module:callable, openai:MODEL@URL or hf:PATH"
@@ -99,18 +99,11 @@ def _callable(spec: str) -> Agent:
     Its cache key (``sandbox.fingerprint``) covers the source of the module it comes from and, for an
     object, its public attributes, so editing the module reruns its episodes.
     """
-    module_name, _, attr = spec.partition(":")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
+    attr = spec.partition(":")[2]
     try:
-        obj: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise AgentSpecError(f"agent {spec!r}: cannot import module {module_name!r} ({exc})") from exc
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise AgentSpecError(f"agent {spec!r}: module {module_name!r} has no attribute {attr!r}") from None
+        obj: Any = import_attribute(spec, f"agent {spec!r}")
+    except ValueError as exc:
+        raise AgentSpecError(str(exc)) from exc.__cause__
     if isinstance(obj, type):
         obj = obj()
     if callable(getattr(obj, "act", None)):

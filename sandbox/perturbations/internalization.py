@@ -8,7 +8,7 @@ from sandbox.domains import get_domain
 from sandbox.env import Env
 from sandbox.perturbations import vocab
 from sandbox.perturbations.base import Perturbation
-from sandbox.perturbations.plan import asked, dependencies, gold_results, read_path
+from sandbox.perturbations.plan import asked, dependencies, gold_results
 from sandbox.perturbations.registry import register
 from sandbox.perturbations.vocab import vocabulary
 from sandbox.perturbations.wrappers import (
@@ -20,7 +20,7 @@ from sandbox.perturbations.wrappers import (
     failure,
 )
 from sandbox.seeds import rng
-from sandbox.task import Task
+from sandbox.task import Task, read_path
 from sandbox.tools import ToolResult
 
 

@@ -89,17 +89,6 @@ def carries(param: str, value: Any, path: str, leaf: Any) -> bool:
     return False
 
 
-def read_path(content: Any, path: str) -> Any:
-    for part in path.split("."):
-        if isinstance(content, list) and part.isdigit() and int(part) < len(content):
-            content = content[int(part)]
-        elif isinstance(content, dict) and part in content:
-            content = content[part]
-        else:
-            return None
-    return content
-
-
 def dependencies(task: Task) -> tuple[Dependency, ...]:
     """The dependencies the gold plan shows: one per call argument that a call it comes after returned."""
     hit = _DEPENDENCIES.get(_key(task))

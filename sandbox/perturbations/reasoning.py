@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from sandbox.perturbations import vocab
 from sandbox.perturbations.base import Perturbation
-from sandbox.perturbations.plan import dependencies, read_path, writes
+from sandbox.perturbations.plan import dependencies, writes
 from sandbox.perturbations.registry import register
 from sandbox.perturbations.vocab import vocabulary
 from sandbox.perturbations.wrappers import (
@@ -22,7 +22,7 @@ from sandbox.perturbations.wrappers import (
     with_description,
 )
 from sandbox.seeds import child_seed
-from sandbox.task import Task
+from sandbox.task import Task, read_path
 from sandbox.tools import ToolResult
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from sandbox.agent import ToolSpec, Turn
 from sandbox.perturbations import vocab
 from sandbox.perturbations.formats import parse_lines
-from sandbox.task import Task
+from sandbox.task import Task, read_path
 
 _FORMS = re.compile(
     "|".join(
@@ -54,16 +54,8 @@ def partial(result: Any) -> bool:
     return isinstance(result, dict) and any(result.get(key) == text for key, text in _PARTIAL)
 
 
-def lookup(content: Any, path: str) -> Any:
-    """``results.0.name`` → ``content["results"][0]["name"]``; ``None`` where the path breaks."""
-    for part in path.split("."):
-        if isinstance(content, list) and part.isdigit() and int(part) < len(content):
-            content = content[int(part)]
-        elif isinstance(content, dict) and part in content:
-            content = content[part]
-        else:
-            return None
-    return content
+lookup = read_path
+"""A result's value at a dotted path (see :func:`sandbox.task.read_path`)."""
 
 
 def decode(text: Any) -> Any:
