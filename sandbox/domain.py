@@ -71,6 +71,12 @@ class Domain:
         """
         return _version(self)
 
+    def tools_for(self, task: Task) -> tuple[Tool, ...]:
+        """The clean tools of ``task``: the domain's own (:attr:`tools`), which all its tasks share. A domain
+        that gives its tools per task (``bfcl``: those of the task's backends) says which; the oracle and the
+        perturbations read a task's clean tools here, never from :attr:`tools` alone."""
+        return self.tools
+
     def world(self, seed: int = 0) -> Any:
         """The read-only world of ``seed``, built once and shared by every episode (``None`` if the domain has none)."""
         return None if self.build_world is None else _world(self, seed)

@@ -111,10 +111,10 @@ hand. Each cell: the cases a perturbation applies to out of those drawn ({per_fa
 family, every severity, the eval pool), and how often the oracle then succeeds: solves a solvable case,
 refuses an unsolvable one. `library` is a small domain built through the internals
 (`sandbox/perturbations/library.py`) with no vocabulary of its own: what works there works by the
-generic rules and the gold plan. `bfcl` is BFCL's multi-turn data (`docs/bfcl.md`); the oracle
-does not solve BFCL yet (it looks a gold call's tool up among the domain's tools, and BFCL gives its
-tools per task; nor does it play later user turns), so that column says where perturbations apply,
-not that they keep BFCL solvable. Why a perturbation does not apply:
+generic rules and the gold plan. `bfcl` is BFCL's multi-turn data (`docs/bfcl.md`), judged by BFCL's
+own checker: the oracle plays each user turn's gold calls on the task's own tools, so a `bfcl` cell
+says the perturbation keeps BFCL's tasks solvable; the unsolvable ones do not apply there (BFCL's
+checker scores calls and state, never a refusal). Why a perturbation does not apply:
 `docs/perturbations.md`.
 """
 

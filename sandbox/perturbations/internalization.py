@@ -8,7 +8,7 @@ from sandbox.domains import get_domain
 from sandbox.env import Env
 from sandbox.perturbations import vocab
 from sandbox.perturbations.base import Perturbation
-from sandbox.perturbations.plan import asked, dependencies, gold_results
+from sandbox.perturbations.plan import SCORED_BY_TURN, asked, dependencies, gold_results, user_turns
 from sandbox.perturbations.registry import register
 from sandbox.perturbations.vocab import vocabulary
 from sandbox.perturbations.wrappers import (
@@ -93,6 +93,10 @@ class MissingCapability(Perturbation):
     layer = "unsolvable"
 
     needs_calls = True
+    limits = SCORED_BY_TURN
+
+    def applies_to(self, task: Task) -> bool:
+        return super().applies_to(task) and user_turns(task) is None
 
     wrapper = _Without
 
@@ -103,7 +107,7 @@ def named_entity(task: Task) -> tuple[str, frozenset[str]] | None:
     given = asked(task)
     results = gold_results(task)
     for call in task.waves()[0] if task.plan else []:
-        value = next((v for v in call.args.values() if v in given), None)
+        value = next((v for v in call.args.values() if not isinstance(v, list | dict) and v in given), None)
         if value is not None and results[call.id].ok:
             content = results[call.id].content
             ids = {read_path(content, d.path) for d in dependencies(task) if d.lookup == call.tool}
@@ -177,12 +181,14 @@ class NonexistentEntity(Perturbation):
     unsolvable = True
     limits = (
         "a task whose lookup takes no entity named in the request (on a domain without a lookup by name of its own: "
-        "whose first calls take no value of the request)"
+        "whose first calls take no value of the request); " + SCORED_BY_TURN
     )
     layer = "unsolvable"
 
     def applies_to(self, task: Task) -> bool:
         name, words = task.params.get("name"), vocabulary(task.domain)
+        if user_turns(task) is not None:
+            return False
         if words is None:
             return task.solvable and named_entity(task) is not None
         if words.resolve is None:
@@ -217,5 +223,9 @@ class FatalError(Perturbation):
     layer = "unsolvable"
 
     needs_calls = True
+    limits = SCORED_BY_TURN
+
+    def applies_to(self, task: Task) -> bool:
+        return super().applies_to(task) and user_turns(task) is None
 
     wrapper = _Fatal

@@ -8,6 +8,7 @@ tools: an argument whose value the result of a call it comes after holds, and wh
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,9 +23,30 @@ def domain_of(task: Task) -> Domain:
     return get_domain(task.domain)
 
 
+_TURN_CALL = re.compile(r"t(\d+)\.\d+")
+"""The id of a gold call of a task of several user turns, ``t<turn>.<n>`` (``bfcl``'s)."""
+
+
+def user_turns(task: Task) -> list[int] | None:
+    """The user turn of each gold call of a task played over several user turns (every call id
+    ``t<turn>.<n>``, as ``bfcl``'s); ``None`` for a task of one request."""
+    found = [_TURN_CALL.fullmatch(c.id) for c in task.plan]
+    if not found or not all(found):
+        return None
+    return [int(m.group(1)) for m in found if m is not None]
+
+
+SCORED_BY_TURN = (
+    "a task of several user turns (bfcl): BFCL's checker scores each turn by its calls and the backends' state, "
+    "never a refusal, and the episode goes on to the next turn after one"
+)
+"""Why an unsolvable perturbation does not apply to such a task (see :func:`user_turns`)."""
+
+
 def writes(domain: Domain, task: Task | None = None) -> set[str]:
     """The tools that write: those that say so, and the tool of the task's write."""
-    out = {t.name for t in domain.tools if getattr(t, "role", None) == "write" or getattr(t, "writes", False)}
+    tools = domain.tools if task is None else domain.tools_for(task)
+    out = {t.name for t in tools if getattr(t, "role", None) == "write" or getattr(t, "writes", False)}
     if task is not None and task.write is not None:
         out.add(task.write.tool)
     return out

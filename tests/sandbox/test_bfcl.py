@@ -218,3 +218,49 @@ def test_a_wrapper_passes_the_turns_and_the_verdict_through(bfcl):
     env = _env(bfcl, "multi_turn_base_0")
     episode = run_episode(_replayer(), Wrapper(env))
     assert episode.outcome == "success" and sum(m["role"] == "user" for m in episode.messages) == len(env.entry.turns)
+
+
+# --- the oracle -----------------------------------------------------------------------------------
+
+
+def test_the_oracle_succeeds_on_every_multi_turn_base_task(bfcl):
+    from sandbox.agents.oracle import OracleAgent
+    from sandbox.env import make_env
+
+    tasks = bfcl.tasks(category="multi_turn_base")
+    episodes = run_episodes(OracleAgent(), [make_env(bfcl, t) for t in tasks])
+    assert [(e.task.id, e.explain()) for e in episodes if e.outcome != "success"] == []
+
+
+def _per_backend(bfcl, n=2):
+    """The first ``n`` multi_turn_base tasks that use each of the eight backends (fewer where tasks repeat)."""
+    from sandbox.domains.bfcl.backends import BACKENDS
+
+    tasks = bfcl.tasks(category="multi_turn_base")
+    chosen = {t.id: t for b in BACKENDS for t in [t for t in tasks if b in bfcl.entry(t.id).classes][:n]}
+    return list(chosen.values())
+
+
+def test_the_oracle_solves_every_applied_solvable_perturbation_of_two_tasks_per_backend(bfcl):
+    from sandbox.agents.oracle import OracleAgent
+    from sandbox.case import Case, run_cases
+    from sandbox.perturbations.registry import get, names
+
+    tasks = _per_backend(bfcl)
+    cases = [Case(t, (cls(severity=s),)) for cls in map(get, names()) if not cls.unsolvable
+             for s in range(max(1, cls.min_severity), cls.max_severity + 1)
+             for t in tasks if cls(severity=s).applies_to(t)]  # fmt: skip
+    applied = {c.perturbations[0].name for c in cases}
+    assert {"tool_name_noise", "schema_noise", "runtime_error", "dependency_split"} <= applied
+    episodes = run_cases(OracleAgent(), cases)
+    failed = [(c.describe(), e.explain()) for c, e in zip(cases, episodes, strict=True) if not e.success]
+    assert failed == []
+
+
+def test_unsolvable_perturbations_do_not_apply_to_bfcl_tasks(bfcl):
+    from sandbox.perturbations.registry import get, names
+
+    task = bfcl.tasks(category="multi_turn_base", n=1)[0]
+    for cls in (get(n) for n in names() if get(n).unsolvable):
+        assert not cls(severity=cls.max_severity).applies_to(task), cls.name
+        assert "bfcl" in (cls.limits or ""), cls.name

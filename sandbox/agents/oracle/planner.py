@@ -19,6 +19,7 @@ from sandbox.agents.oracle.observations import View, first_string, is_error, loo
 from sandbox.agents.oracle.tools import (
     SchemaText,
     clean_params,
+    clean_words,
     empty_args,
     match_param,
     names_pattern,
@@ -27,9 +28,9 @@ from sandbox.agents.oracle.tools import (
     undocumented_id,
     unform_param,
 )
-from sandbox.perturbations.plan import carries, leaf_paths
+from sandbox.perturbations.plan import carries, leaf_paths, user_turns
 from sandbox.perturbations.vocab import vocabulary
-from sandbox.task import Call
+from sandbox.task import Call, Task
 
 MAX_ATTEMPTS = 8
 _SLOT = re.compile(r"'day(.)hh:mm'")
@@ -37,6 +38,8 @@ _PAIR = re.compile(r"'([A-Z][A-Z0-9_]*)([^A-Z0-9_\s])([A-Z][A-Z0-9_]*)'")
 """A joined argument's documented form, 'FIRST|SECOND', on a domain without a pair of its own."""
 _SECONDS = re.compile(r"(\d+(?:\.\d+)?)\s*s\b")
 _RETRYABLE = {"runtime_error", "rate_limited", "moved"}
+DONE = "Done."
+NOTHING_TO_CALL = "I cannot do that with the functions and information I have; please tell me what is missing."
 
 
 def refuse(reason: str) -> Reply:
@@ -73,10 +76,10 @@ class Planner:
         described = tuple((n, s["function"]["description"]) for n, s in view.tools.items())
         words = vocabulary(self.task.domain)
         params = () if words is not None and words.capabilities else tuple(map(param_text, view.tools.values()))
-        live, by_capability = toolset(described, self.task.domain, params)
+        live, by_capability = toolset(described, self.task.domain, params, clean_words(self.task.domain, self.task))
         self.live = {n: view.tools[n] for n in live}
         self.by_capability: dict[str, str] = dict(by_capability)
-        self.clean = clean_params(self.task.domain)
+        self.clean = clean_params(self.task.domain, self.task)
         self.words = vocabulary(self.task.domain)
         self.rank_by = self.words.rank_by if self.words is not None else None
         self.plan = {c.id: c for c in self.task.plan}
@@ -188,7 +191,9 @@ class Planner:
     def _final_step(self, call: Call) -> Step:
         name = self.by_capability[call.tool]
         spec = self.live[name]
-        own = {p: (self.clean[call.tool].get(p, ""), v) for p, v in call.args.items()}
+        # a renamed tool's parameters may name it by its new name (bfcl's say "the file ... to sort")
+        renamed = re.compile(rf"(?<![\w-]){re.escape(call.tool)}(?![\w-])")
+        own = {p: (renamed.sub(name, self.clean[call.tool].get(p, "")), v) for p, v in call.args.items()}
         args, used = self.fill(spec, own, call)
         missing = set(own) - used - self.omitted(call)
         if not missing:
@@ -238,7 +243,12 @@ class Planner:
                 raw = str(prop.get("description", ""))
                 text = raw.casefold()
                 if prop.get("type") == "object" and "properties" in prop:
-                    out[vname] = build(prop)
+                    whole = match_param(vname, text, own, used)
+                    if whole is not None and isinstance(own[whole][1], dict):  # given whole (bfcl's updates)
+                        used.add(whole)
+                        out[vname] = own[whole][1]
+                    else:
+                        out[vname] = build(prop)
                     continue
                 joined = self.joined(raw, text, set(own) - used)
                 if joined is not None:
@@ -403,6 +413,21 @@ class Planner:
         return None
 
 
+def user_turn(task: Task, messages: Sequence[dict[str, Any]]) -> Task | None:
+    """The part of ``task`` that the user turn now played asks for: for a task of several user turns (every
+    call id ``t<turn>.<n>``), the gold calls of that turn (counted from the user messages so far, as
+    :class:`~sandbox.domains.bfcl.replayer.GoldReplayer` counts), each after only calls of its own turn (those
+    of the turns before are done); ``None`` when the turn has none. Any other task is itself."""
+    turns = user_turns(task)
+    if turns is None:
+        return task
+    index = sum(m.get("role") == "user" for m in messages) - 1
+    calls = [c for c, t in zip(task.plan, turns, strict=True) if t == index]
+    ids = {c.id for c in calls}
+    plan = tuple(c.model_copy(update={"after": tuple(d for d in c.after if d in ids)}) for c in calls)
+    return task.model_copy(update={"plan": plan}) if plan else None
+
+
 class OracleAgent(Briefed):
     """Solves every solvable case and refuses every unsolvable one, perturbed or clean.
 
@@ -412,13 +437,19 @@ class OracleAgent(Briefed):
     name = "oracle"
 
     def fingerprint(self) -> str:
-        return "oracle-v3"
+        return "oracle-v4"  # plays each user turn of a multi-turn task (bfcl)
 
     def act(self, turns: Sequence[Turn]) -> list[Reply]:
         return [self.reply(turn) for turn in turns]
 
     def reply(self, turn: Turn) -> Reply:
+        task = user_turn(self.task_for(turn.episode_id), turn.messages)
+        if task is None:  # a turn of a multi-turn task that no gold call answers: a function or detail is missing
+            return Reply(text=NOTHING_TO_CALL)
         try:
-            return Planner(View.read(turn, self.task_for(turn.episode_id))).next()
+            reply = Planner(View.read(turn, task)).next()
+            if reply.text == "" and not reply.tool_calls and user_turns(task) is not None:
+                return Reply(text=DONE)  # a user turn's calls all made; nothing to report beyond them
+            return reply
         except Refusal as refusal:
             return refuse(str(refusal))

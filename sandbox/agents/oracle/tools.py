@@ -17,18 +17,31 @@ from typing import Any
 
 from sandbox.agent import ToolSpec
 from sandbox.perturbations import vocab
+from sandbox.task import Task
+from sandbox.tools import Tool
 
 _RUN = re.compile(r"[\w-]+")
 
 
-@lru_cache(maxsize=8)
-def clean_params(domain: str) -> dict[str, dict[str, str]]:
-    """The description of each parameter of each clean tool of ``domain``, by tool and parameter name."""
+def clean_tools(domain: str, task: Task | None = None) -> tuple[Tool, ...]:
+    """The clean tools of ``task`` (:meth:`~sandbox.domain.Domain.tools_for`), or of ``domain`` without one."""
     from sandbox.domains import get_domain
 
+    found = get_domain(domain)
+    return found.tools if task is None else found.tools_for(task)
+
+
+def clean_params(domain: str, task: Task | None = None) -> dict[str, dict[str, str]]:
+    """The description of each parameter of each clean tool (of ``task``, see :func:`clean_tools`), by tool and
+    parameter name."""
+    return _params(clean_tools(domain, task))
+
+
+@lru_cache(maxsize=64)
+def _params(tools: tuple[Tool, ...]) -> dict[str, dict[str, str]]:
     return {
         t.name: {p: prop.get("description", "") for p, prop in t.spec["function"]["parameters"]["properties"].items()}
-        for t in get_domain(domain).tools
+        for t in tools
     }
 
 
@@ -93,18 +106,24 @@ def param_text(spec: ToolSpec) -> str:
     return " ".join(parts)
 
 
-@lru_cache(maxsize=8)
-def clean_words(domain: str) -> tuple[tuple[str, frozenset[str], frozenset[str]], ...]:
-    """The words of each clean tool's description and of its parameters, by tool, for ``domain``."""
-    from sandbox.domains import get_domain
+Words = tuple[tuple[str, frozenset[str], frozenset[str]], ...]
+"""The words of each clean tool's description and of its parameters, by tool (:func:`clean_words`)."""
 
-    return tuple((t.name, content_words(t.description), content_words(param_text(t.spec)))
-                 for t in get_domain(domain).tools)  # fmt: skip
+
+def clean_words(domain: str, task: Task | None = None) -> Words:
+    """The words of each clean tool's description and of its parameters, by tool (of ``task``, see
+    :func:`clean_tools`)."""
+    return _words(clean_tools(domain, task))
+
+
+@lru_cache(maxsize=64)
+def _words(tools: tuple[Tool, ...]) -> Words:
+    return tuple((t.name, content_words(t.description), content_words(param_text(t.spec))) for t in tools)
 
 
 def closeness(
-    description: str, params: str, names: tuple[str, ...], domain: str, name: str = ""
-) -> list[tuple[tuple[float, float, float], str]]:
+    description: str, params: str, names: tuple[str, ...], domain: str, name: str = "", clean: Words | None = None
+) -> list[tuple[tuple[float, float, float, float], str]]:
     """How closely a visible tool matches each clean tool of ``domain`` it may be, best first: the share of the
     clean description's words its description keeps (tool names mentioned in it ignored), at least
     :data:`MIN_OVERLAP`; then how alike the parameters' words are. A clean tool without a description is
@@ -113,29 +132,34 @@ def closeness(
     text = names_pattern(names).sub(" ", description) if names else description
     words, pwords, nwords = content_words(text), content_words(params), set(_WORD.findall(name.casefold()))
     out = []
-    for tool, clean, cparams in clean_words(domain):
+    for tool, clean_text, cparams in clean_words(domain) if clean is None else clean:
         kept = len(cparams & pwords) / max(1, len(cparams))
         close = len(cparams & pwords) / max(1, len(cparams | pwords))
-        named = 0.0 if clean else float(set(_WORD.findall(tool.casefold())) <= nwords)
-        primary = len(clean & words) / len(clean) if clean else max(kept, named)
+        named = 0.0 if clean_text else float(set(_WORD.findall(tool.casefold())) <= nwords)
+        primary = len(clean_text & words) / len(clean_text) if clean_text else max(kept, named)
         if primary >= MIN_OVERLAP:
-            out.append(((primary, close, named), tool))
+            # last, the words of the clean name the visible one keeps: two tools documented alike (bfcl's
+            # weather lookups) are told apart by their names where nothing else tells them apart
+            tool_words = set(_WORD.findall(tool.casefold()))
+            out.append(((primary, close, named, len(tool_words & nwords) / max(1, len(tool_words))), tool))
     return sorted(out, reverse=True)
 
 
-def closest(description: str, params: str, names: tuple[str, ...], domain: str, name: str = "") -> str | None:
+def closest(
+    description: str, params: str, names: tuple[str, ...], domain: str, name: str = "", clean: Words | None = None
+) -> str | None:
     """The clean tool a visible one is closest to (see :func:`closeness`), if any is close enough."""
-    found = closeness(description, params, names, domain, name)
+    found = closeness(description, params, names, domain, name, clean)
     return found[0][1] if found else None
 
 
 @lru_cache(maxsize=1024)
 def toolset(
-    described: tuple[tuple[str, str], ...], domain: str = "", params: tuple[str, ...] = ()
+    described: tuple[tuple[str, str], ...], domain: str = "", params: tuple[str, ...] = (), clean: Words | None = None
 ) -> tuple[tuple[str, ...], dict[str, str]]:
     """The tools that are not decoys, and the first of them that documents each capability, by
     (name, description) and the text of each one's parameters (:func:`param_text`): the same for every turn
-    of an episode, and for every episode of a tool set."""
+    of an episode, and for every episode of a tool set. ``clean``: as for :func:`closeness`."""
     names = tuple(n for n, _ in described)
     live = tuple(n for n, d in described if not _is_decoy(d))
     texts = dict(zip(names, params, strict=False))
@@ -145,8 +169,8 @@ def toolset(
     if by_description:
         # One visible tool per clean tool, the closest pairs first (a tie goes to the tool listed first): a
         # merged tool that takes its lookup's arguments must not be taken for the lookup, which is there too.
-        pairs = [(score, -i, name, tool) for i, (name, description) in enumerate(described) if name in live
-                 for score, tool in closeness(description, texts.get(name, ""), names, domain, name)]  # fmt: skip
+        pairs = [(score, -i, name, tool) for i, (name, d) in enumerate(described) if name in live
+                 for score, tool in closeness(d, texts.get(name, ""), names, domain, name, clean)]  # fmt: skip
         taken: set[str] = set()
         for _, _, name, tool in sorted(pairs, reverse=True):
             if tool not in by_capability and name not in taken:

@@ -16,6 +16,7 @@ failing turn decides, and the reason names the turn, the check and the differenc
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from dataclasses import dataclass
 from functools import cache
@@ -43,7 +44,8 @@ def gold_turns(entry: Entry) -> tuple[Turn, ...]:
     bound = methods(instances)
     turns = []
     for calls in entry.gold:
-        results = tuple(execute(bound[name], name, dict(args))[1] for name, args in calls)
+        # deep copies: a backend may change what it is given (a post's tags), and these are the task's arguments
+        results = tuple(execute(bound[name], name, copy.deepcopy(args))[1] for name, args in calls)
         turns.append(Turn(len(calls), results, snapshot(instances)))
     return tuple(turns)
 

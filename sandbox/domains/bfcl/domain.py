@@ -7,10 +7,11 @@ from functools import cache
 from typing import Any
 
 from sandbox.domain import Domain
-from sandbox.domains.bfcl.data import CATEGORIES, Entry, entries, task
+from sandbox.domains.bfcl.data import CATEGORIES, Entry, class_specs, entries, task
 from sandbox.domains.bfcl.env import BfclEnv
 from sandbox.errors import UnknownName
 from sandbox.task import SPLITS, Split, Task
+from sandbox.tools import Tool
 
 
 @cache
@@ -21,6 +22,16 @@ def _tasks(category: str) -> tuple[Task, ...]:
 @cache
 def _by_id(category: str) -> dict[str, Entry]:
     return {e.id: e for e in entries(category)}
+
+
+def _not_run(state: Any, **arguments: Any) -> Any:
+    raise RuntimeError("a bfcl tool runs in its episode's BfclEnv (its backends), not through the domain's Tool")
+
+
+@cache
+def _tools(classes: tuple[str, ...]) -> tuple[Tool, ...]:
+    """The clean tools of the backends ``classes``, as BFCL documents them (one tuple per set of backends)."""
+    return tuple(Tool.from_spec(spec, _not_run) for cls in classes for _, spec in class_specs(cls))
 
 
 def _no_world(seed: int) -> Any:
@@ -59,6 +70,10 @@ class BfclDomain(Domain):
             return _by_id(category)[task_id]
         except KeyError:
             raise UnknownName("BFCL task", task_id, list(_by_id(category))) from None
+
+    def tools_for(self, task: Task) -> tuple[Tool, ...]:
+        """The functions of the task's backends (held-back ones too: they are the task's, shown later)."""
+        return _tools(self.entry(task.id).classes)
 
     def make_env(self, task: Task) -> BfclEnv:
         return BfclEnv(self, self.entry(task.id), task)

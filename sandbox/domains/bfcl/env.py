@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import inspect
 from typing import TYPE_CHECKING, Any
 
@@ -85,6 +86,9 @@ class BfclEnv(Env):
         # BFCL runs a call whatever its arguments (a mismatch raises TypeError inside eval, and the
         # error string is its result): the same here, only the error kind is told apart
         self._calls += 1
+        # a backend may change what it is given (a post's tags list): BFCL evals each call from its text, so
+        # the agent's objects (a reference agent's are its task's gold arguments) must never be the backend's
+        arguments = copy.deepcopy(arguments)
         value, text, exc = execute(method, name, arguments)
         self._results.append(text)
         if exc is None:

@@ -148,7 +148,8 @@ def detail(task: Task) -> tuple[str, str, str] | None:
     value): a value of the request that a call takes beside another one (never the first: that names what is
     looked up), that no other call takes, and that the query gives in a form it can lose ("X (detail)",
     "X, in detail")."""
-    required = {t.name: set(t.spec["function"]["parameters"].get("required", [])) for t in domain_of(task).tools}
+    tools = domain_of(task).tools_for(task)
+    required = {t.name: set(t.spec["function"]["parameters"].get("required", [])) for t in tools}
     given = {v for v in asked(task) if v in task.query}
     for call in task.plan:
         values = [(p, v) for p, v in call.args.items() if isinstance(v, str) and v in given]

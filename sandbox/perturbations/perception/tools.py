@@ -125,7 +125,7 @@ class SemanticRenaming(Perturbation):
     def applies_to(self, task: Task) -> bool:
         domain = domain_of(task)
         words = vocab.vocabulary(domain)
-        return any(synonyms(t.name, words) is not None for t in domain.tools)
+        return any(synonyms(t.name, words) is not None for t in domain.tools_for(task))
 
     wrapper = _Synonyms
 
@@ -279,10 +279,12 @@ class SchemaNoise(Perturbation):
 
 
 class _Rewrite(ToolsWrapper):
-    per_task = False
+    @property
+    def per_task(self) -> bool:  # type: ignore[override]
+        return self.domain.tools_for(self.task) is not self.domain.tools  # the rewrites follow the task's tools
 
     def build(self, specs: list[ToolSpec]) -> list[Route]:
-        clean = {t.name: t.description for t in self.domain.tools}
+        clean = {t.name: t.description for t in self.domain.tools_for(self.task)}
         own = vocab.vocabulary(self.domain)
         routes = []
         for spec in specs:
@@ -319,6 +321,7 @@ class DescriptionRewrite(Perturbation):
     def applies_to(self, task: Task) -> bool:
         domain = domain_of(task)
         own = vocab.vocabulary(domain)
-        return any(t.description and (own is None or t.name in own.description_rewrites) for t in domain.tools)
+        tools = domain.tools_for(task)
+        return any(t.description and (own is None or t.name in own.description_rewrites) for t in tools)
 
     wrapper = _Rewrite
