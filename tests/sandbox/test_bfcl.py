@@ -264,3 +264,14 @@ def test_unsolvable_perturbations_do_not_apply_to_bfcl_tasks(bfcl):
     for cls in (get(n) for n in names() if get(n).unsolvable):
         assert not cls(severity=cls.max_severity).applies_to(task), cls.name
         assert "bfcl" in (cls.limits or ""), cls.name
+
+
+def test_a_tasks_clean_tools_are_its_backends_functions(bfcl):
+    from sandbox.domains import get_domain
+    from sandbox.env import make_env
+
+    task = bfcl.tasks(category="multi_turn_base", n=1)[0]
+    shown = [s["function"]["name"] for s in make_env(bfcl, task).tool_specs()]
+    assert [t.name for t in bfcl.tools_for(task)] == shown
+    poi = get_domain("poi")
+    assert poi.tools_for(poi.tasks("test", 1)[0]) is poi.tools  # a domain whose tasks share its tools
