@@ -146,7 +146,8 @@ def draw_cases(
 ) -> list:
     """The fixed sample: ``n`` perturbed cases per tier, drawn from ``seed`` alone.
 
-    Tiers without perturbations are skipped when ``tiers="all"`` and an error when asked for by name.
+    A tier with no perturbation registered, or none that applies to the domain's tasks, is skipped
+    when ``tiers="all"`` and an error when asked for by name.
     """
     from sandbox.case import Case
 
@@ -164,6 +165,8 @@ def draw_cases(
         if (tiers == "all" and not registry.names(tier)) or named == []:
             continue
         classes = perturbation_classes(tier, named)
+        if tiers == "all" and not any(applicable(classes, t) for t in tasks):
+            continue  # e.g. no refusal scenario applies to BFCL's multi-turn tasks: the report has no such row
         rng = random.Random(child_seed(seed, "evaluate", tier))
         for _ in range(n):
             for _attempt in range(100):

@@ -275,3 +275,12 @@ def test_a_tasks_clean_tools_are_its_backends_functions(bfcl):
     assert [t.name for t in bfcl.tools_for(task)] == shown
     poi = get_domain("poi")
     assert poi.tools_for(poi.tasks("test", 1)[0]) is poi.tools  # a domain whose tasks share its tools
+
+
+def test_a_tier_with_nothing_that_applies_is_left_out_of_all_tiers_and_an_error_by_name():
+    from sandbox.evaluation import evaluate
+
+    report = evaluate("oracle", n=2, domain="bfcl", cache_dir=None)
+    assert {r.tier for r in report.records} == {"perception", "interaction", "reasoning"}
+    with pytest.raises(ValueError, match="no perturbation of tier internalization applies"):
+        evaluate("oracle", tiers=["internalization"], n=2, domain="bfcl", cache_dir=None)
