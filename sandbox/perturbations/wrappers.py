@@ -140,14 +140,18 @@ class ToolsWrapper(PerturbationWrapper):
         self._routes: dict[str, Route] | None = None
         self._text_map: dict[str, str] = {}
         self._text_re: re.Pattern[str] | None = None
+        self._inner_ids: tuple[int, ...] = ()
 
     def build(self, specs: list[ToolSpec]) -> list[Route]:
         raise NotImplementedError
 
     @property
     def routes(self) -> dict[str, Route]:
-        if self._routes is None:
-            inner = self.env.tool_specs()
+        inner = self.env.tool_specs()
+        # the inner tool set can change within an episode (BFCL offers a held-back function in a
+        # later turn): the routes are rebuilt for the set now offered
+        if self._routes is None or self._inner_ids != tuple(map(id, inner)):
+            self._inner_ids = tuple(map(id, inner))
             key = (type(self), self.spec, self.task.id if self.per_task else "", tuple(map(id, inner)))
             cached = _BUILDS.get(key)
             if cached is not None and all(a is b for a, b in zip(cached[0], inner, strict=True)):
