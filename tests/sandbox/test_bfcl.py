@@ -284,3 +284,30 @@ def test_a_tier_with_nothing_that_applies_is_left_out_of_all_tiers_and_an_error_
     assert {r.tier for r in report.records} == {"perception", "interaction", "reasoning"}
     with pytest.raises(ValueError, match="no perturbation of tier internalization applies"):
         evaluate("oracle", tiers=["internalization"], n=2, domain="bfcl", cache_dir=None)
+
+
+CATEGORIES = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context")
+
+
+def _sample(bfcl, category, n=2):
+    """The first ``n`` tasks of ``category`` that use each of the eight backends (less the known-broken)."""
+    from sandbox.domains.bfcl.backends import BACKENDS
+
+    tasks = [t for t in bfcl.tasks(category=category) if t.id not in KNOWN_BROKEN]
+    return list({t.id: t for b in BACKENDS for t in [t for t in tasks if b in bfcl.entry(t.id).classes][:n]}.values())
+
+
+@pytest.mark.parametrize("category", CATEGORIES)
+def test_the_oracle_solves_every_applied_solvable_perturbation_of_each_category(bfcl, category):
+    from sandbox.agents.oracle import OracleAgent
+    from sandbox.case import Case, run_cases
+    from sandbox.perturbations.registry import get, names
+
+    tasks = _sample(bfcl, category)
+    cases = [Case(t, (cls(severity=s),)) for cls in map(get, names()) if not cls.unsolvable
+             for s in range(max(1, cls.min_severity), cls.max_severity + 1)
+             for t in tasks if cls(severity=s).applies_to(t)]  # fmt: skip
+    cases += [Case(t) for t in tasks]
+    episodes = run_cases(OracleAgent(), cases)
+    failed = [(c.describe(), e.explain()) for c, e in zip(cases, episodes, strict=True) if not e.success]
+    assert failed == []
