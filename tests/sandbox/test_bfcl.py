@@ -311,3 +311,15 @@ def test_the_oracle_solves_every_applied_solvable_perturbation_of_each_category(
     episodes = run_cases(OracleAgent(), cases)
     failed = [(c.describe(), e.explain()) for c, e in zip(cases, episodes, strict=True) if not e.success]
     assert failed == []
+
+
+def test_the_oracle_sends_a_run_of_one_tools_calls_in_one_reply(bfcl):
+    # multi_turn_long_context_46's first turn is cd, 31 rm, cd, rmdir: one call per reply passes the step limit
+    from sandbox.agents.oracle import OracleAgent
+    from sandbox.case import Case, run_cases
+    from sandbox.perturbations.registry import get
+
+    [task] = [t for t in bfcl.tasks(category="multi_turn_long_context") if t.id == "multi_turn_long_context_46"]
+    cases = [Case(task), Case(task, (get("argument_restructuring")(severity=1),))]
+    episodes = run_cases(OracleAgent(), cases)
+    assert [(e.outcome, e.explain()) for e in episodes if not e.success] == []

@@ -94,8 +94,14 @@ class Planner:
             if call.tool not in self.by_capability:
                 raise Refusal(f"no available tool can {call.tool.replace('_', ' ')}")
         ready: dict[str, Step] = {}
+        # while no call has failed, a call of the same tool as the one it follows goes out in the same
+        # reply (calls of a reply run in order): a long BFCL turn's run of calls (31 rm) fits its step limit
+        clean = not any(is_error(a.result) for tries in self.view.attempts.values() for a in tries)
         for call in task.plan:
-            if all(self.finished(d) for d in call.after) and not self.complete(call):
+            ahead = all(
+                self.finished(d) or (clean and d in ready and self.plan[d].tool == call.tool) for d in call.after
+            )
+            if ahead and not self.complete(call):
                 try:
                     for step in self._pending(call):
                         ready.setdefault(step.id, step)
