@@ -323,3 +323,14 @@ def test_the_oracle_sends_a_run_of_one_tools_calls_in_one_reply(bfcl):
     cases = [Case(task), Case(task, (get("argument_restructuring")(severity=1),))]
     episodes = run_cases(OracleAgent(), cases)
     assert [(e.outcome, e.explain()) for e in episodes if not e.success] == []
+
+
+def test_the_oracle_joins_camel_case_arguments(bfcl):
+    # argument_restructuring joins estimate_distance's cityA and cityB as 'CITYA+CITYB'
+    from sandbox.agents.oracle import OracleAgent
+    from sandbox.case import Case
+    from sandbox.perturbations.registry import get
+
+    [task] = [t for t in bfcl.tasks(category="multi_turn_miss_func") if t.id == "multi_turn_miss_func_63"]
+    episode = Case(task, (get("argument_restructuring")(severity=2),)).run(OracleAgent())
+    assert episode.success, episode.explain()

@@ -317,8 +317,10 @@ class Planner:
         m = _PAIR.search(raw)
         if m is None:
             return None
-        a, b = m.group(1).lower(), m.group(3).lower()
-        return (a, m.group(2), b) if {a, b} <= free else None
+        # the form writes the parameters' names upper-cased: 'CITYA+CITYB' joins bfcl's cityA and cityB
+        names = {p.casefold(): p for p in free}
+        a, b = names.get(m.group(1).casefold()), names.get(m.group(3).casefold())
+        return (a, m.group(2), b) if a is not None and b is not None else None
 
     def _wants_finder(
         self,
