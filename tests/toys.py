@@ -101,3 +101,17 @@ class Dead:
 
     def act(self, turns):
         raise ConnectionRefusedError("[Errno 111] Connection refused")
+
+
+class Counter(OracleAgent):
+    """The oracle, counting the turns it was asked (so a test sees what the cache spared it)."""
+
+    def __init__(self):
+        self.turns = 0
+
+    def fingerprint(self):
+        return "counter-v1"
+
+    def act(self, turns):
+        self.turns += len(turns)
+        return super().act(turns)

@@ -1,26 +1,15 @@
 """The episode cache: it reads back what it stored, stores no agent error, and keys on all that decides an episode."""
 
+import toys
+
 import sandbox
-from sandbox.agents import OracleAgent
 from sandbox.case import Case
 from sandbox.evaluation.cache import EpisodeCache
 
 
-class Counter(OracleAgent):
-    def __init__(self):
-        self.turns = 0
-
-    def fingerprint(self):
-        return "counter-v1"
-
-    def act(self, turns):
-        self.turns += len(turns)
-        return super().act(turns)
-
-
 def test_the_cache_reads_back_what_it_stored_and_leaves_no_temporary_file(tmp_path):
     cases = [Case(t) for t in sandbox.tasks("poi", "test", n=4)]
-    agent = Counter()
+    agent = toys.Counter()
     cache = EpisodeCache(tmp_path)
     first = cache.run(agent, cases)
     cache.flush()

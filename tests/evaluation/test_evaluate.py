@@ -4,24 +4,11 @@ import pytest
 import toys
 
 import sandbox.evaluation as core
-from sandbox.agents import OracleAgent
-
-
-class Counter(OracleAgent):
-    def __init__(self):
-        self.turns = 0
-
-    def fingerprint(self):
-        return "counter-v1"
-
-    def act(self, turns):
-        self.turns += len(turns)
-        return super().act(turns)
 
 
 @pytest.mark.usefixtures("toy_perturbations")
 def test_evaluate_is_deterministic_batched_and_cached(tmp_path):
-    agent = Counter()
+    agent = toys.Counter()
     report = core.evaluate(agent, tiers=["perception", "interaction"], n=6, seed=3, cache_dir=tmp_path)
     turns = agent.turns
     again = core.evaluate(agent, tiers=["perception", "interaction"], n=6, seed=3, cache_dir=tmp_path)
