@@ -183,3 +183,19 @@ def test_the_plugin_uses_no_pytest_internals():
                 for name in ([node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]))
     ]  # fmt: skip
     assert offenders == []
+
+
+MCP_LIBRARIES = {"mcp", "mcp_types", "fastmcp"}
+
+
+def test_only_the_mcp_package_imports_an_mcp_library():
+    offenders = sorted(
+        f"{module}: {name}"
+        for module, path in _modules().items()
+        if not module.startswith("sandbox.domains.mcp")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom | ast.Import)
+        for name in ([node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names])
+        if name.split(".")[0] in MCP_LIBRARIES
+    )
+    assert offenders == [], "import the MCP SDK inside sandbox/domains/mcp, so nothing else loads it"

@@ -1,0 +1,68 @@
+"""MCP servers as tool worlds: an MCP server's tools as a domain, and a proxy that serves them perturbed.
+
+Needs the ``mcp`` extra (``pip install 'pytest-openagent[mcp]'``). Importing this package imports no
+MCP library; :func:`mcp_domain` and :func:`load` do, when called. See docs/mcp.md.
+
+The domain named ``mcp`` (``--openagent-mcp``, ``openagent eval --mcp``) is built on first request by
+:func:`load` from the server and tasks that :func:`configure` set, or from the ``OPENAGENT_MCP`` and
+``OPENAGENT_MCP_TASKS`` environment variables (so pytest-xdist workers and subprocesses find it too).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sandbox.domains.mcp.target import EXAMPLES, ServerTarget, parse_target
+from sandbox.errors import UsageError
+
+if TYPE_CHECKING:
+    from sandbox.domains.mcp.domain import McpDomain
+
+ENV_SERVER = "OPENAGENT_MCP"
+ENV_TASKS = "OPENAGENT_MCP_TASKS"
+NAME = "mcp"
+"""The registered name of the configured server's domain."""
+INSTALL = "pip install 'pytest-openagent[mcp]'"
+
+
+def require_sdk() -> None:
+    """An :class:`ImportError` that says how to install, when the SDK is missing."""
+    try:
+        import mcp  # noqa: F401
+    except ImportError as exc:
+        raise ImportError(f"MCP servers need the mcp SDK ({exc.name} is missing): {INSTALL}") from exc
+
+
+def mcp_domain(server: Any, tasks: Any = None, **options: Any) -> McpDomain:
+    """A domain over an MCP server; see :func:`sandbox.domains.mcp.domain.mcp_domain` for the options."""
+    require_sdk()
+    from sandbox.domains.mcp.domain import mcp_domain as build
+
+    return build(server, tasks, **options)
+
+
+def configure(server: str, tasks: str | Path | None = None) -> None:
+    """Name the server (and its tasks file) that the ``mcp`` domain is built from, checked now, connected later."""
+    parse_target(server)
+    if tasks is not None and not Path(tasks).is_file():
+        raise UsageError(f"MCP tasks file {str(tasks)!r} does not exist; give a JSONL file of tasks (docs/mcp.md)")
+    os.environ[ENV_SERVER] = server
+    if tasks is None:
+        os.environ.pop(ENV_TASKS, None)
+    else:
+        os.environ[ENV_TASKS] = str(Path(tasks).resolve())
+
+
+def load() -> McpDomain:
+    """The ``mcp`` domain over the configured server."""
+    server = os.environ.get(ENV_SERVER)
+    if not server:
+        raise UsageError(f"the mcp domain needs a server: --openagent-mcp SERVER or openagent eval --mcp SERVER, "
+                         f"written as {EXAMPLES}")  # fmt: skip
+    return mcp_domain(server, os.environ.get(ENV_TASKS) or None, name=NAME)
+
+
+__all__ = ["ENV_SERVER", "ENV_TASKS", "EXAMPLES", "NAME", "ServerTarget", "configure", "load", "mcp_domain",
+           "parse_target", "require_sdk"]  # fmt: skip

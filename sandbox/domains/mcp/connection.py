@@ -1,0 +1,247 @@
+"""One live connection to an MCP server, driven from synchronous code.
+
+The sandbox's episode loop is synchronous and the SDK is async (anyio). Each :class:`Connection` owns an
+event loop in a daemon thread for its whole life: the SDK's ``Client`` is entered and left inside one
+task on that loop (its cancel scopes and the transport's task group demand one task), and each call is
+submitted to the loop with :func:`asyncio.run_coroutine_threadsafe` and waited for with a timeout. So
+any thread (a lockstep batch, the runner's worker threads) can call, the SDK's session stays on the
+loop it was made on, and a server that hangs costs the caller a timeout, never a blocked session.
+
+Whatever goes wrong on the server's side (it exits, hangs, breaks the protocol or answers what the
+SDK cannot read) becomes a :class:`ServerFault`, which the domain's tools turn into an error the agent
+reads; no such fault escapes an episode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import tempfile
+import threading
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+from sandbox.domains.mcp.target import ServerTarget
+from sandbox.tools import ErrorKind
+
+DEFAULT_TIMEOUT = 10.0
+"""Seconds a tool call may take before it fails as a hung server (``timeout=`` changes it)."""
+CONNECT_TIMEOUT = 30.0
+"""Seconds a server may take to start and answer the handshake (a stdio server imports the SDK first)."""
+
+
+class ServerFault(Exception):
+    """The server failed a call: ``kind`` is the error kind the agent is shown."""
+
+    def __init__(self, kind: ErrorKind, message: str) -> None:
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+        self.message = message
+
+
+class Connection:
+    """A started MCP client session to ``target``; :meth:`call` and :meth:`list_tools` block, with timeouts."""
+
+    def __init__(self, target: ServerTarget, timeout: float = DEFAULT_TIMEOUT,
+                 connect_timeout: float = CONNECT_TIMEOUT) -> None:  # fmt: skip
+        self.target = target
+        self.timeout = timeout
+        self.broken: str | None = None
+        """Why the connection can serve no more calls (the server exited, the transport failed)."""
+        self._client: Any = None
+        # the server's stderr, kept for the message when it dies; closed in close()
+        self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8") if target.kind == "stdio" else None  # noqa: SIM115
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name=f"mcp {target.label}", daemon=True)
+        self._thread.start()
+        self._stop: asyncio.Event | None = None
+        self._held: asyncio.Future[None] | None = None
+        try:
+            self._submit(self._open(), connect_timeout)
+        except BaseException as exc:
+            self.close()
+            if isinstance(exc, ServerFault):
+                raise ServerFault(exc.kind, f"cannot start MCP server {target.label}: {exc.message}") from None
+            raise
+
+    # -- the loop's side ---------------------------------------------------------------------------
+
+    def _transport(self) -> Any:
+        from mcp import StdioServerParameters
+        from mcp.client.stdio import stdio_client
+
+        if self.target.kind == "stdio":
+            command, *args = self.target.command
+            params = StdioServerParameters(command=command, args=args, env=self.target.env, cwd=self.target.cwd)
+            return stdio_client(params, errlog=self._stderr)
+        if self.target.kind == "http":
+            return self.target.url
+        return self.target.build()
+
+    async def _open(self) -> None:
+        ready: asyncio.Future[None] = self._loop.create_future()
+        self._stop = asyncio.Event()
+        self._held = asyncio.ensure_future(self._hold(ready))
+        await ready
+
+    async def _hold(self, ready: asyncio.Future[None]) -> None:
+        from mcp import Client
+
+        try:
+            async with Client(self._transport(), read_timeout_seconds=self.timeout, cache=None) as client:
+                self._client = client
+                ready.set_result(None)
+                assert self._stop is not None
+                await self._stop.wait()
+        except BaseException as exc:  # the server exited or the transport failed: no more calls
+            self.broken = self.broken or f"the connection closed ({_describe(exc)}){self._last_words()}"
+            if not ready.done():
+                ready.set_exception(ServerFault("fatal", self.broken))
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            self._client = None
+            if self.broken is None:
+                self.broken = "the connection was closed"
+
+    def _submit(self, coro: Any, timeout: float) -> Any:
+        future = asyncio.run_coroutine_threadsafe(asyncio.wait_for(coro, timeout), self._loop)
+        try:
+            return future.result(timeout + 5)  # the loop's own wait_for fires first; this guards a wedged loop
+        except (FutureTimeout, TimeoutError):
+            future.cancel()
+            raise ServerFault("runtime_error", f"no answer within {timeout:g}s") from None
+
+    def _last_words(self) -> str:
+        if self._stderr is None:
+            return ""
+        try:
+            self._stderr.seek(0)
+            lines = [line.rstrip() for line in self._stderr.read().splitlines() if line.strip()]
+        except (OSError, ValueError):
+            return ""
+        return f"; its last output: {' | '.join(lines[-3:])[-400:]}" if lines else ""
+
+    # -- the caller's side -------------------------------------------------------------------------
+
+    @property
+    def server_info(self) -> tuple[str, str]:
+        """The server's reported name and version (empty where it gives none)."""
+        info = self._client.server_info if self._client is not None else None
+        return (info.name, info.version or "") if info is not None else ("", "")
+
+    def list_tools(self) -> list[Any]:
+        """The server's tools (the SDK's ``Tool`` models), every page."""
+        self._check()
+
+        async def walk() -> list[Any]:
+            tools: list[Any] = []
+            cursor = None
+            for _ in range(100):
+                page = await self._client.list_tools(cursor=cursor)
+                tools.extend(page.tools)
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+            return tools
+
+        return self._guarded("listing its tools", walk(), self.timeout)
+
+    def call(self, name: str, arguments: dict[str, Any], timeout: float | None = None) -> Any:
+        """What the tool returned, as JSON data where it is JSON; a :class:`ServerFault` when it failed."""
+        self._check()
+        result = self._guarded(f"tool {name!r}", self._client.call_tool(name, arguments), timeout or self.timeout)
+        return content_of(name, result)
+
+    def _check(self) -> None:
+        if self.broken is not None or self._client is None:
+            raise ServerFault("fatal", f"the MCP server {self.target.label} is gone: {self.broken or 'not started'}")
+
+    def _guarded(self, what: str, coro: Any, timeout: float) -> Any:
+        from mcp import MCPError
+        from pydantic import ValidationError
+
+        try:
+            return self._submit(coro, timeout)
+        except ServerFault as fault:  # a server that hung once is not trusted again: the next episode restarts it
+            self.broken = f"it did not answer {what}: {fault.message}"
+            raise ServerFault(fault.kind, f"the MCP server hangs: {what}: {fault.message}") from None
+        except MCPError as exc:
+            from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+            if exc.code == CONNECTION_CLOSED:
+                self.broken = self.broken or f"the connection closed{self._last_words()}"
+            if self.broken is not None:
+                raise ServerFault("fatal", f"the MCP server {self.target.label} is gone: {self.broken}") from None
+            if exc.code == REQUEST_TIMEOUT:
+                self.broken = f"it did not answer {what} within {timeout:g}s"
+                raise ServerFault("runtime_error", f"the MCP server hangs: {self.broken}") from None
+            raise ServerFault("runtime_error", f"the MCP server refused {what}: {exc}") from None
+        except ValidationError as exc:
+            message = f"the MCP server answered {what} with garbage: {_describe(exc)}"
+            raise ServerFault("runtime_error", message) from None
+        except Exception as exc:  # the transport broke under the call
+            self.broken = self.broken or f"{_describe(exc)}{self._last_words()}"
+            raise ServerFault("fatal", f"the MCP server {self.target.label} failed on {what}: {self.broken}") from None
+
+    def close(self) -> None:
+        """End the session (a stdio server's process with it) and the loop's thread; safe to call twice."""
+        if not self._loop.is_closed() and self._loop.is_running():
+            if self._stop is not None:
+                self._loop.call_soon_threadsafe(self._stop.set)
+            if self._held is not None:
+                held = self._held
+                # a transport that will not close in time: the daemon thread goes with the process
+                with contextlib.suppress(Exception):
+                    asyncio.run_coroutine_threadsafe(_settle(held), self._loop).result(10)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(5)
+        if not self._thread.is_alive() and not self._loop.is_closed():
+            self._loop.close()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+        self.broken = self.broken or "closed"
+
+
+async def _settle(task: asyncio.Future[None]) -> None:
+    try:
+        await asyncio.wait_for(asyncio.shield(task), 8)
+    except BaseException:
+        task.cancel()
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        return _describe(exc.exceptions[0])
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
+
+
+_NOT_FOUND = ("not found", "no such", "does not exist", "unknown ", "no ")
+
+
+def content_of(name: str, result: Any) -> Any:
+    """A ``CallToolResult`` as the data a tool returns: its structured content, else its text (parsed where it
+    is JSON); a result marked as an error raises :class:`ServerFault` with the server's words."""
+    texts = [getattr(block, "text", None) for block in result.content]
+    words = " ".join(t for t in texts if isinstance(t, str)).strip()
+    if result.is_error:
+        lowered = words.lower()
+        kind: ErrorKind = "not_found" if any(m in lowered for m in _NOT_FOUND) else "runtime_error"
+        raise ServerFault(kind, words or f"{name} failed")
+    if result.structured_content is not None:
+        return result.structured_content
+    kinds = [getattr(block, "type", "?") for block in result.content]
+    if len(texts) == 1 and isinstance(texts[0], str):
+        try:
+            return json.loads(texts[0])
+        except ValueError:
+            return texts[0]
+    if texts and all(isinstance(t, str) for t in texts):
+        return list(texts)
+    return {"content": kinds, "text": words} if words else {"content": kinds}
+
+
+__all__ = ["CONNECT_TIMEOUT", "DEFAULT_TIMEOUT", "Connection", "ServerFault", "content_of"]

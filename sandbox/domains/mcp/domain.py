@@ -1,0 +1,172 @@
+"""An MCP server's tools as a domain: :func:`mcp_domain`.
+
+The server's tool list becomes :class:`~sandbox.tools.Tool` objects (``Tool.from_spec``: the agent sees
+each tool's own input schema and description); a call goes to the server and its result comes back as
+data, a failure as an error the agent reads. Tasks are the user's (:class:`~sandbox.define.UserTask`,
+or a JSONL/YAML file of them), their gold plans replayed against the server when the domain is built.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from sandbox.define import UserTask, define_domain
+from sandbox.domain import Domain
+from sandbox.domains.mcp.connection import DEFAULT_TIMEOUT, ServerFault
+from sandbox.domains.mcp.link import McpState, Reset, ServerLink, check_reset
+from sandbox.domains.mcp.target import ServerTarget, parse_target
+from sandbox.errors import UsageError
+from sandbox.task import Task
+from sandbox.tools import Role, Tool, ToolFailure
+
+SERVE_ONLY = UserTask("Use the tools to do what is asked.", id="serve")
+"""The one task of a domain built without tasks: enough to serve the server's tools (the proxy), not to judge."""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class McpDomain(Domain):
+    """A :class:`~sandbox.domain.Domain` whose tools are an MCP server's; ``link`` holds the server."""
+
+    link: ServerLink | None = None
+    server_name: str = ""
+    server_version: str = ""
+    tools_digest: str = ""
+    """A hash of the server's tool list as it reported it (names, descriptions, schemas, annotations)."""
+
+    def version(self) -> str:
+        """The server's reported name and version and a hash of its tool list, beside the digest of the
+        tasks' code: a changed server is never served the old episodes."""
+        return f"{super().version()}+mcp:{self.server_name}@{self.server_version}:{self.tools_digest}"
+
+    def close(self) -> None:
+        """Stop the shared server connection (episodes with their own servers close theirs)."""
+        if self.link is not None:
+            self.link.close()
+
+    def __repr__(self) -> str:
+        return f"McpDomain({self.name!r}, {self.link.target.label if self.link else '?'}, {len(self.tools)} tools)"
+
+
+def mcp_domain(
+    server: str | ServerTarget | Any,
+    tasks: Iterable[UserTask | Task] | str | Path | None = None,
+    *,
+    name: str | None = None,
+    reset: Reset | str = "auto",
+    inspect: Callable[[Callable[[str, dict[str, Any]], Any]], Any] | str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    roles: dict[str, Role] | None = None,
+) -> McpDomain:
+    """A domain over the MCP server ``server``: ``"stdio:COMMAND"``, ``"http://HOST:PORT/mcp"``, an SDK server
+    object (or a function that builds one), or ``"module:attribute"`` naming one.
+
+    ``tasks``: the user's tasks (or a JSONL/YAML file); none gives a domain that only serves the tools.
+    ``reset`` keeps episodes apart: ``"restart"`` (a fresh server per episode), ``"tool:NAME"`` (a reset tool
+    the server offers, hidden from the agent), a function ``reset(connection)``, or ``None`` (a server
+    with no state); ``"auto"`` uses a tool named ``reset`` where the server has one, else restarts a stdio
+    command or a server factory, else does nothing. ``inspect`` reads the server's state for end
+    states (``"tool:NAME"``, or ``inspect(call) -> data`` with ``call(name, args)``): a plan that changes
+    it gives its task an expected end state. ``timeout``: seconds a call may take before it fails as a
+    hung server. ``roles`` declares tools' roles (``lookup``, ``write``, ``wait``) by name; a tool the
+    server marks read-only is a lookup.
+    """
+    target = parse_target(server)
+    probe = ServerLink(target, None, timeout)
+    try:
+        connection = probe.connect()
+    except ServerFault as fault:
+        raise UsageError(f"{fault.message}; check that {target.label} starts an MCP server") from None
+    try:
+        listed = connection.list_tools()
+        server_name, server_version = connection.server_info
+        reset = _choose_reset(reset, target, [t.name for t in listed])
+        link = ServerLink(target, check_reset(reset, target), timeout, inspect)
+        if not link.isolated:
+            link._shared, connection = connection, None  # the probe's session serves the episodes
+    except ServerFault as fault:
+        raise UsageError(f"MCP server {target.label}: {fault.message}") from None
+    finally:
+        if connection is not None:
+            connection.close()
+    hidden = {link.reset_tool} if link.reset_tool else set()
+    tools = [_tool(t, roles or {}) for t in listed if t.name not in hidden]
+    if link.reset_tool and link.reset_tool not in {t.name for t in listed}:
+        raise UsageError(f"MCP server {target.label}: reset={reset!r}, but it has no tool {link.reset_tool!r}; "
+                         f"its tools: {', '.join(t.name for t in listed)}")  # fmt: skip
+    domain_name = name or _name(server_name)
+    base = define_domain(domain_name, tools, state=lambda seed: McpState(link), tasks=_tasks(tasks))
+    fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(Domain)}
+    return McpDomain(**fields, link=link, server_name=server_name, server_version=server_version,
+                     tools_digest=tools_digest(listed))  # fmt: skip
+
+
+def _choose_reset(reset: Reset | str, target: ServerTarget, names: list[str]) -> Reset:
+    if reset != "auto":
+        return reset
+    if "reset" in names:
+        return "tool:reset"
+    if target.kind == "stdio" or (target.kind == "memory" and callable(target.server) and not _is_object(target)):
+        return "restart"
+    return None
+
+
+def _is_object(target: ServerTarget) -> bool:
+    from mcp.server import Server
+    from mcp.server.mcpserver import MCPServer
+
+    return isinstance(target.server, (MCPServer, Server, str))
+
+
+def _tasks(tasks: Iterable[UserTask | Task] | str | Path | None) -> Any:
+    if tasks is None:
+        return [SERVE_ONLY]
+    return tasks
+
+
+def _name(server_name: str) -> str:
+    cleaned = "".join(c if c.isalnum() or c in "_.-" else "-" for c in server_name).strip("-")
+    return f"mcp-{cleaned}" if cleaned else "mcp"
+
+
+def tools_digest(listed: list[Any]) -> str:
+    rows = [t.model_dump(mode="json", exclude_none=True, exclude={"meta"}) for t in listed]
+    text = json.dumps(sorted(rows, key=lambda r: r.get("name", "")), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _schema(tool: Any) -> dict[str, Any]:
+    schema = dict(tool.input_schema or {})
+    schema.pop("title", None)
+    schema.setdefault("type", "object")
+    schema["properties"] = {
+        k: {key: v for key, v in prop.items() if key != "title"} if isinstance(prop, dict) else prop
+        for k, prop in (schema.get("properties") or {}).items()
+    }
+    schema.setdefault("required", [])
+    return schema
+
+
+def _tool(tool: Any, roles: dict[str, Role]) -> Tool:
+    name = tool.name
+    spec = {"type": "function", "function": {"name": name, "description": tool.description or "",
+                                             "parameters": _schema(tool)}}  # fmt: skip
+
+    def handler(state: McpState, **arguments: Any) -> Any:
+        try:
+            return state.send(name, arguments)
+        except ServerFault as fault:
+            raise ToolFailure(fault.kind, fault.message) from None
+
+    annotations = getattr(tool, "annotations", None)
+    role = roles.get(name)
+    if role is None and annotations is not None and getattr(annotations, "read_only_hint", None) is False:
+        role = "write"
+    return Tool.from_spec(spec, handler, role=role)
+
+
+__all__ = ["SERVE_ONLY", "McpDomain", "mcp_domain", "tools_digest"]

@@ -1,0 +1,109 @@
+"""A small stateful MCP server built with the SDK: notes with tags, run over stdio or streamable HTTP.
+
+``python notes_server.py [--http PORT] [--fault crash|hang|garbage --on TOOL]``: a fault makes the server
+exit, hang, or write garbage on its transport when ``TOOL`` is called, to test that an episode survives it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+FIRST = {
+    "n1": {"title": "Groceries", "text": "milk, eggs, rye bread", "tag": "home"},
+    "n2": {"title": "Standup", "text": "demo the proxy on Friday", "tag": "work"},
+    "n3": {"title": "Dentist", "text": "Tuesday at 9:30", "tag": "health"},
+}
+
+
+def build(fault: str | None = None, on: str | None = None, version: str = "1.0") -> MCPServer:
+    server = MCPServer("notes", version=version, log_level="WARNING")
+    notes: dict[str, dict[str, str]] = {k: dict(v) for k, v in FIRST.items()}
+
+    def trip(tool: str) -> None:
+        if fault is None or tool != on:
+            return
+        if fault == "crash":
+            os._exit(3)
+        if fault == "hang":
+            time.sleep(3600)
+        if fault == "garbage":
+            sys.stdout.buffer.write(b"\x00this is not JSON-RPC\n{]\n")
+            sys.stdout.buffer.flush()
+            time.sleep(3600)
+
+    @server.tool()
+    def search_notes(tag: str) -> dict:
+        """Search the notes by tag: the id and title of each note with that tag.
+
+        Args:
+            tag: a tag such as home, work or health
+        """
+        trip("search_notes")
+        found = [{"note_id": k, "title": n["title"]} for k, n in sorted(notes.items()) if n["tag"] == tag]
+        if not found:
+            raise ToolError(f"no note tagged {tag!r}")
+        return {"results": found}
+
+    @server.tool()
+    def get_note(note_id: str) -> dict:
+        """Get the details of one note: its title, text and tag.
+
+        Args:
+            note_id: a note id from search_notes, e.g. n1
+        """
+        trip("get_note")
+        if note_id not in notes:
+            raise ToolError(f"no note {note_id!r}: not found")
+        return {"note_id": note_id, **notes[note_id]}
+
+    @server.tool()
+    def add_note(title: str, text: str, tag: str) -> dict:
+        """Add a new note with a title, a text and a tag; returns the new note's id.
+
+        Args:
+            title: the note's title
+            text: what the note says
+            tag: a tag such as home, work or health
+        """
+        trip("add_note")
+        note_id = f"n{len(notes) + 1}"
+        notes[note_id] = {"title": title, "text": text, "tag": tag}
+        return {"note_id": note_id, "saved": True}
+
+    @server.tool()
+    def list_notes() -> dict:
+        """List every note: id, title and tag."""
+        return {"notes": [{"note_id": k, "title": n["title"], "tag": n["tag"]} for k, n in sorted(notes.items())]}
+
+    @server.tool()
+    def reset() -> dict:
+        """Forget every change: the notes as they were at the start."""
+        notes.clear()
+        notes.update({k: dict(v) for k, v in FIRST.items()})
+        return {"reset": True}
+
+    return server
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--http", type=int, default=None, help="serve streamable HTTP on this loopback port")
+    parser.add_argument("--fault", choices=("crash", "hang", "garbage"), default=None)
+    parser.add_argument("--on", default=None, help="the tool whose call trips the fault")
+    parser.add_argument("--version", default="1.0")
+    args = parser.parse_args()
+    server = build(args.fault, args.on, args.version)
+    if args.http is not None:
+        server.run("streamable-http", host="127.0.0.1", port=args.http)
+    else:
+        server.run("stdio")
+
+
+if __name__ == "__main__":
+    main()
