@@ -41,10 +41,16 @@ def _configure_eval(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n", type=int, default=50, help="cases per tier (default 50)")
     p.add_argument("--seed", type=int, default=0, help="seed of the drawn cases (default 0)")
     p.add_argument(
-        "--domain", default="poi",
+        "--domain", default=None,
         help="poi, medical, all, a registered or entry-point domain's name, or module:attribute naming a "
-        "sandbox.Domain (default poi)",
+        "sandbox.Domain (default poi; mcp with --mcp)",
     )  # fmt: skip
+    p.add_argument(
+        "--mcp", default=None, metavar="SERVER",
+        help="an MCP server as the domain: 'stdio:COMMAND', 'http://HOST:PORT/mcp' or module:attribute naming an "
+        "SDK server object",
+    )  # fmt: skip
+    p.add_argument("--tasks", default=None, metavar="FILE", help="the --mcp server's tasks: a JSONL (or YAML) file")
     p.add_argument("--max-stack", type=int, default=1, help="most perturbations per case (default 1)")
     p.add_argument(
         "--pool", choices=("eval", "train"), default="eval",
@@ -72,11 +78,12 @@ def _run_eval(args: argparse.Namespace) -> int:
     from sandbox.evaluation.runner import AgentFailure
     from sandbox.evaluation.specs import load_agent
 
+    domain = _eval_domain(args)
     try:
         criteria = parse_gate(args.gate) if args.gate else []
         agent = load_agent(args.agent)
         report = evaluate(
-            agent, _tiers(args.tiers), n=args.n, seed=args.seed, domain=args.domain,
+            agent, _tiers(args.tiers), n=args.n, seed=args.seed, domain=domain,
             names=args.names.split(",") if args.names else None, max_stack=args.max_stack,
             batch_size=args.batch_size, cache_dir=None if args.no_cache else args.cache_dir, pool=args.pool,
         )  # fmt: skip
@@ -86,6 +93,8 @@ def _run_eval(args: argparse.Namespace) -> int:
     except ValueError as exc:  # UsageError is one; the sandbox's own checks raise plain ValueErrors
         raise UsageFailure(str(exc)) from None
     report.meta["agent"] = args.agent
+    if args.mcp is not None:
+        report.meta["mcp"] = args.mcp
     meta = report.meta
     print(
         f"openagent eval: agent={args.agent}, seed={args.seed}, {len(report.records)} cases; "
@@ -98,6 +107,19 @@ def _run_eval(args: argparse.Namespace) -> int:
     if criteria:
         return _verdict(check(report, criteria), args.inconclusive)
     return EXIT_OK
+
+
+def _eval_domain(args: argparse.Namespace) -> str:
+    """The domain ``--domain`` names; with ``--mcp``, the server's (``mcp``) unless ``--domain`` says otherwise."""
+    if args.mcp is None:
+        if args.tasks is not None:
+            raise UsageFailure("--tasks gives the tasks of an MCP server: add --mcp SERVER (a domain you write "
+                               "brings its own tasks: --domain module:attribute)")  # fmt: skip
+        return args.domain or "poi"
+    from sandbox.domains.mcp import NAME, configure
+
+    configure(args.mcp, args.tasks)
+    return args.domain or NAME
 
 
 def _add_inconclusive(p: argparse.ArgumentParser) -> None:

@@ -36,6 +36,8 @@ N = "--openagent-n"
 TIERS = "--openagent-tiers"
 NAMES = "--openagent-names"
 DOMAIN = "--openagent-domain"
+MCP = "--openagent-mcp"
+MCP_TASKS = "--openagent-mcp-tasks"
 INCONCLUSIVE = "--openagent-inconclusive"
 INCONCLUSIVE_POLICIES = ("fail", "pass")
 
@@ -51,6 +53,9 @@ HELP = {
     "or report is set, or when this is given)",
     TIERS: "tiers of the fixed measurement: all, or names/numbers joined by commas (default: all)",
     NAMES: "only these perturbations in the fixed measurement, joined by commas (default: every one of the tiers)",
+    MCP_TASKS: "the tasks of the --openagent-mcp server: a JSONL (or YAML) file of task objects (docs/mcp.md)",
+    MCP: "an MCP server as the domain 'mcp' (and of the fixed measurement, unless --openagent-domain says "
+    "otherwise): 'stdio:COMMAND', 'http://HOST:PORT/mcp' or module:attribute naming an SDK server object",
     DOMAIN: "domain of the fixed measurement: poi, medical, all, a registered or entry-point domain's name, "
     "or module:attribute naming a sandbox.Domain (default: poi)",
     INCONCLUSIVE: "what an INCONCLUSIVE gate does to the session: fail (default) or pass",
@@ -83,6 +88,8 @@ class Options:
     tiers: str | list[str | int] = "all"
     names: tuple[str, ...] | None = None
     domain: str = "poi"
+    mcp: str | None = None
+    mcp_tasks: Path | None = None
     inconclusive: str = "fail"
 
     @property
@@ -199,6 +206,21 @@ def _domain(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
     return {"domain": str(value)}
 
 
+def _mcp_tasks(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+    path = base / str(value)
+    if not path.is_file():
+        raise UsageError(f"{str(value)!r}: no such file; give a JSONL file of tasks for the MCP server (docs/mcp.md)")
+    return {"mcp_tasks": path}
+
+
+def _mcp(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+    from sandbox.domains.mcp import NAME, configure
+
+    # Named now (checked, not connected) so that the 'mcp' domain, here and in xdist workers, is this server's.
+    configure(str(value), values.get("mcp_tasks"))
+    return {"mcp": str(value), "domain": NAME}  # DOMAIN, read next, overrides it where given
+
+
 def _inconclusive(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
     if str(value) not in INCONCLUSIVE_POLICIES:
         raise UsageError(did_you_mean("policy", str(value), INCONCLUSIVE_POLICIES))
@@ -236,6 +258,8 @@ CONVERTERS: dict[str, Converter] = {
     N: _n,
     TIERS: _tiers,
     NAMES: _names,  # after TIERS: the names are checked against the tiers
+    MCP_TASKS: _mcp_tasks,
+    MCP: _mcp,  # after MCP_TASKS, before DOMAIN: names the server that the domain 'mcp' is
     DOMAIN: _domain,
     INCONCLUSIVE: _inconclusive,
     CACHE_DIR: lambda value, base, values: {"cache_dir": base / str(value)},

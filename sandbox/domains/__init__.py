@@ -1,5 +1,6 @@
 """The domain registry: the built-in domains (``poi`` for training, ``medical`` held out; ``bfcl``, BFCL
-multi-turn, when the ``bfcl-eval`` wheel is installed, loaded only when asked for) and the user's.
+multi-turn, when the ``bfcl-eval`` wheel is installed, and ``mcp``, the MCP server that
+``--openagent-mcp`` names, both loaded only when asked for) and the user's.
 
 A registry that is a dict (:data:`DOMAINS`): :func:`register_domain` adds to it, :func:`get_domain`
 reads it, and also finds a domain named ``module:attribute`` (imported on the spot, the working folder
@@ -38,7 +39,7 @@ DOMAINS: dict[str, Domain] = {
     ),
 }
 
-LAZY: dict[str, str] = {"bfcl": "sandbox.domains.bfcl:load"}
+LAZY: dict[str, str] = {"bfcl": "sandbox.domains.bfcl:load", "mcp": "sandbox.domains.mcp:load"}
 """Domains built on first request, as ``module:function`` (an entry point's form): their data and
 packages load only then, and, as with a user's domain registered by entry point, ``sandbox.domains``
 does not import them."""

@@ -65,3 +65,39 @@ def notes_url() -> Iterator[str]:
     pytest.importorskip("mcp")
     with http_notes() as url:
         yield url
+
+
+def write_tasks(path: Path) -> Path:
+    """The notes tasks (tests/mcp/notes_tasks.py) as a JSONL file, as a user writes them."""
+    import dataclasses
+    import json
+
+    from notes_tasks import TASKS
+
+    rows = []
+    for task in TASKS:
+        row = {k: v for k, v in dataclasses.asdict(task).items() if v not in (None, (), {}, "user", 0)}
+        row["plan"] = [c.model_dump(mode="json") for c in task.plan]
+        rows.append(json.dumps({k: v for k, v in row.items() if v != []}))
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+@pytest.fixture
+def mcp_configured() -> Iterator[None]:
+    """Puts back the configured MCP server (environment and the registered 'mcp' domain) after the test."""
+    import os
+
+    from sandbox.domains import DOMAINS
+    from sandbox.domains.mcp import ENV_SERVER, ENV_TASKS, NAME
+
+    saved = {k: os.environ.get(k) for k in (ENV_SERVER, ENV_TASKS)}
+    yield
+    held = DOMAINS.pop(NAME, None)
+    if held is not None:
+        held.close()
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value

@@ -27,12 +27,16 @@ NAME = "mcp"
 INSTALL = "pip install 'pytest-openagent[mcp]'"
 
 
+class SdkMissing(UsageError, ImportError):
+    """The ``mcp`` extra is not installed: misuse (exit 2 in ``openagent``) that says how to install it."""
+
+
 def require_sdk() -> None:
-    """An :class:`ImportError` that says how to install, when the SDK is missing."""
+    """A :class:`SdkMissing` that says how to install, when the SDK is missing."""
     try:
         import mcp  # noqa: F401
     except ImportError as exc:
-        raise ImportError(f"MCP servers need the mcp SDK ({exc.name} is missing): {INSTALL}") from exc
+        raise SdkMissing(f"MCP servers need the mcp SDK ({exc.name} is missing): {INSTALL}") from exc
 
 
 def mcp_domain(server: Any, tasks: Any = None, **options: Any) -> McpDomain:
@@ -48,11 +52,18 @@ def configure(server: str, tasks: str | Path | None = None) -> None:
     parse_target(server)
     if tasks is not None and not Path(tasks).is_file():
         raise UsageError(f"MCP tasks file {str(tasks)!r} does not exist; give a JSONL file of tasks (docs/mcp.md)")
+    tasks_path = None if tasks is None else str(Path(tasks).resolve())
+    if (os.environ.get(ENV_SERVER), os.environ.get(ENV_TASKS)) != (server, tasks_path):
+        from sandbox.domains import DOMAINS
+
+        held = DOMAINS.pop(NAME, None)  # built from another server: the next request builds this one's
+        if held is not None and callable(getattr(held, "close", None)):
+            held.close()
     os.environ[ENV_SERVER] = server
-    if tasks is None:
+    if tasks_path is None:
         os.environ.pop(ENV_TASKS, None)
     else:
-        os.environ[ENV_TASKS] = str(Path(tasks).resolve())
+        os.environ[ENV_TASKS] = tasks_path
 
 
 def load() -> McpDomain:
@@ -64,5 +75,5 @@ def load() -> McpDomain:
     return mcp_domain(server, os.environ.get(ENV_TASKS) or None, name=NAME)
 
 
-__all__ = ["ENV_SERVER", "ENV_TASKS", "EXAMPLES", "NAME", "ServerTarget", "configure", "load", "mcp_domain",
-           "parse_target", "require_sdk"]  # fmt: skip
+__all__ = ["ENV_SERVER", "ENV_TASKS", "EXAMPLES", "NAME", "SdkMissing", "ServerTarget", "configure", "load",
+           "mcp_domain", "parse_target", "require_sdk"]  # fmt: skip
