@@ -182,6 +182,12 @@ COMMANDS: list[Command] = [
         lambda args: _training_cli().run_train(args),
     ),
     Command(
+        "data",
+        "write training data as chat JSONL: export (the SFT/PAFT data) or from-report (a report's failures)",
+        lambda p: _training_cli().configure_data(p),
+        lambda args: _training_cli().run_data(args),
+    ),
+    Command(
         "demo",
         "train SFT, PAFT and RL agents here and print the robustness table beside the base, oracle, static",
         lambda p: _training_cli().configure_demo(p),

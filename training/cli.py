@@ -1,5 +1,6 @@
-"""The training command line: ``openagent base``, ``openagent train sft|paft|rl`` and ``openagent demo``
-(``python -m training.rl_demo`` builds its own parser with the same helper).
+"""The training command line: ``openagent base``, ``openagent train sft|paft|rl``, ``openagent data
+export|from-report`` and ``openagent demo`` (``python -m training.rl_demo`` builds its own parser with the
+same helper).
 
 ``pytest_openagent/cli.py`` wires each ``configure_*``/``run_*`` pair in as a subcommand. Every option
 comes from a config dataclass through :func:`training.config.add_options`, its help from the field. This
@@ -19,7 +20,11 @@ from training.config import RLConfig, SFTConfig, add_options, from_options
 SHARED = ("out", "steps", "lr", "lora", "seed", "save_every", "resume", "overwrite", "threads")
 """The options of every ``openagent train`` method."""
 SFT_OPTIONS = ("base", "batch_size", "episodes", *SHARED)
-PAFT_OPTIONS = (*SFT_OPTIONS, "alpha", "families", "perturbations")
+PAFT_DATA = ("alpha", "families", "perturbations")
+"""What PAFT adds to SFT's options, all of them about its data."""
+PAFT_OPTIONS = (*SFT_OPTIONS, *PAFT_DATA)
+DATA_OPTIONS = {"sft": ("episodes", "seed"), "paft": ("episodes", "seed", *PAFT_DATA)}
+"""The options of ``openagent train sft|paft`` that decide its data: ``openagent data export`` takes these."""
 RL_OPTIONS = (
     "init", "group", "tasks_per_step", "reward", "tasks", "temperature", "max_new_tokens", "clip", "kl", "perturbed",
     "sft_coef", "sft_batch", "families", *SHARED,
@@ -77,10 +82,14 @@ def train_config(args: argparse.Namespace) -> SFTConfig | RLConfig:
         return from_options(RLConfig, args, RL_OPTIONS, lr=_lr(args, RLConfig))
     if args.method == "sft":
         return from_options(SFTConfig, args, SFT_OPTIONS, lr=_lr(args, SFTConfig))
+    return from_options(SFTConfig, args, PAFT_OPTIONS, lr=_lr(args, SFTConfig), alpha=_paft_alpha(args))
+
+
+def _paft_alpha(args: argparse.Namespace) -> float:
     alpha = args.alpha if args.alpha is not None else PAFT_ALPHA
     if not 0 < alpha <= 1:
         raise UsageError(f"--alpha must be in (0, 1] (the share of perturbed episodes), got {alpha}")
-    return from_options(SFTConfig, args, PAFT_OPTIONS, lr=_lr(args, SFTConfig), alpha=alpha)
+    return alpha
 
 
 def _lr(args: argparse.Namespace, cls: type) -> float:
@@ -108,6 +117,59 @@ def run_train(args: argparse.Namespace) -> int:
     shown = ", ".join(f"{k}={getattr(cfg, k)}" for k in (*keys, "seed"))
     print(f"openagent train {args.method}: {shown}", file=sys.stderr)
     print(train(cfg))
+    return 0
+
+
+# --- openagent data export|from-report --------------------------------------------------------------
+
+
+def configure_data(p: argparse.ArgumentParser) -> None:
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    about = "write the gold trajectories an SFT or PAFT run trains on as chat JSONL (messages + tools)"
+    export = actions.add_parser("export", help=about, description=about)
+    methods = export.add_subparsers(dest="method", metavar="METHOD", required=True)
+    for method, what in (("sft", "clean gold trajectories"), ("paft", "clean and perturbed (train pool) ones")):
+        sub = methods.add_parser(method, help=what, description=f"{about}: {what}")
+        _out_file(sub)
+        later = {"alpha": f"default {PAFT_ALPHA}"} if method == "paft" else None
+        add_options(sub, SFTConfig, DATA_OPTIONS[method], chosen_later=later)
+    about = "turn a report's failing cases into PAFT rows: the oracle on train-split twins, train-pool texts"
+    report = actions.add_parser("from-report", help=about, description=about)
+    report.add_argument("report", help="a report JSON (from --openagent-report or openagent eval --json)")
+    _out_file(report)
+    report.add_argument(
+        "--per-failure", type=int, default=2, help="train cases drawn for each failing case (default 2)"
+    )
+    report.add_argument("--seed", type=int, default=0, help="seed of the train tasks and perturbation seeds drawn")
+
+
+def _out_file(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", required=True, metavar="FILE", help="the JSONL file to write (atomically)")
+
+
+def run_data(args: argparse.Namespace) -> int:
+    """Write the JSONL and print a summary of it; 0."""
+    import json
+
+    if args.action == "export":
+        from training.export import export
+
+        alpha = _paft_alpha(args) if args.method == "paft" else 0.0
+        cfg = from_options(SFTConfig, args, DATA_OPTIONS[args.method], alpha=alpha)
+        summary = export(cfg, args.out)
+        print(f"openagent data export {args.method}: {summary['rows']} rows written to {args.out}", file=sys.stderr)
+    else:
+        from training.from_report import REASONS, from_report
+
+        summary = from_report(args.report, args.out, args.per_failure, args.seed)
+        print(
+            f"openagent data from-report: {summary['failures']} failing cases of {summary['records']} records; "
+            f"{summary['rows']} rows from {summary['failures_with_rows']} of them written to {args.out}",
+            file=sys.stderr,
+        )
+        for reason, count in summary["skipped"].items():
+            print(f"  {count} skipped: {REASONS[reason]}", file=sys.stderr)
+    print(json.dumps(summary, sort_keys=True))
     return 0
 
 

@@ -130,10 +130,14 @@ def paft_cases(tasks: list[Any], alpha: float, perturbation_names: list[str], se
 
 @dataclass
 class Trajectory:
+    """A gold conversation (``Episode.messages``: tool calls in the OpenAI/HF ``tool_calls`` form, results as
+    role ``tool``) with the tool specs it was played under, and the case it came from."""
+
     messages: list[dict]
     tools: list[dict]
     family: str
     perturbations: tuple[str, ...]
+    case: Any = None
 
 
 def gold_trajectories(cases: Sequence[Any]) -> list[Trajectory]:
@@ -148,7 +152,7 @@ def gold_trajectories(cases: Sequence[Any]) -> list[Trajectory]:
     budget = max((c.max_steps for c in cases), default=8)  # a perturbation (a redirect, a retry) may need more turns
     episodes = run_episodes(OracleAgent(), envs, budget)
     return [
-        Trajectory(ep.messages, env.tool_specs(), case.task.family, tuple(p.name for p in case.perturbations))
+        Trajectory(ep.messages, env.tool_specs(), case.task.family, tuple(p.name for p in case.perturbations), case)
         for case, ep, env in zip(cases, episodes, envs, strict=True)
         if ep.success
     ]
@@ -178,8 +182,12 @@ def encode_all(tokenizer: Any, trajectories: Sequence[Trajectory], max_length: i
     return examples
 
 
-def build_examples(cfg: SFTConfig, tokenizer: Any) -> tuple[list, dict]:
-    """Token examples for ``cfg`` (clean for SFT, mixed for PAFT) and a summary for the metadata."""
+def build_trajectories(cfg: SFTConfig) -> tuple[list[Trajectory], dict]:
+    """The gold trajectories of ``cfg`` (clean for SFT, mixed for PAFT), before any tokenizer, and a summary.
+
+    What ``openagent train sft|paft`` trains on (through :func:`build_examples`) and what ``openagent data
+    export`` writes: one function, so the two never differ.
+    """
     from sandbox import tasks
     from sandbox.case import Case
     from training.rename import rename_share
@@ -192,12 +200,18 @@ def build_examples(cfg: SFTConfig, tokenizer: Any) -> tuple[list, dict]:
         names, cases = [], [Case(t) for t in train_tasks]
     trajectories = gold_trajectories(cases)
     renamed = rename_share(trajectories, cfg.domain, cfg.rename_cities, cfg.seed)
-    examples = encode_all(tokenizer, trajectories, cfg.max_length)
     used = Counter(p.name for c in cases for p in c.perturbations)
-    perturbed = sum(1 for e in examples if e.perturbations)
     meta = {
         "domain": cfg.domain, "split": "train", "tasks": len(train_tasks), "cases": len(cases),
-        "examples": len(examples), "alpha": cfg.alpha, "perturbed_examples": perturbed,
-        "renamed_cities": renamed, "pool": "train", "perturbations": dict(sorted(used.items())), "candidates": names,
+        "trajectories": len(trajectories), "alpha": cfg.alpha, "renamed_cities": renamed, "pool": "train",
+        "perturbations": dict(sorted(used.items())), "candidates": names,
     }  # fmt: skip
-    return examples, meta
+    return trajectories, meta
+
+
+def build_examples(cfg: SFTConfig, tokenizer: Any) -> tuple[list, dict]:
+    """Token examples for ``cfg`` (clean for SFT, mixed for PAFT) and a summary for the metadata."""
+    trajectories, meta = build_trajectories(cfg)
+    examples = encode_all(tokenizer, trajectories, cfg.max_length)
+    perturbed = sum(1 for e in examples if e.perturbations)
+    return examples, {**meta, "examples": len(examples), "perturbed_examples": perturbed}

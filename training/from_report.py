@@ -1,0 +1,220 @@
+"""A report's failing cases as PAFT rows: the loop from "find failure" back to "train on it".
+
+A failing case of a report (a pytest session's measurement and its property-test search, or ``openagent
+eval --json``) names its task, its perturbations and their severities. Each becomes up to ``per_failure``
+training cases: **train-split** tasks of the same domain, family and solvability, under the same
+perturbations at the same severities, drawn from the **train** pool with fresh seeds. The failing
+case itself is not replayed: its task is from a held-out split and its texts from the eval pool, and
+training on either would leak what a later gate measures. The rows are the perturbation-aware oracle's
+trajectories on those cases, kept only where the oracle succeeds, written as :mod:`training.export` rows.
+
+A failure gives no row, and is counted under a reason, when its domain is not available here, a
+perturbation of its stack is not registered or cannot be rebuilt from the record, its family has no
+train-split task the stack applies to, its tasks are solvable but have no gold plan (a user's domain
+that judges by ``check`` alone: the oracle has nothing to follow), or the oracle fails every one of its
+train cases.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from sandbox.errors import UsageError
+from sandbox.seeds import child_seed
+
+Reason = Literal["unknown_domain", "unknown_perturbation", "no_train_task", "no_gold_plan", "oracle_failed"]
+REASONS: dict[str, str] = {
+    "unknown_domain": "its domain is not available here",
+    "unknown_perturbation": "a perturbation of its stack is not registered here or cannot be rebuilt",
+    "no_train_task": "no train-split task of its family and solvability takes its perturbations",
+    "no_gold_plan": "its tasks are solvable but have no gold plan for the oracle to follow",
+    "oracle_failed": "the oracle solved none of its train cases",
+}
+
+
+@dataclass
+class Conversion:
+    """What became of a report's failures: the rows, and each failure that gave none, by reason."""
+
+    records: int
+    failures: int
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    skipped: Counter = field(default_factory=Counter)
+    cases_failed_by_oracle: int = 0
+
+    def summary(self) -> dict[str, Any]:
+        used = len({r["meta"]["failure"]["case"] for r in self.rows})
+        return {
+            "records": self.records, "failures": self.failures, "failures_with_rows": used, "rows": len(self.rows),
+            "cases_failed_by_oracle": self.cases_failed_by_oracle, "skipped": dict(sorted(self.skipped.items())),
+        }  # fmt: skip
+
+
+def failures(report: Any) -> list[Any]:
+    """The report's failing records, the measurement's and the search's, each case once."""
+    records = [*report.records, *(report.search.records if report.search is not None else [])]
+    unique: dict[str, Any] = {}
+    for record in records:
+        if not record.success:
+            unique.setdefault(record.case, record)
+    return list(unique.values())
+
+
+def convert(report: Any, per_failure: int = 2, seed: int = 0) -> Conversion:
+    """The PAFT rows of ``report``'s failures (see the module's docstring), with what was skipped and why."""
+    from sandbox.case import Case
+    from training.dataset import gold_trajectories
+    from training.export import chat_row
+
+    if per_failure < 1:
+        raise UsageError(f"--per-failure must be at least 1, got {per_failure}")
+    failing = failures(report)
+    n_records = len(report.records) + (len(report.search.records) if report.search is not None else 0)
+    result = Conversion(records=n_records, failures=len(failing))
+    domains = _domains(report.meta.get("domain"))
+    cases: list[Any] = []
+    source: dict[int, Any] = {}
+    for record in failing:
+        planned = _train_cases(record, domains, per_failure, seed)
+        if isinstance(planned, str):
+            result.skipped[planned] += 1
+            continue
+        for task, stack in planned:
+            case = Case(task, stack)
+            cases.append(case)
+            source[id(case)] = record
+    trajectories = gold_trajectories(cases) if cases else []
+    result.cases_failed_by_oracle = len(cases) - len(trajectories)
+    for t in trajectories:
+        record = source[id(t.case)]
+        row = chat_row(t)
+        row["meta"]["failure"] = {"case": record.case, "label": record.label, "outcome": record.outcome,
+                                  "test": record.test}  # fmt: skip
+        result.rows.append(row)
+    solved = {source[id(t.case)].case for t in trajectories}
+    planned_for = {r.case for r in source.values()}
+    result.skipped["oracle_failed"] += len(planned_for - solved)
+    result.skipped = +result.skipped  # drop zero counts
+    return result
+
+
+def from_report(report_path: str | Path, out: str | Path, per_failure: int = 2, seed: int = 0) -> dict[str, Any]:
+    """Read the report at ``report_path``, write its failures' PAFT rows to ``out``; the summary."""
+    from sandbox.evaluation.report import Report
+    from training.export import write_jsonl
+
+    conversion = convert(Report.load(report_path), per_failure, seed)
+    write_jsonl(conversion.rows, out)
+    return {**conversion.summary(), "path": str(out)}
+
+
+# --- from a record to train cases ------------------------------------------------------------------
+
+
+def _domains(spec: Any) -> tuple[str, ...] | None:
+    """The report's domains by registered name; every registered one if it does not say; ``None`` if
+    the report's domain cannot be loaded here."""
+    from sandbox.domains import DOMAINS
+    from sandbox.evaluation.draw import domain_names
+
+    if not spec:
+        return tuple(DOMAINS)
+    try:
+        return domain_names(spec)
+    except (LookupError, ValueError, ImportError):
+        return None
+
+
+def _domain_of(task_id: str, domains: Sequence[str]) -> str | None:
+    from sandbox.evaluation.draw import task_pool
+
+    for name in domains:  # a domain with families names its tasks after itself
+        if task_id.startswith(f"{name}-"):
+            return name
+    for name in domains:  # one that lists its tasks gives the same list for every split
+        if any(t.id == task_id for t in task_pool((name,), "train")):
+            return name
+    return None
+
+
+_LABEL = re.compile(r"(?P<name>\w+)\(s=(?P<severity>-?\d+),(?P<pool>\w+)(?P<params>(?:,[^()]*)?)\)")
+
+
+def _stacks(record: Any, count: int, seed: int) -> list[tuple[Any, ...]] | None:
+    """``count`` train-pool copies of the record's perturbation stack (names, severities and parameters
+    read from its label), each with its own seeds; ``None`` if one cannot be rebuilt."""
+    from pydantic import ValidationError
+
+    from sandbox.evaluation.draw import SEEDS
+    from sandbox.perturbations import get
+
+    stack_label = record.label.rpartition(" | ")[2]
+    found = {m["name"]: m for m in _LABEL.finditer(stack_label)}
+    specs = []
+    for name in record.perturbations:
+        match = found.get(name)
+        try:
+            cls = get(name)
+        except KeyError:
+            return None
+        if match is None:
+            return None
+        specs.append((cls, int(match["severity"]), _params(match["params"])))
+    try:
+        return [
+            tuple(
+                cls(severity=severity, pool="train", seed=child_seed(seed, "from-report", record.case, j, i) % SEEDS,
+                    **params)
+                for i, (cls, severity, params) in enumerate(specs)
+            )
+            for j in range(count)
+        ]  # fmt: skip
+    except ValidationError:
+        return None
+
+
+def _params(text: str) -> dict[str, Any]:
+    """A label's extra parameters (``,key=value``) back as values: JSON where they parse, else text."""
+    params: dict[str, Any] = {}
+    for part in filter(None, text.split(",")):
+        key, _, value = part.partition("=")
+        try:
+            params[key] = json.loads(value)
+        except json.JSONDecodeError:
+            params[key] = value
+    return params
+
+
+def _train_cases(record: Any, domains: tuple[str, ...] | None, k: int, seed: int) -> list[tuple] | Reason:
+    """Up to ``k`` (task, stack) pairs of train-split tasks for the record, or why there are none."""
+    from sandbox.evaluation.draw import task_pool
+
+    domain = _domain_of(record.task, domains) if domains else None
+    if domain is None:
+        return "unknown_domain"
+    stacks = _stacks(record, k, seed)
+    if stacks is None:
+        return "unknown_perturbation"
+    twins = [
+        t for t in task_pool((domain,), "train") if t.family == record.family and t.solvable == record.clean_solvable
+    ]
+    random.Random(child_seed(seed, "from-report", record.case)).shuffle(twins)
+    if twins and all(t.solvable and not t.plan for t in twins):
+        return "no_gold_plan"
+    chosen: list[tuple] = []
+    for task in twins:
+        stack = stacks[len(chosen)]
+        if task.solvable and not task.plan:
+            continue
+        if all(p.applies_to(task) for p in stack):
+            chosen.append((task, stack))
+            if len(chosen) == k:
+                break
+    return chosen or "no_train_task"
