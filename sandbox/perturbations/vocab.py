@@ -1,8 +1,9 @@
 """The words perturbations draw from, in a ``train`` pool (for PAFT data) and an ``eval`` pool.
 
 The two pools share nothing, so an agent fine-tuned on perturbations never meets the surface
-forms it is evaluated on; ``tests/sandbox/test_perturbations_pools.py`` checks it. Query
-paraphrases live with their families (``Family.paraphrases[pool]``).
+forms it is evaluated on; ``tests/sandbox/test_perturbations_registry.py`` checks it. Query
+paraphrases live with their families (``Family.paraphrases[pool]``); a task of no such family is reworded
+by the frames and synonyms of ``REQUEST_FRAMES`` and the tables after it.
 
 Rewritten descriptions keep one capability word of their tool (``CAPABILITIES``), as real API
 docs do, so that a reader of descriptions can tell what each tool does whatever its name.
@@ -252,6 +253,36 @@ REDUNDANT_SENTENCES = _pools(
         "It has been a long week at work.",
     ),
 )
+
+# The request in other words, for a task of no family with held-out phrasings (``perception/rewording.py``).
+REQUEST_FRAMES = _pools(
+    ("Could you {x}?", "Please {x}.", "I need you to {x}."),
+    ("Can you {x}?", "I'd like you to {x}.", "Would you be so kind as to {x}?"),
+)
+"""A request (``{x}``: what it asks done, starting with its verb) restated: a question becomes an imperative and
+the reverse."""
+QUESTION_FRAMES = _pools(
+    ("Quick question: {q}", "I'd like to know this: {q}"),
+    ("Something I'm wondering: {q}", "Help me with this one: {q}"),
+)
+STATEMENT_FRAMES = _pools(
+    ("Here is my request. {q}", "Something I need help with. {q}"),
+    ("I have a request for you. {q}", "Here's what I'm after. {q}"),
+)
+"""What precedes a request none of whose sentences is a question or starts with a verb."""
+REQUEST_SWAPS: dict[str, Pools] = {
+    "tell me": _pools(("let me know",), ("share with me",)),
+    "give me": _pools(("provide me with",), ("hand me",)),
+    "i want": _pools(("I would like",), ("I'd love",)),
+    "assist": _pools(("aid",), ("lend a hand",)),
+    "retrieve": _pools(("pull up",), ("bring up",)),
+    "purchase": _pools(("buy",), ("acquire",)),
+    "buy": _pools(("purchase",), ("obtain",)),
+    "immediately": _pools(("right away",), ("without delay",)),
+    "details": _pools(("particulars",), ("specifics",)),
+}
+"""Phrases of requests and their synonyms, beside the verbs of ``WORD_SYNONYMS`` that read as well in a request
+(``perception/rewording.py`` names them)."""
 
 # Generic rules: what a domain without vocabulary of its own gets (see ``DomainVocabulary``).
 WORD_SYNONYMS: dict[str, Pools] = {

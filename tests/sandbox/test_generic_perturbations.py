@@ -10,6 +10,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sandbox import OracleAgent
 from sandbox.case import Case, run_cases
@@ -284,3 +286,242 @@ def test_a_domain_defined_through_the_public_api_is_solved_under_every_perturbat
         assert not wrong, "\n\n".join(e.explain() for e in wrong[:2])
     finally:
         DOMAINS.pop("rooms", None)
+
+
+# query_paraphrase on a task of no family with held-out phrasings: the generic rewording rules.
+
+
+def _paraphrases():
+    cls = get("query_paraphrase")
+    return [cls(severity=s, pool=p, seed=seed) for s in (1, 2, 3) for p in POOLS for seed in (0, 7)]
+
+
+@pytest.fixture(scope="module")
+def plain_tasks():
+    """The library with no held-out phrasings in its families: its tasks are reworded by the generic rules."""
+    import dataclasses
+
+    from sandbox.domains import DOMAINS
+
+    families = tuple(dataclasses.replace(f, paraphrases={}) for f in library.FAMILIES)
+    DOMAINS["library_plain"] = Domain("library_plain", library.build_world, library.TOOLS, families)
+    try:
+        yield DOMAINS["library_plain"].tasks("test", 15)
+    finally:
+        DOMAINS.pop("library_plain", None)
+
+
+@pytest.fixture(scope="module")
+def notes_tasks():
+    """A domain of the public API whose requests have shapes of every kind: quoted text, numbers, dates, a
+    leading condition, several sentences, a question, a statement."""
+    import sandbox
+    from sandbox.domains import DOMAINS
+
+    @sandbox.tool
+    def find_note(state, title: str) -> dict:
+        """Find a note by its title; gives its note id.
+
+        Args:
+            title: the note's title
+        """
+        found = [i for i, n in state["notes"].items() if n["title"].casefold() == title.casefold()]
+        if not found:
+            raise sandbox.ToolFailure("not_found", f"no note titled {title!r}")
+        return {"note_id": found[0]}
+
+    @sandbox.tool
+    def read_note(state, note_id: str) -> dict:
+        """The text and due date of a note.
+
+        Args:
+            note_id: a note id, like n-01
+        """
+        if note_id not in state["notes"]:
+            raise sandbox.ToolFailure("not_found", f"no note {note_id!r}")
+        return {"note_id": note_id, **state["notes"][note_id]}
+
+    @sandbox.tool(role="write")
+    def add_line(state, note_id: str, line: str, count: int = 1) -> dict:
+        """Append a line to a note, a number of times.
+
+        Args:
+            note_id: a note id, like n-01
+            line: the text to add
+            count: how many times
+        """
+        state["notes"][note_id]["text"] += (" " + line) * count
+        return {"note_id": note_id, "length": len(state["notes"][note_id]["text"])}
+
+    def notes(seed: int) -> dict:
+        return {"notes": {"n-01": {"title": "Groceries", "text": "milk", "due": "2026-07-14"},
+                          "n-02": {"title": "Garden plan", "text": "roses", "due": "2026-08-01"}}}  # fmt: skip
+
+    find = {"id": "f", "tool": "find_note", "args": {"title": "Garden plan"}}
+    read = {"id": "r", "tool": "read_note", "args": {"note_id": "n-02"}, "after": ["f"]}
+    alone = {"id": "r", "tool": "read_note", "args": {"note_id": "n-02"}}
+    add = {"id": "a", "tool": "add_line", "args": {"note_id": "n-01", "line": "buy 2 lemons", "count": 3}}
+    domain = sandbox.define_domain("notes", tools=[find_note, read_note, add_line], state=notes, tasks=[
+        sandbox.UserTask("When is the Garden plan due?", id="due", plan=[find, read], sources={"due": "r.due"}),
+        sandbox.UserTask("Could you show me the text of note n-02?", id="text", plan=[alone],
+                         sources={"text": "r.text"}),
+        sandbox.UserTask("If note n-01 is still open, add 'buy 2 lemons' to it 3 times.", id="add", plan=[add]),
+        sandbox.UserTask("I keep a note called Garden plan. Tell me what it says.", id="says", plan=[find, read],
+                         sources={"text": "r.text"}),
+        sandbox.UserTask("My notes are a mess and the Garden plan needs its due date.", id="mess", plan=[find, read],
+                         sources={"due": "r.due"}),
+        sandbox.UserTask("Send the Groceries note to my phone.", id="send", unsolvable="missing_capability"),
+        sandbox.UserTask("n-02", id="bare", plan=[alone], sources={"text": "r.text"}),
+    ])  # fmt: skip
+    DOMAINS["notes"] = domain
+    try:
+        yield domain.tasks("test")
+    finally:
+        DOMAINS.pop("notes", None)
+
+
+def test_query_paraphrase_rewords_every_task_of_no_family_and_keeps_its_values(plain_tasks, notes_tasks) -> None:
+    from sandbox.perturbations.perception.rewording import values_in
+
+    for task in [*plain_tasks, *(t for t in notes_tasks if t.query != "n-02")]:
+        for spec in _paraphrases():
+            assert spec.applies_to(task), (task.query, spec)
+            query = Case(task, (spec,)).env().query()
+            assert query != task.query and query == spec.reworded(task, task.query), (task.query, spec)
+            lost = [v for v in values_in(task, task.query) if query.count(v) < task.query.count(v)]
+            assert not lost, (task.query, query, lost)
+
+
+def test_a_request_of_nothing_but_a_value_is_not_reworded(notes_tasks) -> None:
+    bare = next(t for t in notes_tasks if t.query == "n-02")
+    assert not any(spec.applies_to(bare) for spec in _paraphrases())
+
+
+def test_severity_adds_rules_and_the_seed_picks_the_frames(plain_tasks, notes_tasks) -> None:
+    cls = get("query_paraphrase")
+    tasks = [*plain_tasks, *notes_tasks]
+
+    def text(s: int, t, seed: int) -> str:
+        return cls(severity=s, seed=seed).reworded(t, t.query)
+
+    for s in (2, 3):
+        assert any(text(s, t, seed) != text(s - 1, t, seed) for t in tasks for seed in range(4)), s
+    task = plain_tasks[0]
+    assert len({cls(seed=seed).reworded(task, task.query) for seed in range(8)}) > 1
+    assert cls(seed=3).reworded(task, task.query) == cls(seed=3).reworded(task, task.query)
+
+
+def test_the_oracle_solves_every_paraphrased_case_of_no_family(plain_tasks, notes_tasks) -> None:
+    tasks = [*plain_tasks, *notes_tasks]
+    cases = [Case(t, (spec,)) for spec in _paraphrases() for t in tasks if spec.applies_to(t)]
+    assert len(cases) > 250
+    episodes = run_cases(ORACLE, cases)
+    wrong = [e for c, e in zip(cases, episodes, strict=True) if e.outcome != ("success" if c.solvable else "refused")]
+    assert not wrong, "\n\n".join(e.explain() for e in wrong[:2])
+
+
+def _markers(pool: str) -> set[str]:
+    """The words a pool's rules bring into a request: each frame's longest fixed part, each synonym."""
+    from sandbox.perturbations import vocab
+    from sandbox.perturbations.perception.rewording import VERBS
+
+    frames = [*vocab.REQUEST_FRAMES[pool], *vocab.QUESTION_FRAMES[pool], *vocab.STATEMENT_FRAMES[pool]]
+    fixed = {max(re.split(r"\{\w\}", f), key=len).strip(" ?.:") for f in frames}
+    swaps = {v[pool][0] for v in vocab.REQUEST_SWAPS.values()} | {vocab.WORD_SYNONYMS[v][pool][0] for v in VERBS}
+    return fixed | swaps
+
+
+def test_train_and_eval_paraphrases_share_no_words_of_the_rules(plain_tasks, notes_tasks) -> None:
+    cls = get("query_paraphrase")
+    markers = {p: _markers(p) for p in POOLS}
+    assert not markers["train"] & markers["eval"]
+    for task in [*plain_tasks, *notes_tasks]:
+        for pool, other in (("train", "eval"), ("eval", "train")):
+            for s in (1, 2, 3):
+                text = cls(severity=s, pool=pool, seed=s).reworded(task, task.query)
+                leaked = [m for m in markers[other] if re.search(rf"\b{re.escape(m)}\b", text, re.IGNORECASE)
+                          and not re.search(rf"\b{re.escape(m)}\b", task.query, re.IGNORECASE)]  # fmt: skip
+                assert not leaked, (pool, text, leaked)
+
+
+def test_on_our_domains_severity_1_is_a_held_out_phrasing_and_more_keeps_the_values() -> None:
+    from sandbox.domains import get_domain
+    from sandbox.perturbations.strength import sample_tasks
+
+    cls = get("query_paraphrase")
+    for task in sample_tasks(per_family=1):
+        family = get_domain(task.domain).family(task.family)
+        held_out = {p.format(**task.params) for p in family.paraphrases["eval"]}
+        assert cls(seed=5).reworded(task, task.query) in held_out
+        for s in (2, 3):
+            stronger = cls(severity=s, seed=5).reworded(task, task.query)
+            assert all(v.casefold() in stronger.casefold() for v in task.params.values()), (stronger, task.params)
+
+
+_VALUES = st.one_of(
+    st.from_regex(r"[A-Z][a-z]{3,8}( [A-Z][a-z]{3,8})?", fullmatch=True),  # a name
+    st.from_regex(r"[a-z]{2,4}-\d{2,5}", fullmatch=True),  # an id
+    st.integers(0, 10**6).map(str),
+    st.dates().map(str),
+    st.from_regex(r"'[a-z ]{4,20}'", fullmatch=True),  # quoted text
+    st.sampled_from(["list", "details", "update", "check the log"]),  # words the rules would swap
+)
+_SHAPES = [
+    "Could you show me {v} and update {w}?", "Please check {v}, then send it to {w}.", "Tell me the details of {v}.",
+    "If {v} is late, cancel {w}.", "Who wrote {v}? I want the list of {w}.", "My list has {v} and {w} in it.",
+    "Before you search {v}, reserve {w}.", "I'd appreciate it if you could retrieve {v} for {w}.",
+]  # fmt: skip
+
+
+@given(shape=st.sampled_from(_SHAPES), v=_VALUES, w=_VALUES, level=st.integers(1, 3), pool=st.sampled_from(POOLS),
+       seed=st.integers(0, 999))  # fmt: skip
+@settings(max_examples=300, deadline=None)
+def test_values_the_plan_takes_from_the_request_survive_every_rewording(shape, v, w, level, pool, seed) -> None:
+    import random
+
+    from sandbox.perturbations.perception.rewording import protected, reword
+    from sandbox.task import Task
+
+    query = shape.format(v=v, w=w)
+    plan = (Call(id="c", tool="t", args={"a": v.strip("'"), "b": [w], "n": {"deep": w}}),)
+    task = Task(id="x", domain="x", family="x", split="test", seed=0, params={}, phrasing=0, query=query, plan=plan,
+                answer={}, sources={})  # fmt: skip
+    values, kept = protected(task, query)
+    text = reword(query, values, kept, random.Random(seed), pool, level)
+    for value in (v.strip("'"), w):
+        assert text.count(value) >= query.count(value), (query, text, value)
+    assert text != query
+    assert text == reword(query, values, kept, random.Random(seed), pool, level)
+
+
+@pytest.fixture(scope="module")
+def bfcl_tasks():
+    pytest.importorskip("bfcl_eval", reason="needs bfcl-eval (the bfcl extra)")
+    pytest.importorskip("mpmath", reason="needs mpmath (the bfcl extra)")
+    from sandbox.domains import get_domain
+
+    tasks = get_domain("bfcl").tasks("test")
+    return tasks[::40]
+
+
+def test_every_user_turn_of_a_bfcl_task_is_reworded_and_the_oracle_still_passes_bfcls_checker(bfcl_tasks) -> None:
+    from sandbox.domains import get_domain
+    from sandbox.perturbations.perception.rewording import values_in
+
+    bfcl = get_domain("bfcl")
+    specs = [get("query_paraphrase")(severity=s, pool=p, seed=3) for s in (1, 3) for p in POOLS]
+    cases = [Case(t, (spec,)) for spec in specs for t in bfcl_tasks]
+    assert all(c.perturbations[0].applies_to(c.task) for c in cases)
+    episodes = run_cases(ORACLE, cases)
+    wrong = [e for e in episodes if e.outcome != "success"]
+    assert not wrong, "\n\n".join(e.explain() for e in wrong[:2])
+    changed = 0
+    for case, episode in zip(cases, episodes, strict=True):
+        turns = bfcl.entry(case.task.id).turns
+        said = [m["content"] for m in episode.messages if m["role"] == "user"]
+        assert len(said) == len(turns)
+        changed += sum(a != b for a, b in zip(said, turns, strict=True))
+        for given_turn, reworded in zip(turns, said, strict=True):
+            lost = [v for v in values_in(case.task, given_turn) if reworded.count(v) < given_turn.count(v)]
+            assert not lost, (given_turn, reworded, lost)
+    assert changed > sum(len(bfcl.entry(c.task.id).turns) for c in cases) * 0.8

@@ -10,21 +10,30 @@ from typing import Any, ClassVar
 
 from sandbox.domains import get_domain
 from sandbox.env import Env
+from sandbox.family import Family
 from sandbox.perturbations import vocab
-from sandbox.perturbations.base import Perturbation
+from sandbox.perturbations.base import POOLS, Perturbation
+from sandbox.perturbations.perception import rewording
 from sandbox.perturbations.plan import asked, domain_of
 from sandbox.perturbations.registry import register
 from sandbox.perturbations.vocab import vocabulary
 from sandbox.perturbations.wrappers import QueryWrapper, Route, ToolSpec, ToolsWrapper, clone, failure, on, params_of
+from sandbox.seeds import rng
 from sandbox.task import Task
 from sandbox.tools import ToolResult
 
 
 class _Paraphrase(QueryWrapper):
     def rewrite(self, query: str) -> str:
-        family = get_domain(self.task.domain).family(self.task.family)
-        template = self.rng().choice(self.words(family.paraphrases))
-        return template.format(**self.task.params)
+        return self.spec.reworded(self.task, query)
+
+    def next_user_message(self) -> str | None:
+        """A later user turn (BFCL's) in other words too, by the generic rules: each turn draws its own."""
+        message = self.env.next_user_message()
+        if message is None:
+            return None
+        turn = self.scratch["turn"] = self.scratch.get("turn", 0) + 1
+        return self.spec.reworded(self.task, message, turn=turn)
 
 
 @register
@@ -32,25 +41,62 @@ class QueryParaphrase(Perturbation):
     name: ClassVar[str] = "query_paraphrase"
     tier = "perception"
     shift = "query"
-    summary = "the request in a held-out phrasing of its family"
+    summary = (
+        "1: the request in a held-out phrasing of its family (a task of no such family: a sentence restated, a "
+        "question as an imperative or the reverse, or an opening sentence); 2: + common words swapped for synonyms; "
+        "3: + a leading condition or time clause put last, every sentence restated; on every user turn"
+    )
     expected = "understand the request in words never trained on"
-    limits = "a task of no family with held-out phrasings (a listed task of a user's domain)"
+    limits = (
+        "a request of nothing but the values it gives (or none). A task of no family with held-out phrasings is "
+        "reworded by rules, not a grammar: a frame fits a sentence opening with 'Could/Can/Would you', 'I'd "
+        "appreciate it if you could' or a verb of a list, or a question, and an opening sentence goes before any "
+        "other request; synonyms come from a table (base forms; a verb only where it reads as one); a clause moves "
+        "only from the front of a sentence of one comma. What a gold call takes from the request, quoted text, and "
+        "every number, id or word in capitals stay verbatim"
+    )
+    max_severity = 3
     layer = "phrasing"
 
     def applies_to(self, task: Task) -> bool:
-        family = next((f for f in domain_of(task).families if f.name == task.family), None)
-        return family is not None and all(family.paraphrases.get(pool) for pool in ("train", "eval"))
+        if _family(task) is not None:
+            return True
+        return self.reworded(task, task.query) != task.query
+
+    def reworded(self, task: Task, text: str, turn: int = 0) -> str:
+        """``text`` (the request of ``task``, or its user turn ``turn``) as this spec rewrites it."""
+        r = rng(self.seed, self.name, self.pool, task.id, *((turn,) if turn else ()))
+        family = _family(task) if turn == 0 else None
+        if family is not None:
+            text = r.choice(family.paraphrases[self.pool]).format(**task.params)
+            if self.severity == 1:
+                return text
+        values, kept = rewording.protected(task, text)
+        # another phrasing already: a frame only where every sentence is restated
+        frame = family is None or self.severity == 3
+        return rewording.reword(text, values, kept, r, self.pool, self.severity, frame=frame)
 
     wrapper = _Paraphrase
 
 
+def _family(task: Task) -> Family | None:
+    """The task's family, where it has held-out phrasings in both pools."""
+    family = next((f for f in domain_of(task).families if f.name == task.family), None)
+    return family if family is not None and all(family.paraphrases.get(p) for p in POOLS) else None
+
+
 def _protected(query: str, task: Task) -> list[tuple[str, bool]]:
-    """The query cut into (text, is_a_value) pieces, so noise never touches what the request asks for."""
-    values = sorted({v for v in task.params.values() if v}, key=len, reverse=True)
-    if not values:
+    """The query cut into (text, is_a_value) pieces, so noise never touches what the request asks for: its
+    parameters, and the values of the gold plan it quotes."""
+    pattern = rewording.value_pattern(rewording.values_in(task, query))
+    if pattern is None:
         return [(query, False)]
-    pattern = re.compile("(" + "|".join(re.escape(v) for v in values) + ")")
-    return [(piece, i % 2 == 1) for i, piece in enumerate(pattern.split(query)) if piece]
+    pieces, end = [], 0
+    for m in pattern.finditer(query):
+        pieces += [(query[end : m.start()], False), (m.group(), True)]
+        end = m.end()
+    pieces.append((query[end:], False))
+    return [(piece, is_value) for piece, is_value in pieces if piece]
 
 
 def _typo(word: str, r) -> str:
