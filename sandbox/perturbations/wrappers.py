@@ -9,7 +9,7 @@ base env in canonical names, so ``env.state.writes`` stays canonical for the jud
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -171,8 +171,7 @@ class ToolsWrapper(PerturbationWrapper):
             self._text_map = {r.target: name for name, r in ((r.spec["function"]["name"], r) for r in routes)
                               if r.target and r.target != name}  # fmt: skip
             if self._text_map:
-                names = sorted(self._text_map, key=len, reverse=True)
-                self._text_re = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+                self._text_re = mentions(self._text_map)
                 for r in routes:
                     r.spec = self._rename_spec_text(r.spec)
         self._routes = {r.spec["function"]["name"]: r for r in routes}
@@ -183,7 +182,7 @@ class ToolsWrapper(PerturbationWrapper):
     def rename_text(self, text: str) -> str:
         if self._text_re is None or not text:
             return text
-        return self._text_re.sub(lambda m: self._text_map[m.group(1)], text)
+        return self._text_re.sub(lambda m: self._text_map[m.group(m.lastindex or 0)], text)
 
     def _rename_spec_text(self, spec: ToolSpec) -> ToolSpec:
         fn = spec["function"]
@@ -228,6 +227,25 @@ class ToolsWrapper(PerturbationWrapper):
                 message = message.replace(f"'{inner}'", f"'{visible}'")
             update["message"] = message
         return result.model_copy(update=update)
+
+
+_WORD_NAME = re.compile(r"[a-z]+")
+
+
+def mentions(names: Iterable[str]) -> re.Pattern[str]:
+    """A pattern of where a text mentions one of ``names`` (the name is the last group that matched).
+
+    A name shaped like an identifier (``get_weather``, ``fillFuelTank``) is a mention wherever it stands as a
+    word. A name that is a plain word (bfcl's ``add``, ``sort``, ``mean``) is one only where it stands as
+    code: called (``add(``) or quoted; elsewhere it is the word ("the fuel to add to the tank")."""
+    names = sorted(names, key=len, reverse=True)
+    words = [re.escape(n) for n in names if _WORD_NAME.fullmatch(n)]
+    idents = [re.escape(n) for n in names if not _WORD_NAME.fullmatch(n)]
+    parts = [r"\b(" + "|".join(idents) + r")\b"] if idents else []
+    if words:
+        alternation = "|".join(words)
+        parts += [rf"\b({alternation})(?=\()", rf"(?<=[`'\"])({alternation})(?=[`'\"])"]
+    return re.compile("|".join(parts))
 
 
 def _param_texts(schema: dict[str, Any]) -> list[str]:

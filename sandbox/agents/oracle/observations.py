@@ -110,6 +110,11 @@ def is_error(result: Any) -> bool:
     return isinstance(result, dict) and "error" in result and "message" in result
 
 
+def says_error(result: Any) -> bool:
+    """Whether a successful answer says that it failed (bfcl's ``{"error": 404}``)."""
+    return isinstance(result, dict) and "error" in result
+
+
 def first_string(value: Any) -> str | None:
     """The value a helper tool returned (a token, a request), skipping notes about missing fields."""
     if isinstance(value, str):

@@ -15,7 +15,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from sandbox.agent import Briefed, Reply, ToolSpec, Turn
-from sandbox.agents.oracle.observations import View, first_string, is_error, lookup, partial, rows_complete, rows_key
+from sandbox.agents.oracle.observations import (
+    View,
+    first_string,
+    is_error,
+    lookup,
+    partial,
+    rows_complete,
+    rows_key,
+    says_error,
+)
 from sandbox.agents.oracle.tools import (
     SchemaText,
     clean_params,
@@ -25,6 +34,7 @@ from sandbox.agents.oracle.tools import (
     names_pattern,
     param_text,
     toolset,
+    twins,
     undocumented_id,
     unform_param,
 )
@@ -79,6 +89,7 @@ class Planner:
         live, by_capability = toolset(described, self.task.domain, params, clean_words(self.task.domain, self.task))
         self.live = {n: view.tools[n] for n in live}
         self.by_capability: dict[str, str] = dict(by_capability)
+        self.twins = twins(described, params or tuple(map(param_text, view.tools.values())))
         self.clean = clean_params(self.task.domain, self.task)
         self.words = vocabulary(self.task.domain)
         self.rank_by = self.words.rank_by if self.words is not None else None
@@ -128,7 +139,7 @@ class Planner:
     def complete(self, call: Call) -> bool:
         """Whether the call's result is in, whole, and holds what the answer needs (checked without rebuilding)."""
         result = self.view.done(call.id)
-        if result is None or partial(result):
+        if result is None or partial(result) or self.retry_twin(call):
             return False
         if isinstance(result, dict) and isinstance(result.get("pages"), int) and result["pages"] > 1:
             pages = [self.view.done(f"{call.id}~p{n}") for n in range(2, result["pages"] + 1)]
@@ -141,7 +152,7 @@ class Planner:
         """The steps of ``call`` still to make: empty when its result is in and complete."""
         final = self.final_step(call)
         result = self.view.done(final.id)
-        if result is None or partial(result):
+        if result is None or partial(result) or self.retry_twin(call):
             return [final]
         pages = self.more_pages(final, result)
         if pages:
@@ -169,7 +180,8 @@ class Planner:
             elif last is not None:
                 if n >= MAX_ATTEMPTS:
                     raise Refusal(f"{tool} never gave a complete answer")
-                tool = last.tool  # ask again where the last (incomplete) answer came from
+                if not (says_error(last.normalized) and step.tool in self.twins.get(last.tool, ())):
+                    tool = last.tool  # ask again where the last (incomplete) answer came from
             args = step.args if tool == step.tool or step.remap is None else step.remap(tool)
             calls.append({"id": f"{step.id}.{n}", "function": {"name": tool, "arguments": args}})
         if wait and getattr(self, "wait_tool", None):
@@ -187,6 +199,18 @@ class Planner:
 
     # Building calls.
 
+    def tool_for(self, call: Call) -> str:
+        """The visible tool for ``call``: the one that documents it, or a twin documented alike where the
+        ones tried answered with an error."""
+        name = self.by_capability[call.tool]
+        failed = {a.tool for a in self.view.attempts.get(call.id, []) if says_error(a.normalized)}
+        return next((n for n in (name, *self.twins.get(name, ())) if n not in failed), name)
+
+    def retry_twin(self, call: Call) -> bool:
+        """Whether the call's answer was an error from a tool with a twin not tried yet."""
+        last = self.view.last(call.id)
+        return last is not None and says_error(last.normalized) and self.tool_for(call) != last.tool
+
     def final_step(self, call: Call) -> Step:
         """The call that gives ``call``'s result, as the tools now are; kept per turn (the view is fixed)."""
         step = self._final.get(call.id)
@@ -195,11 +219,9 @@ class Planner:
         return step
 
     def _final_step(self, call: Call) -> Step:
-        name = self.by_capability[call.tool]
+        name = self.tool_for(call)
         spec = self.live[name]
-        # a renamed tool's parameters may name it by its new name (bfcl's say "the file ... to sort")
-        renamed = re.compile(rf"(?<![\w-]){re.escape(call.tool)}(?![\w-])")
-        own = {p: (renamed.sub(name, self.clean[call.tool].get(p, "")), v) for p, v in call.args.items()}
+        own = {p: (self.clean[call.tool].get(p, ""), v) for p, v in call.args.items()}
         args, used = self.fill(spec, own, call)
         missing = set(own) - used - self.omitted(call)
         if not missing:
@@ -445,7 +467,7 @@ class OracleAgent(Briefed):
     name = "oracle"
 
     def fingerprint(self) -> str:
-        return "oracle-v4"  # plays each user turn of a multi-turn task (bfcl)
+        return "oracle-v5"
 
     def act(self, turns: Sequence[Turn]) -> list[Reply]:
         return [self.reply(turn) for turn in turns]

@@ -92,6 +92,15 @@ def content_words(text: str) -> frozenset[str]:
     return frozenset(w for w in _WORD.findall(text.casefold()) if len(w) > 2 and w not in _STOP)
 
 
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+@lru_cache(maxsize=4096)
+def name_words(name: str) -> frozenset[str]:
+    """The words of a tool name, split at separators and at camelCase humps (``fillFuelTank``: fill, fuel, tank)."""
+    return frozenset(_WORD.findall(_CAMEL.sub(" ", name).casefold()))
+
+
 def param_text(spec: ToolSpec) -> str:
     """The names and descriptions of a spec's parameters, nested ones included, as one text."""
     parts: list[str] = []
@@ -123,25 +132,30 @@ def _words(tools: tuple[Tool, ...]) -> Words:
 
 def closeness(
     description: str, params: str, names: tuple[str, ...], domain: str, name: str = "", clean: Words | None = None
-) -> list[tuple[tuple[float, float, float, float], str]]:
+) -> list[tuple[tuple[float, ...], str]]:
     """How closely a visible tool matches each clean tool of ``domain`` it may be, best first: the share of the
     clean description's words its description keeps (tool names mentioned in it ignored), at least
-    :data:`MIN_OVERLAP`; then how alike the parameters' words are. A clean tool without a description is
-    known by its parameters' words, or by its name's words in the visible ``name`` (a merged or redirected
-    tool keeps its old name in its new one), the parameters first (a swapped name misleads)."""
+    :data:`MIN_OVERLAP`; then how alike the parameters' words are, then the descriptions as a whole. A clean
+    tool without a description is known by its parameters' words, or by its name's words in the visible
+    ``name`` (a merged or redirected tool keeps its old name in its new one), the parameters first (a swapped
+    name misleads)."""
     text = names_pattern(names).sub(" ", description) if names else description
-    words, pwords, nwords = content_words(text), content_words(params), set(_WORD.findall(name.casefold()))
+    words, pwords, nwords = content_words(text), content_words(params), name_words(name)
     out = []
     for tool, clean_text, cparams in clean_words(domain) if clean is None else clean:
         kept = len(cparams & pwords) / max(1, len(cparams))
         close = len(cparams & pwords) / max(1, len(cparams | pwords))
-        named = 0.0 if clean_text else float(set(_WORD.findall(tool.casefold())) <= nwords)
+        named = 0.0 if clean_text else float(name_words(tool) <= nwords)
         primary = len(clean_text & words) / len(clean_text) if clean_text else max(kept, named)
         if primary >= MIN_OVERLAP:
             # last, the words of the clean name the visible one keeps: two tools documented alike (bfcl's
             # weather lookups) are told apart by their names where nothing else tells them apart
-            tool_words = set(_WORD.findall(tool.casefold()))
-            out.append(((primary, close, named, len(tool_words & nwords) / max(1, len(tool_words))), tool))
+            # before the names, how alike the descriptions are as a whole: a clean description whose words all
+            # recur in others (bfcl's "Get account information" after its class's preamble) keeps all of them
+            # in a swapped tool's too
+            alike = len(clean_text & words) / max(1, len(clean_text | words))
+            tool_words = name_words(tool)
+            out.append(((primary, close, alike, named, len(tool_words & nwords) / max(1, len(tool_words))), tool))
     return sorted(out, reverse=True)
 
 
@@ -183,6 +197,21 @@ def toolset(
             if tool is not None:
                 by_capability.setdefault(tool, name)
     return live, by_capability
+
+
+@lru_cache(maxsize=256)
+def twins(described: tuple[tuple[str, str], ...], params: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """Each live tool that another one is documented exactly like (the same description, tool names aside, and
+    the same parameters): the others, in order. Where names tell nothing (erased, misleading), only trying one
+    tells which of two such tools is which."""
+    names = tuple(n for n, _ in described)
+    texts = dict(zip(names, params, strict=False))
+    groups: dict[tuple[str, str], list[str]] = {}
+    for name, description in described:
+        if not _is_decoy(description):
+            doc = names_pattern(names).sub(" ", description), texts.get(name, "")
+            groups.setdefault(doc, []).append(name)
+    return {n: tuple(o for o in group if o != n) for group in groups.values() if len(group) > 1 for n in group}
 
 
 @lru_cache(maxsize=4096)
