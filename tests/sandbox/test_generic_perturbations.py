@@ -525,3 +525,14 @@ def test_every_user_turn_of_a_bfcl_task_is_reworded_and_the_oracle_still_passes_
             lost = [v for v in values_in(case.task, given_turn) if reworded.count(v) < given_turn.count(v)]
             assert not lost, (given_turn, reworded, lost)
     assert changed > sum(len(bfcl.entry(c.task.id).turns) for c in cases) * 0.8
+
+
+def test_no_detail_is_left_out_of_a_bfcl_request(bfcl_tasks) -> None:
+    """Where the generic pattern fits a BFCL request, what it would leave out is an action's argument (the stock
+    of an order, the origin of a flight): no request of several user turns loses one."""
+    from sandbox.domains import get_domain
+    from sandbox.perturbations.perception.query import detail
+
+    tasks = get_domain("bfcl").tasks("test")
+    assert any(detail(t) is not None for t in tasks)
+    assert not any(get("underspecified_query")().applies_to(t) for t in tasks)

@@ -14,7 +14,7 @@ from sandbox.family import Family
 from sandbox.perturbations import vocab
 from sandbox.perturbations.base import POOLS, Perturbation
 from sandbox.perturbations.perception import rewording
-from sandbox.perturbations.plan import asked, domain_of
+from sandbox.perturbations.plan import asked, domain_of, user_turns
 from sandbox.perturbations.registry import register
 from sandbox.perturbations.vocab import vocabulary
 from sandbox.perturbations.wrappers import QueryWrapper, Route, ToolSpec, ToolsWrapper, clone, failure, on, params_of
@@ -284,14 +284,16 @@ class UnderspecifiedQuery(Perturbation):
     expected = "call the lookup without the detail instead of guessing or giving up"
     limits = (
         "(POI, medical) a task without a city, or whose name more than one entity bears; elsewhere, a task whose "
-        "calls take no second value of the request in a form the query can lose ('X (detail)', 'X, in detail')"
+        "calls take no second value of the request in a form the query can lose ('X (detail)', 'X, in detail'); a "
+        "task of several user turns (bfcl): the value left out would be an argument of an action (an order's stock, "
+        "a flight's origin) that the request must give, and BFCL's checker compares the state it decides"
     )
     layer = "optional_detail"
 
     def applies_to(self, task: Task) -> bool:
         words = vocabulary(task.domain)
         if words is None:
-            return detail(task) is not None
+            return detail(task) is not None and user_turns(task) is None
         city = task.params.get("city")
         if words.entities is None or not city:
             return False
