@@ -166,9 +166,47 @@ def _run_gate(args: argparse.Namespace) -> int:
     return _verdict(result, args.inconclusive)
 
 
+def _configure_mcp_proxy(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--upstream", required=True, metavar="SERVER",
+        help="the MCP server to perturb: 'stdio:COMMAND', 'http://HOST:PORT/mcp' or module:attribute",
+    )  # fmt: skip
+    p.add_argument(
+        "--perturb", action="append", default=[], metavar="NAME[:SEVERITY]",
+        help="a perturbation to apply (repeat, or join with commas); severity 1 unless given",
+    )  # fmt: skip
+    p.add_argument("--seed", type=int, default=0, help="seed of the perturbations (default 0)")
+    p.add_argument("--pool", choices=("eval", "train"), default="eval", help="the perturbations' texts (default eval)")
+    p.add_argument("--tasks", default=None, metavar="FILE", help="tasks of the upstream (JSONL or YAML)")
+    p.add_argument("--task", default=None, metavar="ID", help="the task to serve (needed when the file has several)")
+    p.add_argument("--case", default=None, metavar="FILE", help="a case JSON (task and perturbations) to serve as is")
+    p.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="how to serve (default stdio)")
+    p.add_argument("--host", default="127.0.0.1", help="http: the address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765, help="http: the port to listen on (default 8765)")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds an upstream call may take (default 10)")
+
+
+def _run_mcp_proxy(args: argparse.Namespace) -> int:
+    from sandbox.domains.mcp import require_sdk
+
+    require_sdk()
+    from sandbox.domains.mcp.serve import run_proxy
+
+    return run_proxy(
+        args.upstream, args.perturb, seed=args.seed, pool=args.pool, tasks=args.tasks, task=args.task,
+        case_file=args.case, transport=args.transport, host=args.host, port=args.port, timeout=args.timeout,
+    )  # fmt: skip
+
+
 COMMANDS: list[Command] = [
     Command("eval", "evaluate an agent at fixed seeds and print the robustness table", _configure_eval, _run_eval),
     Command("gate", "check a report against a gate or a baseline report", _configure_gate, _run_gate),
+    Command(
+        "mcp-proxy",
+        "serve an MCP server's tools perturbed, over stdio or streamable HTTP, to an agent that speaks MCP",
+        _configure_mcp_proxy,
+        _run_mcp_proxy,
+    ),
     Command(
         "base",
         "prepare the default base model (SmolLM2-135M-Instruct) and print where it is",
