@@ -64,7 +64,17 @@ class QueryParaphrase(Perturbation):
         return self.reworded(task, task.query) != task.query
 
     def reworded(self, task: Task, text: str, turn: int = 0) -> str:
-        """``text`` (the request of ``task``, or its user turn ``turn``) as this spec rewrites it."""
+        """``text`` (the request of ``task``, or its user turn ``turn``) as this spec rewrites it (kept: ``applies_to``
+        and every reset of the case ask for the same text)."""
+        key = (self.severity, self.pool, self.seed, task.domain, id(domain_of(task)), task.id, text, turn)
+        hit = _REWORDED.get(key)
+        if hit is None:
+            if len(_REWORDED) >= 4096:
+                _REWORDED.clear()
+            hit = _REWORDED[key] = self._reworded(task, text, turn)
+        return hit
+
+    def _reworded(self, task: Task, text: str, turn: int) -> str:
         r = rng(self.seed, self.name, self.pool, task.id, *((turn,) if turn else ()))
         family = _family(task) if turn == 0 else None
         if family is not None:
@@ -77,6 +87,9 @@ class QueryParaphrase(Perturbation):
         return rewording.reword(text, values, kept, r, self.pool, self.severity, frame=frame)
 
     wrapper = _Paraphrase
+
+
+_REWORDED: dict[tuple[Any, ...], str] = {}
 
 
 def _family(task: Task) -> Family | None:

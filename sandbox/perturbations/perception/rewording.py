@@ -25,6 +25,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Iterable, Mapping
+from functools import cache
 from typing import Any
 
 from sandbox.perturbations import vocab
@@ -62,8 +63,8 @@ _OPENER = re.compile(
     r"|it(?: would|'d) be (?:great|nice) if you could)(?: (?:please|kindly))?,? (?P<x>[^?]+?)(?:,? please)?[?.!]$",
     re.IGNORECASE,
 )
-_IMPERATIVE = re.compile(r"^(?:(?:please|kindly),? )?(?:(?P<then>also|then|now|next|finally),? )?"
-                         r"(?P<x>(?P<verb>[A-Za-z]+)\b[^?;:]*?)(?:,? please)?[.!]?$", re.IGNORECASE)  # fmt: skip
+_IMPERATIVE = re.compile(r"^(?:(?i:please|kindly),? )?(?:(?P<then>(?i:also|then|now|next|finally)),? )?"
+                         r"(?P<x>(?P<verb>[A-Za-z]+)\b[^?;:]*?)(?:,? (?i:please))?[.!]?$")  # fmt: skip
 _CLAUSE = re.compile(r"^(?P<marker>If|When|Once|Before|After|Unless|Whenever) (?P<cond>[^,]+), (?P<main>[^,]+?)"
                      r"(?P<end>[.!?])$")  # fmt: skip
 _TOKEN = re.compile(
@@ -213,20 +214,17 @@ def _upper(x: str) -> str:
     return x[0].upper() + x[1:] if x and x[0].isalpha() else x
 
 
+@cache
 def _swaps(pool: str) -> dict[str, str]:
     table = {v: vocab.WORD_SYNONYMS[v][pool][0] for v in VERBS}
     table.update({k: v[pool][0] for k, v in vocab.REQUEST_SWAPS.items()})
     return table
 
 
-_SWAP_RE = {
-    pool: re.compile(
-        r"(?<![\w'\ue001])(" + "|".join(re.escape(k) for k in sorted(_swaps(pool), key=len, reverse=True))
-        + r")(?![\w'\ue000])",
-        re.IGNORECASE,
-    )
-    for pool in ("train", "eval")
-}  # fmt: skip
+@cache
+def _swap_re(pool: str) -> re.Pattern[str]:
+    keys = "|".join(re.escape(k) for k in sorted(_swaps(pool), key=len, reverse=True))
+    return re.compile(rf"(?<![\w'\ue001])({keys})(?![\w'\ue000])", re.IGNORECASE)
 
 
 def _swap(text: str, pool: str, kept: set[str]) -> str:
@@ -240,7 +238,7 @@ def _swap(text: str, pool: str, kept: set[str]) -> str:
         new = table[key]
         return _upper(new) if word[0].isupper() and not key.startswith("i ") else new
 
-    return _SWAP_RE[pool].sub(one, text)
+    return _swap_re(pool).sub(one, text)
 
 
 def _reads_as_verb(text: str, m: re.Match[str]) -> bool:
