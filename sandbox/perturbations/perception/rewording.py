@@ -40,12 +40,12 @@ VERBS: tuple[str, ...] = ("search", "show", "check", "cancel", "delete", "update
 """The verbs of ``vocab.WORD_SYNONYMS`` whose synonyms read as well in a request as in a tool's name (not "book",
 "make", "run": a noun or an idiom as often as not)."""
 REQUEST_VERBS = _set("""
-    add adjust activate analyze apply arrange ask book buy calculate call cancel change check close compare compute
-    confirm contact convert copy count create delete determine display draft email ensure estimate fetch figure fill
-    find get give go help hold identify increase keep let list locate lock log look lower make map mark move name
-    notify open order pay place plan point post prepare print proceed provide purchase put raise read record remove
-    rename report reserve retrieve review schedule search sell send set share show sort start submit summarize tell
-    track transfer turn unlock update use verify withdraw write
+    activate add adjust analyze apply arrange ask book borrow buy calculate call cancel change check close collect
+    compare compute confirm contact convert copy count create delete determine display draft email ensure estimate
+    fetch figure fill find get give go help hold identify increase keep let list locate lock log look lower make
+    map mark move name notify open order pay pick place plan point post prepare print proceed provide purchase put
+    raise read record remove rename renew rent report reserve retrieve return review schedule search sell send set
+    share show sort start submit summarize tell track transfer turn unlock update use verify withdraw write
 """)
 """Verbs whose base form opening a sentence makes it an imperative (for frames only: they are never swapped)."""
 _VERB_AFTER = _set("to you please kindly and then also or i we can could would will should must let's")
