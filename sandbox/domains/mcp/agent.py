@@ -113,7 +113,7 @@ class _Episode:
         for pending in self.waiting.values():  # an episode ended by its step limit: the client's calls fail
             pending.result = ('{"error": "fatal", "message": "the episode is over"}', True)
             pending.done.set()
-        self.http.stop()
+        self.http.stop(wait=False)  # the next episode need not wait for this one's server to wind down
 
 
 class McpAgent:

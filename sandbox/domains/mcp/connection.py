@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import tempfile
 import threading
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -219,7 +220,10 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
 
 
-_NOT_FOUND = ("not found", "no such", "does not exist", "unknown ", "no ")
+_NOT_FOUND = re.compile(
+    r"not found|no such|does not exist|doesn't exist|unknown \w+ ['\"]|\bno \w+ (named |called |with )?['\"]"
+)
+"""Words of a failed call that say it is about something that is not there (``no note 'n9'``): ``not_found``."""
 
 
 def content_of(name: str, result: Any) -> Any:
@@ -228,8 +232,7 @@ def content_of(name: str, result: Any) -> Any:
     texts = [getattr(block, "text", None) for block in result.content]
     words = " ".join(t for t in texts if isinstance(t, str)).strip()
     if result.is_error:
-        lowered = words.lower()
-        kind: ErrorKind = "not_found" if any(m in lowered for m in _NOT_FOUND) else "runtime_error"
+        kind: ErrorKind = "not_found" if _NOT_FOUND.search(words.lower()) else "runtime_error"
         raise ServerFault(kind, words or f"{name} failed")
     if result.structured_content is not None:
         return result.structured_content

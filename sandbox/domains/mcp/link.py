@@ -14,6 +14,7 @@ Two ways to keep episodes apart, chosen by ``reset``:
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import weakref
 from collections.abc import Callable
@@ -52,7 +53,7 @@ class ServerLink:
     inspect: Callable[[Callable[[str, dict[str, Any]], Any]], Any] | str | None = None
     _shared: Connection | None = field(default=None, repr=False)
     _owner: Any = field(default=None, repr=False)
-    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     @property
     def isolated(self) -> bool:
@@ -69,7 +70,7 @@ class ServerLink:
 
     def shared(self) -> Connection:
         """The shared connection, started again if the server went away."""
-        with self._lock:
+        with self.lock:
             if self._shared is None or self._shared.broken is not None:
                 if self._shared is not None:
                     self._shared.close()
@@ -100,7 +101,7 @@ class ServerLink:
             self.reset(connection)
 
     def close(self) -> None:
-        with self._lock:
+        with self.lock:
             if self._shared is not None:
                 self._shared.close()
                 self._shared = None
@@ -130,9 +131,13 @@ class McpState:
             weakref.finalize(self, self._own.close)
         return self._own
 
+    def _held(self) -> Any:
+        """The lock a call holds: the shared server's (one episode at a time on it), none for an own server."""
+        return contextlib.nullcontext() if self._link.isolated else self._link.lock
+
     def send(self, name: str, arguments: dict[str, Any]) -> Any:
         """An agent's call of ``name``: recorded, so a shared server can be brought back to this episode."""
-        with self._link._lock:
+        with self._held():
             connection = self._connection()
             self.sent.append((name, dict(arguments)))
             result = connection.call(name, arguments)
@@ -141,7 +146,7 @@ class McpState:
 
     def call(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
         """Call a tool outside the episode's record (for a check, an end state, a hook)."""
-        with self._link._lock:
+        with self._held():
             return self._connection().call(name, dict(arguments or {}))
 
     def model_dump(self) -> Any:

@@ -141,9 +141,11 @@ class HttpThread:
             time.sleep(0.005)
         return self
 
-    def stop(self) -> None:
+    def stop(self, wait: bool = True) -> None:
+        """Stop serving; ``wait=False`` returns at once (uvicorn takes a fraction of a second to wind down)."""
         self._server.should_exit = True
-        self._thread.join(10)
+        if wait:
+            self._thread.join(10)
 
     def __enter__(self) -> HttpThread:
         return self.start()
