@@ -12,6 +12,7 @@ from conftest import stdio
 from notes_tasks import TASKS
 
 import sandbox
+from sandbox.agent import Reply
 from sandbox.agents import OracleAgent
 from sandbox.case import Case, run_cases
 from sandbox.domains import DOMAINS
@@ -147,3 +148,37 @@ def test_a_server_that_does_not_start_or_lacks_the_reset_tool_is_misuse(tmp_path
         from sandbox.domains.mcp.link import check_reset
 
         check_reset("restart", parse_target("http://127.0.0.1:1/mcp"))
+
+
+def test_a_reset_hook_and_a_check_over_what_the_server_returned():
+    resets = []
+
+    def reset(connection):
+        resets.append(connection.call("reset", {}))
+
+    def quoted_the_new_id(episode, state):
+        added = [result for tool, _, result in state.results if tool == "add_note"]
+        listed = state.call("list_notes")["notes"]
+        ok = added and episode.answer and added[-1]["note_id"] in episode.answer and len(listed) == 4
+        return "success" if ok else "wrong_answer"
+
+    task = sandbox.UserTask("Add a note titled Call Bob saying at 5pm, tagged work, and tell me its id.", id="id",
+                            check=quoted_the_new_id)  # fmt: skip
+    domain = mcp_domain(notes_server.build(), [task], name="notes-hook", reset=reset)
+    sandbox.register_domain(domain, replace=True)
+
+    def adder(messages, tools):
+        if messages[-1]["role"] != "tool":
+            args = {"title": "Call Bob", "text": "at 5pm", "tag": "work"}
+            return Reply(tool_calls=[{"function": {"name": "add_note", "arguments": args}}])
+        return f"Added: {messages[-1]['content']}"
+
+    try:
+        first, second = run_cases(adder, [Case(domain.listed[0]), Case(domain.listed[0])])
+        assert (first.outcome, second.outcome) == ("success", "success"), "each episode found 3 notes and added one"
+        lazy = run_cases(lambda messages, tools: "Added it.", [Case(domain.listed[0])])[0]
+        assert lazy.outcome == "wrong_answer"
+        assert resets and all(r == {"reset": True} for r in resets)
+    finally:
+        DOMAINS.pop(domain.name, None)
+        domain.close()
