@@ -178,6 +178,8 @@ class View:
     tools: dict[str, ToolSpec]
     query: str
     attempts: dict[str, list[Attempt]] = field(default_factory=dict)
+    latest: list[Attempt] = field(default_factory=list)
+    """The attempts of the last reply that made calls."""
 
     @classmethod
     def read(cls, turn: Turn, task: Task) -> View:
@@ -186,10 +188,13 @@ class View:
         view = cls(task, tools, query)
         pending: dict[str, Attempt] = {}
         for m in turn.messages:
+            if m.get("tool_calls"):
+                view.latest = []
             for call in m.get("tool_calls") or []:
                 fn = call["function"]
                 pending[call["id"]] = attempt = Attempt(fn["name"], fn["arguments"])
                 view.attempts.setdefault(call["id"].rsplit(".", 1)[0], []).append(attempt)
+                view.latest.append(attempt)
             if m.get("role") == "tool" and m.get("tool_call_id") in pending:
                 attempt = pending[m["tool_call_id"]]
                 attempt.result, attempt.normalized = _observation(m["content"], task.domain)

@@ -90,12 +90,28 @@ class Planner:
         self.live = {n: view.tools[n] for n in live}
         self.by_capability: dict[str, str] = dict(by_capability)
         self.twins = twins(described, params or tuple(map(param_text, view.tools.values())))
+        self._follow_successors()
         self.clean = clean_params(self.task.domain, self.task)
         self.words = vocabulary(self.task.domain)
         self.rank_by = self.words.rank_by if self.words is not None else None
         self.plan = {c.id: c for c in self.task.plan}
         self._finished: dict[str, bool] = {}
         self._final: dict[str, Step] = {}
+
+    def _follow_successors(self) -> None:
+        """A tool that no clean tool is, that names one that is and takes the same arguments, documents itself
+        as its successor (a redirect's target): calls go there first."""
+        matched = set(self.by_capability.values())
+        spare = [n for n in self.live if n not in matched]
+        if not spare:
+            return
+        for tool, name in self.by_capability.items():
+            params = self.live[name]["function"]["parameters"].get("properties", {}).keys()
+            successor = next((n for n in spare if name in names_pattern((name,)).findall(
+                self.live[n]["function"]["description"]) and self.live[n]["function"]["parameters"].get(
+                "properties", {}).keys() == params), None)  # fmt: skip
+            if successor is not None:
+                self.by_capability[tool] = successor
 
     def next(self) -> Reply:
         task = self.task
@@ -105,9 +121,10 @@ class Planner:
             if call.tool not in self.by_capability:
                 raise Refusal(f"no available tool can {call.tool.replace('_', ' ')}")
         ready: dict[str, Step] = {}
-        # while no call has failed, a call of the same tool as the one it follows goes out in the same
-        # reply (calls of a reply run in order): a long BFCL turn's run of calls (31 rm) fits its step limit
-        clean = not any(is_error(a.result) for tries in self.view.attempts.values() for a in tries)
+        # where no call of the last reply failed, a call of the same tool as the one it follows goes out in
+        # the same reply (calls of a reply run in order): a long BFCL turn's run of calls (31 rm) fits its step
+        # limit; after a failure the failed call goes alone, so a run's calls still succeed in their order
+        clean = not any(is_error(a.result) for a in self.view.latest)
         for call in task.plan:
             ahead = all(
                 self.finished(d) or (clean and d in ready and self.plan[d].tool == call.tool) for d in call.after
