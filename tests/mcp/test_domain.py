@@ -144,6 +144,10 @@ def test_a_server_that_does_not_start_or_lacks_the_reset_tool_is_misuse(tmp_path
         mcp_domain(f"stdio:{tmp_path / 'no-such-server'}", TASKS, timeout=5)
     with pytest.raises(UsageError, match="has no tool 'wipe'; its tools: search_notes"):
         mcp_domain(notes_server.build(), TASKS, reset="tool:wipe")
+    no_reset = notes_server.build()
+    no_reset.remove_tool("reset")
+    with pytest.raises(UsageError, match="add_note change the server's state, and nothing resets it between episodes"):
+        mcp_domain(no_reset, TASKS, inspect="tool:list_notes")
     with pytest.raises(UsageError, match="reset='restart' starts a fresh server per episode, which a URL cannot"):
         from sandbox.domains.mcp.link import check_reset
 

@@ -84,8 +84,8 @@ def mcp_domain(
     try:
         listed = connection.list_tools()
         server_name, server_version = connection.server_info
-        reset = _choose_reset(reset, target, [t.name for t in listed])
-        link = ServerLink(target, check_reset(reset, target), timeout, inspect)
+        chosen = _choose_reset(reset, target, [t.name for t in listed])
+        link = ServerLink(target, check_reset(chosen, target), timeout, inspect)
         if not link.isolated:
             link._shared, connection = connection, None  # the probe's session serves the episodes
     except ServerFault as fault:
@@ -100,6 +100,14 @@ def mcp_domain(
                          f"its tools: {', '.join(t.name for t in listed)}")  # fmt: skip
     domain_name = name or _name(server_name)
     base = define_domain(domain_name, tools, state=lambda seed: McpState(link), tasks=_tasks(tasks))
+    writers = [t.name for t in base.tools if t.role == "write"]
+    if reset == "auto" and link.reset is None and writers:
+        link.close()
+        raise UsageError(
+            f"MCP server {target.label}: {', '.join(writers)} change the server's state, and nothing resets it "
+            "between episodes: give reset='tool:NAME' (a reset tool it offers), a function reset(connection), "
+            "reset='restart' with a command or a server factory, or reset=None if the writes do not matter"
+        )
     fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(Domain)}
     return McpDomain(**fields, link=link, server_name=server_name, server_version=server_version,
                      tools_digest=tools_digest(listed))  # fmt: skip
