@@ -87,7 +87,8 @@ def mcp_domain(
         chosen = _choose_reset(reset, target, [t.name for t in listed])
         link = ServerLink(target, check_reset(chosen, target), timeout, inspect)
         if not link.isolated:
-            link._shared, connection = connection, None  # the probe's session serves the episodes
+            link.adopt(connection)  # the probe's session serves the episodes
+            connection = None
     except ServerFault as fault:
         raise UsageError(f"MCP server {target.label}: {fault.message}") from None
     finally:

@@ -68,6 +68,11 @@ class ServerLink:
         """A new connection (a new process for stdio); a :class:`ServerFault` if the server does not start."""
         return Connection(self.target, self.timeout)
 
+    def adopt(self, connection: Connection) -> None:
+        """Serve the episodes of a shared server on ``connection`` (the one the domain was built over)."""
+        with self.lock:
+            self._shared, self._owner = connection, None
+
     def shared(self) -> Connection:
         """The shared connection, started again if the server went away."""
         with self.lock:
@@ -160,10 +165,6 @@ class McpState:
             return inspect(self.call)
         except ServerFault as fault:
             return {"error": fault.kind, "message": fault.message}
-
-    def close(self) -> None:
-        if self._own is not None:
-            self._own.close()
 
     def __repr__(self) -> str:
         return f"McpState({self._link.target.label}, {len(self.sent)} calls)"

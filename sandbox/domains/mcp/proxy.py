@@ -19,7 +19,6 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any, Protocol
 
 from sandbox.agent import ToolSpec
@@ -154,14 +153,6 @@ class HttpThread:
         self.stop()
 
 
-@contextlib.contextmanager
-def serving(env: Env, name: str = "openagent-proxy") -> Iterator[tuple[str, EnvBackend]]:
-    """``env`` served over streamable HTTP on a free loopback port: yields its URL and the backend."""
-    backend = EnvBackend(env)
-    with HttpThread(build_server(backend, name, instructions=backend.query)) as http:
-        yield http.url, backend
-
-
 def observation_failed(text: str) -> bool:
     """Whether an observation the env rendered is an error (``{"error": ..., "message": ...}``)."""
     try:
@@ -172,4 +163,4 @@ def observation_failed(text: str) -> bool:
 
 
 __all__ = ["Backend", "EnvBackend", "HttpThread", "build_server", "free_port", "http_app", "mcp_tool",
-           "observation_failed", "serve_stdio", "serving"]  # fmt: skip
+           "observation_failed", "serve_stdio"]  # fmt: skip

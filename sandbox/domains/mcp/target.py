@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -96,7 +95,4 @@ def parse_target(spec: str | ServerTarget | Any, *, env: dict[str, str] | None =
     raise UsageError(f"MCP server {text!r}: not a server address; write it as {EXAMPLES}")
 
 
-ResetHook = Callable[[Any], Any]
-"""``reset(connection)``: brings a shared server back to its first state (``connection.call(name, args)`` is there)."""
-
-__all__ = ["EXAMPLES", "Kind", "ResetHook", "ServerTarget", "parse_target"]
+__all__ = ["EXAMPLES", "Kind", "ServerTarget", "parse_target"]
