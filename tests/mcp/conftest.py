@@ -101,3 +101,13 @@ def mcp_configured() -> Iterator[None]:
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+def proxy_process(*args: str) -> tuple[subprocess.Popen, str]:
+    """``openagent mcp-proxy`` over streamable HTTP on a free port, upstream the notes server over stdio."""
+    port = free_port()
+    command = [sys.executable, "-m", "pytest_openagent.cli", "mcp-proxy", "--upstream", f"stdio:{sys.executable} "
+               f"{SERVER}", "--transport", "http", "--port", str(port), *args]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wait_for_port(port, process, seconds=60)
+    return process, f"http://127.0.0.1:{port}/mcp"

@@ -4,9 +4,6 @@ perturbation; the model agent plays through ``openagent mcp-proxy``."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 pytest.importorskip("mcp")
@@ -14,7 +11,7 @@ pytest.importorskip("mcp")
 import notes_server
 import toys
 from clients import BY_NAME
-from conftest import SERVER, free_port, stdio, wait_for_port, write_tasks
+from conftest import proxy_process, stdio, write_tasks
 from notes_tasks import TASKS
 
 import sandbox
@@ -120,15 +117,6 @@ def test_the_mcp_clients_failure_shrinks_to_one_perturbation(pytester, notes):
     assert shrunk and all(" + " not in line for line in shrunk), shrunk
 
 
-def _proxy(*args: str) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    command = [sys.executable, "-m", "pytest_openagent.cli", "mcp-proxy", "--upstream", f"stdio:{sys.executable} "
-               f"{SERVER}", "--transport", "http", "--port", str(port), *args]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    wait_for_port(port, process, seconds=60)
-    return process, f"http://127.0.0.1:{port}/mcp"
-
-
 @pytest.mark.slow  # torch, a tiny model and two server processes: about 30 s
 def test_the_model_agent_plays_through_the_proxy(tmp_path):
     pytest.importorskip("transformers")
@@ -136,7 +124,7 @@ def test_the_model_agent_plays_through_the_proxy(tmp_path):
     from training.tiny import build_tiny_model
 
     model = build_tiny_model(tmp_path / "tiny")
-    process, url = _proxy("--perturb", "semantic_renaming:2", "--tasks", str(write_tasks(tmp_path / "t.jsonl")),
+    process, url = proxy_process("--perturb", "semantic_renaming:2", "--tasks", str(write_tasks(tmp_path / "t.jsonl")),
                           "--task", "text")  # fmt: skip
     try:
         task = sandbox.UserTask("What does the note n1 say?", id="text", answer={"text": "milk, eggs, rye bread"})

@@ -11,9 +11,8 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from conftest import SERVER, write_tasks
+from conftest import SERVER, proxy_process, write_tasks
 from mcp import Client, StdioServerParameters
-from test_agents import _proxy
 
 from pytest_openagent.cli import main
 from sandbox.case import Case
@@ -60,7 +59,8 @@ def test_the_proxy_serves_a_recorded_case_over_http(tmp_path):
     by_id = {t.id: t for t in NOTES.listed}
     case = Case(by_id["notes-text"], (registry.create("missing_capability"),))
     (tmp_path / "case.json").write_text(json.dumps(case.to_dict()))
-    process, url = _proxy("--case", str(tmp_path / "case.json"), "--tasks", str(write_tasks(tmp_path / "t.jsonl")))
+    tasks = write_tasks(tmp_path / "t.jsonl")
+    process, url = proxy_process("--case", str(tmp_path / "case.json"), "--tasks", str(tasks))
     try:
         names, result = _session(url, _removed_tool)
     finally:
