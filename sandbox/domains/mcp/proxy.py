@@ -14,7 +14,6 @@ A :class:`Backend` is what a proxy serves: :class:`EnvBackend` one env, for ``op
 
 from __future__ import annotations
 
-import contextlib
 import json
 import socket
 import threading
@@ -108,24 +107,25 @@ def http_app(server: Any, host: str = "127.0.0.1") -> Any:
     return server.streamable_http_app(host=host)
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with contextlib.closing(socket.socket()) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
 class HttpThread:
-    """``server`` over streamable HTTP on a loopback port, served by uvicorn in a daemon thread."""
+    """``server`` over streamable HTTP on a loopback port, served by uvicorn in a daemon thread.
+
+    The socket is bound here and handed to uvicorn, so the port (a free one unless given) is this server's
+    from the start: no other process can take it between choosing and listening.
+    """
 
     def __init__(self, server: Any, host: str = "127.0.0.1", port: int | None = None) -> None:
         import uvicorn
 
         self.host = host
-        self.port = port or free_port(host)
+        self._socket = socket.socket()
+        self._socket.bind((host, port or 0))
+        self.port = int(self._socket.getsockname()[1])
         config = uvicorn.Config(http_app(server, host), host=host, port=self.port, log_level="warning",
                                 lifespan="on", access_log=False)  # fmt: skip
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, name=f"mcp proxy :{self.port}", daemon=True)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]},
+                                        name=f"mcp proxy :{self.port}", daemon=True)  # fmt: skip
 
     @property
     def url(self) -> str:
@@ -145,6 +145,7 @@ class HttpThread:
         self._server.should_exit = True
         if wait:
             self._thread.join(10)
+            self._socket.close()
 
     def __enter__(self) -> HttpThread:
         return self.start()
@@ -162,5 +163,5 @@ def observation_failed(text: str) -> bool:
     return isinstance(body, dict) and "error" in body and set(body) <= {"error", "message"}
 
 
-__all__ = ["Backend", "EnvBackend", "HttpThread", "build_server", "free_port", "http_app", "mcp_tool",
+__all__ = ["Backend", "EnvBackend", "HttpThread", "build_server", "http_app", "mcp_tool",
            "observation_failed", "serve_stdio"]  # fmt: skip
