@@ -148,6 +148,8 @@ def test_a_server_that_does_not_start_or_lacks_the_reset_tool_is_misuse(tmp_path
     no_reset.remove_tool("reset")
     with pytest.raises(UsageError, match="add_note change the server's state, and nothing resets it between episodes"):
         mcp_domain(no_reset, TASKS, inspect="tool:list_notes")
+    with pytest.raises(UsageError, match="which a server object \\(give a function that builds one\\) cannot"):
+        mcp_domain(notes_server.build(), TASKS, reset="restart")
     with pytest.raises(UsageError, match="reset='restart' starts a fresh server per episode, which a URL cannot"):
         from sandbox.domains.mcp.link import check_reset
 

@@ -19,7 +19,7 @@ from sandbox.define import UserTask, define_domain
 from sandbox.domain import Domain
 from sandbox.domains.mcp.connection import DEFAULT_TIMEOUT, ServerFault
 from sandbox.domains.mcp.link import McpState, Reset, ServerLink, check_reset
-from sandbox.domains.mcp.target import ServerTarget, parse_target
+from sandbox.domains.mcp.target import ServerTarget, is_server, parse_target
 from sandbox.errors import UsageError
 from sandbox.task import Task
 from sandbox.tools import Role, Tool, ToolFailure
@@ -119,16 +119,8 @@ def _choose_reset(reset: Reset | str, target: ServerTarget, names: list[str]) ->
         return reset
     if "reset" in names:
         return "tool:reset"
-    if target.kind == "stdio" or (target.kind == "memory" and callable(target.server) and not _is_object(target)):
-        return "restart"
-    return None
-
-
-def _is_object(target: ServerTarget) -> bool:
-    from mcp.server import Server
-    from mcp.server.mcpserver import MCPServer
-
-    return isinstance(target.server, (MCPServer, Server, str))
+    factory = target.kind == "memory" and callable(target.server) and not is_server(target.server)
+    return "restart" if target.kind == "stdio" or factory else None
 
 
 def _tasks(tasks: Iterable[UserTask | Task] | str | Path | None) -> Any:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sandbox.domains.mcp.connection import DEFAULT_TIMEOUT, Connection, ServerFault
-from sandbox.domains.mcp.target import ServerTarget
+from sandbox.domains.mcp.target import ServerTarget, is_server
 from sandbox.errors import UsageError
 
 Reset = str | Callable[[Connection], Any] | None
@@ -32,10 +32,11 @@ def check_reset(reset: Reset, target: ServerTarget) -> Reset:
     if reset is None or callable(reset):
         return reset
     if reset == "restart":
-        if target.kind == "http":
+        if target.kind == "http" or (target.kind == "memory" and is_server(target.server)):
+            what = "a URL" if target.kind == "http" else "a server object (give a function that builds one)"
             raise UsageError(
-                f"MCP server {target.label}: reset='restart' starts a fresh server per episode, which a URL cannot; "
-                "give reset='tool:NAME' (a reset tool the server offers), a function reset(connection), or None"
+                f"MCP server {target.label}: reset='restart' starts a fresh server per episode, which {what} cannot; "
+                "or give reset='tool:NAME' (a reset tool the server offers), a function reset(connection), or None"
             )
         return reset
     if isinstance(reset, str) and reset.startswith("tool:") and reset.removeprefix("tool:"):

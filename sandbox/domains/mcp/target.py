@@ -51,9 +51,9 @@ class ServerTarget:
                 obj = import_attribute(obj, f"MCP server {obj!r}")
             except ValueError as exc:
                 raise UsageError(str(exc)) from None
-        if callable(obj) and not _is_server(obj):
+        if callable(obj) and not is_server(obj):
             obj = obj()
-        if not _is_server(obj):
+        if not is_server(obj):
             raise UsageError(
                 f"MCP server {self.label}: a {type(obj).__name__} is no MCP server; give an mcp MCPServer or "
                 f"Server object (or a function that returns one), or write it as {EXAMPLES}"
@@ -61,7 +61,8 @@ class ServerTarget:
         return obj
 
 
-def _is_server(obj: Any) -> bool:
+def is_server(obj: Any) -> bool:
+    """Whether ``obj`` is an SDK server object (``MCPServer`` or the low-level ``Server``)."""
     from mcp.server import Server
     from mcp.server.mcpserver import MCPServer
 
@@ -95,4 +96,4 @@ def parse_target(spec: str | ServerTarget | Any, *, env: dict[str, str] | None =
     raise UsageError(f"MCP server {text!r}: not a server address; write it as {EXAMPLES}")
 
 
-__all__ = ["EXAMPLES", "Kind", "ServerTarget", "parse_target"]
+__all__ = ["EXAMPLES", "Kind", "ServerTarget", "is_server", "parse_target"]
