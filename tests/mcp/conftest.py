@@ -1,6 +1,6 @@
 """Fixtures for the MCP tests: the notes server in memory, over stdio and over streamable HTTP on a free port.
 
-Every test module here starts with ``pytest.importorskip("mcp")``: without the ``mcp`` extra they skip.
+Every test module here starts with ``pytest.importorskip("mcp", ...)``: without the ``mcp`` extra they skip.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def http_notes(*args: str) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def notes_url() -> Iterator[str]:
-    pytest.importorskip("mcp")
+    pytest.importorskip("mcp", reason="needs the mcp extra: pip install 'pytest-openagent[mcp]'")
     with http_notes() as url:
         yield url
 

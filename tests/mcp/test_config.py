@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-pytest.importorskip("mcp")
+pytest.importorskip("mcp", reason="needs the mcp extra: pip install 'pytest-openagent[mcp]'")
 
 import toys
 from conftest import SERVER, stdio, write_tasks

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("mcp")
+pytest.importorskip("mcp", reason="needs the mcp extra: pip install 'pytest-openagent[mcp]'")
 
 from conftest import stdio
 

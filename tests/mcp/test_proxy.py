@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-pytest.importorskip("mcp")
+pytest.importorskip("mcp", reason="needs the mcp extra: pip install 'pytest-openagent[mcp]'")
 
 from conftest import SERVER, proxy_process, write_tasks
 from mcp import Client, StdioServerParameters
