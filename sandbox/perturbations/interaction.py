@@ -262,12 +262,13 @@ class RateLimit(Perturbation):
 
 
 class _Redirect(ToolsWrapper):
-    per_task = False
+    @property
+    def per_task(self) -> bool:  # type: ignore[override]
+        return self.task_tools
 
     def build(self, specs: list[ToolSpec]) -> list[Route]:
         names = [s["function"]["name"] for s in specs]
-        r = self.rng()
-        moved = set(names) if self.spec.severity >= 2 else set(r.sample(names, (len(names) + 1) // 2))
+        moved = set(names) if self.spec.severity >= 2 else self.some(names, self.universe(names), "moved")
         taken, routes = set(names), []
         for spec in specs:
             name = spec["function"]["name"]

@@ -189,12 +189,13 @@ class _Token(ToolsWrapper):
         if self.spec.severity >= 2:
             guarded = set(names)
         else:
+            # the plan's first write, else its last call: chosen from the plan, so a tool offered later (bfcl)
+            # does not move the guard
             plan = [c.tool for c in self.task.plan]
-            guarded = {n for n in names if any(n == t or n.startswith(t + "_") for t in plan)}
-            last = [n for n in names if n in guarded]
             writing = writes(self.domain, self.task)
-            writes_ = [n for n in last if any(n == t or n.startswith(t + "_") for t in writing)]
-            guarded = set(writes_[:1] or last[-1:])
+            target = next((t for t in plan if t in writing), plan[-1] if plan else None)
+            shown = [n for n in names if n == target] or [n for n in names if target and n.startswith(target + "_")]
+            guarded = set(shown[:1])
         tool_name, description = self.words(vocab.TOKEN_TOOLS)[0]
         self.tool = unique_name(tool_name, set(names))
         param, param_text = self.words(vocab.TOKEN_PARAMS)[0]

@@ -146,6 +146,27 @@ class ToolsWrapper(PerturbationWrapper):
         raise NotImplementedError
 
     @property
+    def task_tools(self) -> bool:
+        """Whether the task has a tool list of its own (bfcl's: its backends'), so draws over it are per task."""
+        return self.domain.tools_for(self.task) is not self.domain.tools
+
+    def universe(self, names: list[str]) -> list[str]:
+        """What a draw over the tool set is made over: the task's whole tool list (with the tools held back for
+        a later turn) where it holds every name shown, else the names shown (a stack whose lower wrapper renamed
+        them). A draw over it gives each tool the same lot in every turn of an episode."""
+        whole = [t.name for t in self.domain.tools_for(self.task)]
+        return whole if set(names) <= set(whole) else list(names)
+
+    def some(self, names: list[str], among: list[str], label: str) -> set[str]:
+        """About half of ``names``, each by a draw of its own (``label`` names the draw), and at least one of
+        ``among`` (those of :meth:`universe` that qualify): which others are shown never changes a tool's lot."""
+        lot = {n: self.rng(n, label).random() for n in {*names, *among}}
+        chosen = {n for n in names if lot[n] < 0.5}
+        if among and not any(lot[n] < 0.5 for n in among):
+            chosen.add(min(among, key=lambda n: (lot[n], n)))
+        return chosen
+
+    @property
     def routes(self) -> dict[str, Route]:
         inner = self.env.tool_specs()
         # the inner tool set can change within an episode (BFCL offers a held-back function in a

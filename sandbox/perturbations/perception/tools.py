@@ -93,13 +93,17 @@ def synonyms(name: str, words: vocab.DomainVocabulary | None) -> vocab.Pools | N
 
 
 class _Synonyms(_Renamer):
+    @property
+    def per_task(self) -> bool:  # type: ignore[override]
+        return self.task_tools
+
     def build(self, specs: list[ToolSpec]) -> list[Route]:
         words = vocab.vocabulary(self.domain)
         self._synonyms = {n: found for n in _names(specs) if (found := synonyms(n, words)) is not None}
-        names = list(self._synonyms)
+        self._chosen = set(self._synonyms)
         if self.spec.severity == 1:
-            names = self.rng().sample(names, (len(names) + 1) // 2)
-        self._chosen = set(names)
+            among = [n for n in self.universe(_names(specs)) if synonyms(n, words) is not None]
+            self._chosen = self.some(list(self._synonyms), among, "renamed")
         return super().build(specs)
 
     def new_name(self, old: str, index: int) -> str:
@@ -149,19 +153,23 @@ class IdentityErasure(Perturbation):
 
 
 class _Trap(_Renamer):
+    per_task = True  # severity 1 swaps the plan's first tool
+
     def build(self, specs: list[ToolSpec]) -> list[Route]:
         names = _names(specs)
+        # the swaps are drawn over the task's whole tool list: a tool offered later does not redraw them
+        universe = self.universe(names)
         r = self.rng()
         if self.spec.severity == 1:
-            used = [c.tool for c in self.task.plan if c.tool in names]
-            first = used[0] if used else names[0]
-            other = r.choice([n for n in names if n != first])
-            self._mapping = {n: n for n in names} | {first: other, other: first}
+            used = [c.tool for c in self.task.plan if c.tool in universe]
+            first = used[0] if used else universe[0]
+            other = r.choice([n for n in universe if n != first])
+            self._mapping = {n: n for n in universe} | {first: other, other: first}
         else:
-            shuffled = list(names)
-            while len(names) > 1 and any(a == b for a, b in zip(names, shuffled, strict=True)):
+            shuffled = list(universe)
+            while len(universe) > 1 and any(a == b for a, b in zip(universe, shuffled, strict=True)):
                 r.shuffle(shuffled)
-            self._mapping = dict(zip(names, shuffled, strict=True))
+            self._mapping = dict(zip(universe, shuffled, strict=True))
         routes = [Route(with_description(s, s["function"]["description"], name=self._mapping[n]), target=n)
                   for s, n in zip(specs, names, strict=True)]  # fmt: skip
         return routes
