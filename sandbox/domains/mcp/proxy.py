@@ -118,7 +118,9 @@ class HttpThread:
         import uvicorn
 
         self.host = host
-        self._socket = socket.socket()
+        # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say so, and without it every
+        # response waits out a delayed ACK (about 40 ms a call on Linux)
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._socket.bind((host, port or 0))
         self.port = int(self._socket.getsockname()[1])
         config = uvicorn.Config(http_app(server, host), host=host, port=self.port, log_level="warning",
