@@ -235,7 +235,10 @@ _JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "
 def _json_type(prop: Mapping[str, Any]) -> Any:
     if "enum" in prop:
         return Literal[tuple(prop["enum"])]  # type: ignore[valid-type]
-    kind = prop.get("type", "string")
+    for key in ("anyOf", "oneOf"):
+        if isinstance(prop.get(key), list):
+            return typing.Union[tuple(_json_type(p) for p in prop[key])]  # type: ignore[valid-type]  # noqa: UP007
+    kind = prop.get("type")
     if isinstance(kind, list):
         return typing.Union[tuple(_JSON_TYPES.get(k, Any) for k in kind)]  # type: ignore[valid-type]  # noqa: UP007
     return _JSON_TYPES.get(kind, Any)

@@ -189,6 +189,25 @@ def test_a_spec_with_a_handler_is_a_tool():
     assert add.spec == spec
 
 
+def test_a_spec_checks_optional_union_and_untyped_parameters_as_json_schema_says():
+    parameters = {
+        "type": "object",
+        "properties": {
+            "title": {"anyOf": [{"type": "string"}, {"type": "null"}]},  # pydantic's Optional[str]
+            "limit": {"oneOf": [{"type": "integer"}, {"enum": ["all"]}]},
+            "extra": {},  # no type: any JSON value
+        },
+        "required": ["title"],
+    }
+    echo = sandbox.Tool.from_spec({"name": "echo", "parameters": parameters}, lambda state, **kw: kw)
+    box = sandbox.define_domain("echo", [echo], tasks=[sandbox.UserTask("echo", answer={})]).toolbox
+    assert box.call(None, None, "echo", {"title": None}).content == {"title": None}
+    assert box.call(None, None, "echo", {"title": "t", "limit": "all", "extra": [1, {"a": 2}]}).ok
+    assert box.call(None, None, "echo", {"title": "t", "limit": 3}).content == {"title": "t", "limit": 3}
+    assert box.call(None, None, "echo", {"title": 3}).error == "invalid_arguments"
+    assert box.call(None, None, "echo", {"title": "t", "limit": "some"}).error == "invalid_arguments"
+
+
 def test_the_gold_plan_gives_the_answer_and_the_env_a_fresh_state_per_episode(shop):
     by_id = {t.id.removeprefix("bookshop-"): t for t in sandbox.tasks(shop.SHOP)}
     assert len(by_id) == 5 and isinstance(by_id["author"], sandbox.Task)
