@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -157,6 +158,12 @@ def test_the_replayer_succeeds_on_every_multi_turn_base_task(bfcl):
 
 KNOWN_BROKEN = {"multi_turn_miss_func_49"}
 """Its gold plan calls ``tail`` in turn 2, a function BFCL holds back until turn 4."""
+
+
+def test_the_sample_leaves_out_the_known_broken_task():
+    from sandbox.domains.bfcl.sample import LEFT_OUT
+
+    assert set(LEFT_OUT) == KNOWN_BROKEN
 
 
 @pytest.mark.parametrize("category", ["multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context"])
@@ -334,3 +341,142 @@ def test_the_oracle_joins_camel_case_arguments(bfcl):
     [task] = [t for t in bfcl.tasks(category="multi_turn_miss_func") if t.id == "multi_turn_miss_func_63"]
     episode = Case(task, (get("argument_restructuring")(severity=2),)).run(OracleAgent())
     assert episode.success, episode.explain()
+
+
+def _case(bfcl, task_id, name, severity, seed=0):
+    from sandbox.case import Case
+    from sandbox.perturbations.registry import get
+
+    category = task_id.rsplit("_", 1)[0]
+    [task] = [t for t in bfcl.tasks(category=category) if t.id == task_id]
+    return Case(task, (get(name)(severity=severity, seed=seed),))
+
+
+def _oracle_outcomes(cases):
+    from sandbox.agents.oracle import OracleAgent
+    from sandbox.case import run_cases
+
+    episodes = run_cases(OracleAgent(), cases)
+    return [(c.describe(), e.explain()) for c, e in zip(cases, episodes, strict=True) if not e.success]
+
+
+# --- renamed tools in prose ------------------------------------------------------------------------
+
+
+def test_a_tool_name_that_is_a_plain_word_is_renamed_only_where_it_stands_as_code():
+    from sandbox.perturbations.wrappers import mentions
+
+    pattern = mentions(["add", "get_weather"])
+    rename = lambda text: pattern.sub(lambda m: f"<{m.group(m.lastindex)}>", text)
+    assert rename("the fuel to add to the tank") == "the fuel to add to the tank"
+    assert rename("MathAPI.add() missing 'b'; see 'add'") == "MathAPI.<add>() missing 'b'; see '<add>'"
+    assert rename("call get_weather first") == "call <get_weather> first"
+
+
+def test_erased_names_leave_the_words_of_descriptions_alone(bfcl):
+    # fillFuelTank's fuelAmount is "the additional fuel to add to the tank", MathAPI's logarithm "Compute the
+    # logarithm of a number": renaming add and logarithm there made them name other tools (and the oracle call one)
+    env = _case(bfcl, "multi_turn_base_59", "identity_erasure", 1).env()
+    env.reset()
+    texts = json.dumps(env.tool_specs())
+    assert "fuel to add to the tank" in texts and "Compute the logarithm of a number" in texts
+    assert _oracle_outcomes([_case(bfcl, "multi_turn_base_59", "identity_erasure", 1)]) == []
+
+
+@pytest.mark.parametrize(
+    ("task_id", "name", "severity"),
+    [("multi_turn_base_134", "identity_erasure", 1), ("multi_turn_miss_param_81", "identity_erasure", 1),
+     ("multi_turn_base_134", "tool_name_noise", 3), ("multi_turn_base_81", "tool_name_noise", 2),
+     ("multi_turn_long_context_59", "semantic_renaming", 2), ("multi_turn_base_59", "distractor_tools", 3)],
+)  # fmt: skip
+def test_the_oracle_solves_renamed_tools_whose_descriptions_use_other_tools_names_as_words(
+    bfcl, task_id, name, severity
+):
+    assert _oracle_outcomes([_case(bfcl, task_id, name, severity)]) == []
+
+
+# --- tools documented alike ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "severity"), [("identity_erasure", 1), ("tool_name_noise", 3), ("semantic_trap", 2)])
+def test_the_oracle_tries_the_twin_of_a_tool_documented_alike_that_answers_an_error(bfcl, name, severity):
+    # the two outside-temperature lookups are documented alike; one answers {"error": 404}; without their names
+    # only trying tells them apart
+    cases = [_case(bfcl, "multi_turn_base_91", name, severity, seed) for seed in range(4)]
+    assert _oracle_outcomes(cases) == []
+
+
+def test_the_oracle_tells_a_swapped_tool_by_its_whole_description(bfcl):
+    # "Get account information" keeps every word of its clean description in get_watchlist's too (the
+    # class's preamble holds them): the name no longer decides, the description as a whole does
+    from sandbox.agents.oracle.tools import clean_words, param_text, toolset
+
+    task = _case(bfcl, "multi_turn_miss_func_127", "semantic_trap", 1).task
+    specs = [s for s in (t.spec for t in bfcl.tools_for(task))]
+    swap = {"get_watchlist": "get_account_info", "get_account_info": "get_watchlist"}
+    shown = [{**s, "function": {**s["function"], "name": swap.get(s["function"]["name"], s["function"]["name"])}}
+             for s in specs]  # fmt: skip
+    described = tuple((s["function"]["name"], s["function"]["description"]) for s in shown)
+    _, found = toolset(described, "bfcl", tuple(map(param_text, shown)), clean_words("bfcl", task))
+    assert found["get_watchlist"] == "get_account_info" and found["get_account_info"] == "get_watchlist"
+
+
+# --- feedback that costs steps -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "severity"), [("runtime_error", 3), ("rate_limit", 1), ("rate_limit", 2), ("tool_redirection", 1),
+                           ("tool_redirection", 2)]
+)  # fmt: skip
+def test_the_oracle_batches_a_long_run_again_after_a_failed_call(bfcl, name, severity):
+    # multi_turn_long_context_38: cd, 31 rm, ...; after the injected failure it went one call a step
+    assert _oracle_outcomes([_case(bfcl, "multi_turn_long_context_38", name, severity)]) == []
+
+
+def test_the_oracle_calls_a_documented_successor_directly(bfcl):
+    # every tool moved: one extra step per tool of a six-call turn passed the step limit
+    from sandbox.agents.oracle import OracleAgent
+
+    episode = _case(bfcl, "multi_turn_miss_param_65", "tool_redirection", 2).run(OracleAgent())
+    assert episode.success, episode.explain()
+    assert not any(r.error == "moved" for step in episode.steps for r in step.results), episode.explain()
+
+
+# --- names stable across an episode --------------------------------------------------------------------
+
+TOOL_LIST = ("tool_name_noise", "semantic_renaming", "identity_erasure", "semantic_trap", "distractor_tools",
+             "schema_noise", "description_rewrite", "tool_redirection", "rate_limit", "dependency_split",
+             "argument_restructuring")  # fmt: skip
+
+
+@pytest.mark.parametrize("name", TOOL_LIST)
+def test_a_tool_keeps_its_name_and_spec_when_held_back_functions_are_released(bfcl, name):
+    from sandbox.perturbations.registry import get
+
+    cls = get(name)
+    ids = ["multi_turn_miss_func_0", "multi_turn_miss_func_3", "multi_turn_miss_func_41", "multi_turn_miss_func_127"]
+    changed = []
+    for task_id in ids:
+        for severity in range(max(1, cls.min_severity), cls.max_severity + 1):
+            for seed in range(3):
+                case = _case(bfcl, task_id, name, severity, seed)
+                if not case.perturbations[0].applies_to(case.task):
+                    continue
+                env = case.env()
+                env.reset()
+                seen: dict[str, str] = {}
+                for turn in range(len(bfcl.entry(task_id).turns)):
+                    if turn:
+                        env.next_user_message()
+                    now = {s["function"]["name"]: json.dumps(s, sort_keys=True) for s in env.tool_specs()}
+                    changed += [(case.describe(), n, turn) for n, spec in seen.items() if now.get(n) != spec]
+                    seen.update(now)
+    assert changed == []
+
+
+@pytest.mark.parametrize("category", CATEGORIES)
+def test_the_oracle_solves_the_fixed_sample_of_each_category(bfcl, category):
+    # the sample docs/bfcl.md reports (python -m sandbox.domains.bfcl.sample --n 100 --seed 0)
+    from sandbox.domains.bfcl.sample import draw
+
+    assert _oracle_outcomes(draw(category, 100, seed=0)) == []
