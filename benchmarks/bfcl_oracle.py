@@ -1,9 +1,11 @@
 """The oracle on a fixed sample of perturbed BFCL cases per multi-turn category, and on every clean base task.
 
-Run ``python -m sandbox.domains.bfcl.sample --n 100 --seed 0``: for each category, ``n`` cases, each a task
-drawn uniformly and one solvable perturbation drawn among those that apply to it (severity and seed by the
-one rule of :func:`sandbox.evaluation.draw.draw_perturbation`), from ``seed`` alone; then the 200 clean
-``multi_turn_base`` tasks. It prints each row's successes with its 95% Wilson interval and every failure.
+python benchmarks/bfcl_oracle.py --n 100 --seed 0
+
+For each category, ``n`` cases, each a task drawn uniformly and one solvable perturbation drawn among those
+that apply to it (severity and seed by the one rule of :func:`sandbox.evaluation.draw.draw_perturbation`),
+from ``seed`` alone; then the 200 clean ``multi_turn_base`` tasks. It prints each row's successes with its
+95% Wilson interval, and every failure.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ def _row(label: str, cases: list[Case], agent: object) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sandbox.domains.bfcl.sample", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=100, help="perturbed cases per category (default 100)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the drawn cases (default 0)")
     args = parser.parse_args(argv)
