@@ -1,14 +1,18 @@
-"""SFT throughput: ``training.sft`` against TRL's ``SFTTrainer``, same model, data and machine.
+"""SFT throughput: ``training.sft`` against TRL's ``SFTTrainer`` on the same exported data, side by side.
 
-Both fine-tune the default base (SmolLM2-135M-Instruct) with LoRA r=16 on all linear layers, on
-the same pre-tokenized gold trajectories (the checkpoint's chat template, loss on assistant tokens
-only), the same batch size, in fp32 (bf16 autocast only where the CPU has native bf16) and run
-the same number of steps. Throughput is tokens of the episodes (padding excluded) per second of
-training steps, the first step left out as warm-up. TRL needs ``pip install trl==1.16 datasets``.
+One run exports the SFT data as chat JSONL (``openagent data export``'s function), then fine-tunes the
+same model on that file twice: with our trainer (the rows tokenized through the checkpoint's chat
+template, as ``openagent train`` does) and with TRL's ``SFTTrainer`` (``load_dataset("json")``, TRL
+tokenizing the conversations itself with ``assistant_only_loss=True``). Same model, LoRA r=16 on all
+linear layers (or a full fine-tune of the tiny model), fp32 for both, same batch size, same steps, whole
+episodes (none truncated: rows longer than ``--max-length`` tokens are left out of the file both read).
+Throughput is the episodes' tokens (padding excluded) per second of training steps, the first step left
+out as warm-up. Needs ``trl`` and ``datasets`` (the dev extra).
 
-    HF_HUB_OFFLINE=1 python benchmarks/bench_sft.py --batch-size 4 --steps 4
+    HF_HUB_OFFLINE=1 python benchmarks/bench_sft.py --model default --batch-size 4 --steps 6
+    HF_HUB_OFFLINE=1 python benchmarks/bench_sft.py --model tiny --steps 20     # seconds, plumbing only
 
-writes ``benchmarks/results/sft.json``.
+writes ``benchmarks/results/sft.json`` (``sft-tiny.json`` for the tiny model).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-RESULTS = Path(__file__).resolve().parent / "results" / "sft.json"
+from _common import write
 
 
 def peak_rss_gb() -> float:
@@ -41,15 +45,36 @@ def steady_rate(times: list[float], tokens: list[int]) -> float:
     return sum(tokens[1:]) / (times[-1] - times[0])
 
 
-def run_ours(args, base, examples) -> dict:
+def export_data(args: argparse.Namespace, tokenizer, folder: Path) -> tuple[Path, list]:
+    """The SFT data as JSONL (rows over ``--max-length`` tokens left out) and our examples of the same rows."""
+    from training.batches import Example
+    from training.config import SFTConfig
+    from training.dataset import build_trajectories, encode
+    from training.export import chat_row, write_jsonl
+
+    trajectories, _ = build_trajectories(SFTConfig(episodes=args.episodes, seed=args.seed))
+    rows, examples = [], []
+    for t in trajectories:
+        row = chat_row(t)
+        ids, mask = encode(tokenizer, row["messages"], row["tools"])
+        if len(ids) <= args.max_length:
+            rows.append(row)
+            examples.append(Example(ids, mask, t.perturbations, t.family))
+    path = folder / "sft.jsonl"
+    write_jsonl(rows, path)
+    return path, examples
+
+
+def run_ours(args: argparse.Namespace, base: Path, examples: list) -> dict:
     from training.config import SFTConfig
     from training.runs import META_FILE
     from training.sft import train
 
     with tempfile.TemporaryDirectory() as out:
         cfg = SFTConfig(
-            out=out, base=str(base), steps=args.steps, batch_size=args.batch_size, lr=1e-3, warmup=1,
-            save_every=0, progress=False, share_prefix=not args.no_share,
+            out=out, base=str(base), steps=args.steps, batch_size=args.batch_size, lr=args.lr, warmup=1,
+            save_every=0, progress=False, share_prefix=not args.no_share, lora=args.lora, bf16=False,
+            max_length=args.max_length, seed=args.seed,
         )  # fmt: skip
         t = time.perf_counter()
         train(cfg, examples, {"benchmark": True})
@@ -64,9 +89,9 @@ def run_ours(args, base, examples) -> dict:
     }
 
 
-def run_trl(args, base, examples) -> dict:
+def run_trl(args: argparse.Namespace, base: Path, data_file: Path) -> dict:
     import torch
-    from datasets import Dataset
+    from datasets import load_dataset
     from peft import LoraConfig
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import SFTConfig as TRLConfig
@@ -74,11 +99,7 @@ def run_trl(args, base, examples) -> dict:
 
     tokenizer = AutoTokenizer.from_pretrained(base)
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
-    # Pre-tokenized with the same ids; TRL turns an "assistant_masks" column into labels itself
-    # (its assistant_only_loss flag only applies to conversational data it tokenizes).
-    data = Dataset.from_dict(
-        {"input_ids": [e.ids for e in examples], "assistant_masks": [[int(m) for m in e.labels] for e in examples]}
-    )
+    data = load_dataset("json", data_files=str(data_file), split="train")
     marks: list[float] = []
 
     class Clock(TrainerCallback):
@@ -90,12 +111,16 @@ def run_trl(args, base, examples) -> dict:
 
     with tempfile.TemporaryDirectory() as out:
         cfg = TRLConfig(
-            output_dir=out, per_device_train_batch_size=args.batch_size, max_steps=args.steps, learning_rate=1e-3,
+            output_dir=out, per_device_train_batch_size=args.batch_size, max_steps=args.steps, learning_rate=args.lr,
             lr_scheduler_type="cosine", warmup_steps=1, logging_steps=1, save_strategy="no", report_to=[],
-            use_cpu=True, bf16=False, max_length=None, dataloader_num_workers=0,
-            seed=0, data_seed=0,
+            use_cpu=True, bf16=False, assistant_only_loss=True, max_length=None, dataloader_num_workers=0,
+            seed=args.seed, data_seed=args.seed,
         )  # fmt: skip
-        lora = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
+        lora = (
+            LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
+            if args.lora
+            else None
+        )
         trainer = SFTTrainer(model=model, args=cfg, train_dataset=data, processing_class=tokenizer, peft_config=lora)
         trainer.add_callback(Clock())
         # Count the tokens of the batches TRL really draws (its sampler's order), padding excluded.
@@ -120,60 +145,59 @@ def run_trl(args, base, examples) -> dict:
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--batch-size", type=int, default=4)
-    parser.add_argument("--steps", type=int, default=4)
-    parser.add_argument("--episodes", type=int, default=64)
-    parser.add_argument("--only", choices=["ours", "trl"], default=None)
-    parser.add_argument("--no-share", action="store_true", help="ours without the shared prefix (an ablation)")
-    parser.add_argument("--out", default=str(RESULTS))
-    args = parser.parse_args()
+def resolve_model(name: str, folder: Path) -> Path:
+    if name == "tiny":
+        from training.tiny import build_tiny_model
 
-    import torch
-    from transformers import AutoTokenizer
-
-    from training.batches import plan_batches
-    from training.config import SFTConfig
-    from training.dataset import build_examples
+        return build_tiny_model(folder / "tiny")
     from training.sft import resolve_base
 
-    base = resolve_base("default")
-    tokenizer = AutoTokenizer.from_pretrained(base)
-    examples, _ = build_examples(SFTConfig(episodes=args.episodes), tokenizer)
-    # The same episodes for both, in the order ours draws them; TRL shuffles within them.
-    order = [i for batch in plan_batches(examples, args.batch_size, args.steps, 0) for i in batch]
-    examples = [examples[i] for i in order]
-    previous = json.loads(Path(args.out).read_text()) if args.only and Path(args.out).is_file() else {}
-    result = {
-        **previous,
-        "machine": {"cpu_threads": torch.get_num_threads(), "platform": platform.platform(),
-                    "cpu_capability": torch.backends.cpu.get_cpu_capability(), "torch": torch.__version__},
-        "setup": {"model": "SmolLM2-135M-Instruct", "lora": "r=16 all-linear", "dtype": "fp32",
-                  "batch_size": args.batch_size, "steps": args.steps, "episodes": len(examples),
-                  "mean_tokens_per_episode": round(sum(map(len, examples)) / len(examples), 1),
-                  "mean_label_tokens_per_episode": round(sum(sum(e.labels) for e in examples) / len(examples), 1)},
-    }  # fmt: skip
-    if args.only in (None, "ours"):
-        print("ours ...", file=sys.stderr, flush=True)
-        result["ours"] = run_ours(args, base, examples)
-        result["ours"]["peak_rss_gb"] = peak_rss_gb()
-        result["ours"]["load_average_after"] = os.getloadavg()  # other processes share these cores
-        print(json.dumps(result["ours"]), file=sys.stderr, flush=True)
-    if args.only in (None, "trl"):
-        import trl
+    return resolve_base(name)
 
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default="default", help="'default' (SmolLM2-135M-Instruct), 'tiny', or a directory")
+    parser.add_argument("--batch-size", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--episodes", type=int, default=64)
+    parser.add_argument("--max-length", type=int, default=2048)
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    parser.add_argument("--no-share", action="store_true", help="ours without the shared prefix (an ablation)")
+    args = parser.parse_args()
+    args.lora = args.model != "tiny"
+
+    import torch
+    import trl
+    from transformers import AutoTokenizer
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory() as tmp:
+        base = resolve_model(args.model, Path(tmp))
+        data_file, examples = export_data(args, AutoTokenizer.from_pretrained(base), Path(tmp))
+        result = {
+            "machine": {"cpu_threads": torch.get_num_threads(), "platform": platform.platform(),
+                        "cpu_capability": torch.backends.cpu.get_cpu_capability(), "torch": torch.__version__,
+                        "trl": trl.__version__, "load_average_before": os.getloadavg()},
+            "setup": {"model": args.model, "lora": "r=16 all-linear" if args.lora else "full fine-tune",
+                      "dtype": "fp32", "batch_size": args.batch_size, "steps": args.steps, "rows": len(examples),
+                      "mean_tokens_per_row": round(sum(map(len, examples)) / len(examples), 1),
+                      "mean_label_tokens_per_row": round(sum(sum(e.labels) for e in examples) / len(examples), 1)},
+        }  # fmt: skip
+        print("ours ...", file=sys.stderr, flush=True)
+        result["ours"] = {**run_ours(args, base, examples), "load_average_after": os.getloadavg()}
+        print(json.dumps(result["ours"]), file=sys.stderr, flush=True)
         print("TRL ...", file=sys.stderr, flush=True)
-        result["trl"] = run_trl(args, base, examples)
-        result["trl"]["version"] = trl.__version__
-        result["trl"]["peak_rss_gb_process"] = peak_rss_gb()
-        result["trl"]["load_average_after"] = os.getloadavg()
+        result["trl"] = {**run_trl(args, base, data_file), "load_average_after": os.getloadavg()}
         print(json.dumps(result["trl"]), file=sys.stderr, flush=True)
-    if "ours" in result and "trl" in result:
-        result["speedup"] = round(result["ours"]["tokens_per_second"] / result["trl"]["tokens_per_second"], 2)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps({k: result[k] for k in result if k != "machine"}, indent=1))
+    result["peak_rss_gb_process"] = peak_rss_gb()
+    result["speedup"] = round(result["ours"]["tokens_per_second"] / result["trl"]["tokens_per_second"], 2)
+    print(json.dumps({k: result[k] for k in ("setup", "speedup")}, indent=1))
+    print(f"ours {result['ours']['tokens_per_second']} tok/s, TRL {result['trl']['tokens_per_second']} tok/s")
+    write("sft" if args.model == "default" else f"sft-{Path(args.model).name}", result)
     return 0
 
 

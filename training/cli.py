@@ -150,7 +150,10 @@ def _out_file(p: argparse.ArgumentParser) -> None:
 def run_data(args: argparse.Namespace) -> int:
     """Write the JSONL and print a summary of it; 0."""
     import json
+    from pathlib import Path
 
+    if Path(args.out).is_dir():
+        raise UsageError(f"--out {args.out!r} is a folder; give the JSONL file to write")
     if args.action == "export":
         from training.export import export
 
@@ -169,6 +172,10 @@ def run_data(args: argparse.Namespace) -> int:
         )
         for reason, count in summary["skipped"].items():
             print(f"  {count} skipped: {REASONS[reason]}", file=sys.stderr)
+        if summary["cases_failed_by_oracle"]:
+            print(
+                f"  {summary['cases_failed_by_oracle']} train cases left out: the oracle failed them", file=sys.stderr
+            )
     print(json.dumps(summary, sort_keys=True))
     return 0
 

@@ -92,16 +92,17 @@ def convert(report: Any, per_failure: int = 2, seed: int = 0) -> Conversion:
             source[id(case)] = record
     trajectories = gold_trajectories(cases) if cases else []
     result.cases_failed_by_oracle = len(cases) - len(trajectories)
+    solved: set[str] = set()
     for t in trajectories:
         record = source[id(t.case)]
+        solved.add(record.case)
         row = chat_row(t)
         row["meta"]["failure"] = {"case": record.case, "label": record.label, "outcome": record.outcome,
                                   "test": record.test}  # fmt: skip
         result.rows.append(row)
-    solved = {source[id(t.case)].case for t in trajectories}
-    planned_for = {r.case for r in source.values()}
-    result.skipped["oracle_failed"] += len(planned_for - solved)
-    result.skipped = +result.skipped  # drop zero counts
+    unsolved = len({r.case for r in source.values()} - solved)
+    if unsolved:
+        result.skipped["oracle_failed"] = unsolved
     return result
 
 
@@ -119,13 +120,13 @@ def from_report(report_path: str | Path, out: str | Path, per_failure: int = 2, 
 
 
 def _domains(spec: Any) -> tuple[str, ...] | None:
-    """The report's domains by registered name; every registered one if it does not say; ``None`` if
-    the report's domain cannot be loaded here."""
-    from sandbox.domains import DOMAINS
+    """The report's domains by name: every one known here (registered or loadable) if it names none;
+    ``None`` if its domain cannot be loaded here."""
+    from sandbox.domains import domain_names as known
     from sandbox.evaluation.draw import domain_names
 
     if not spec:
-        return tuple(DOMAINS)
+        return tuple(known())
     try:
         return domain_names(spec)
     except (LookupError, ValueError, ImportError):
@@ -133,18 +134,20 @@ def _domains(spec: Any) -> tuple[str, ...] | None:
 
 
 def _domain_of(task_id: str, domains: Sequence[str]) -> str | None:
+    """Task ids carry their domain's name (``poi-train-phone-4bf0e326``, ``bookshop-title``)."""
+    return max((name for name in domains if task_id.startswith(f"{name}-")), key=len, default=None)
+
+
+def _train_pool(domain: str) -> tuple | None:
     from sandbox.evaluation.draw import task_pool
 
-    for name in domains:  # a domain with families names its tasks after itself
-        if task_id.startswith(f"{name}-"):
-            return name
-    for name in domains:  # one that lists its tasks gives the same list for every split
-        if any(t.id == task_id for t in task_pool((name,), "train")):
-            return name
-    return None
+    try:
+        return task_pool((domain,), "train")
+    except (LookupError, ValueError, ImportError):  # a lazy domain whose package or server is missing here
+        return None
 
 
-_LABEL = re.compile(r"(?P<name>\w+)\(s=(?P<severity>-?\d+),(?P<pool>\w+)(?P<params>(?:,[^()]*)?)\)")
+_LABEL = re.compile(r"(?P<name>[\w.-]+)\(s=(?P<severity>-?\d+),(?P<pool>\w+)(?P<params>(?:,[^()]*)?)\)")
 
 
 def _stacks(record: Any, count: int, seed: int) -> list[tuple[Any, ...]] | None:
@@ -194,17 +197,14 @@ def _params(text: str) -> dict[str, Any]:
 
 def _train_cases(record: Any, domains: tuple[str, ...] | None, k: int, seed: int) -> list[tuple] | Reason:
     """Up to ``k`` (task, stack) pairs of train-split tasks for the record, or why there are none."""
-    from sandbox.evaluation.draw import task_pool
-
     domain = _domain_of(record.task, domains) if domains else None
-    if domain is None:
+    pool = _train_pool(domain) if domain is not None else None
+    if pool is None:
         return "unknown_domain"
     stacks = _stacks(record, k, seed)
     if stacks is None:
         return "unknown_perturbation"
-    twins = [
-        t for t in task_pool((domain,), "train") if t.family == record.family and t.solvable == record.clean_solvable
-    ]
+    twins = [t for t in pool if t.family == record.family and t.solvable == record.clean_solvable]
     random.Random(child_seed(seed, "from-report", record.case)).shuffle(twins)
     if twins and all(t.solvable and not t.plan for t in twins):
         return "no_gold_plan"

@@ -16,6 +16,7 @@ from sandbox.perturbations.registry import from_dict
 from sandbox.perturbations.vocab import TOOL_SYNONYMS
 from training.config import SFTConfig
 from training.dataset import build_examples, encode
+from training.from_report import failures
 
 PAFT = ["--episodes", "12", "--alpha", "0.5", "--seed", "3"]
 
@@ -186,6 +187,7 @@ def test_a_report_without_failures_writes_an_empty_file(brittle_report, tmp_path
         (["data", "export", "paft", "--out", "x.jsonl", "--perturbations", "runtime_eror"], "Did you mean"),
         (["data", "export", "sft", "--out", "x.jsonl", "--alpha", "0.3"], "unrecognized arguments: --alpha"),
         (["data", "export", "--out", "x.jsonl"], "invalid choice"),
+        (["data", "export", "sft", "--out", "."], "is a folder"),
     ],
 )
 def test_misuse_exits_2_with_a_message(argv, message, tmp_path, monkeypatch, capsys):
@@ -223,3 +225,50 @@ def test_the_reference_documents_the_data_commands_and_their_options():
             for flag in action.option_strings:
                 if flag.startswith("--") and flag != "--help":
                     assert f"`{flag}" in doc, f"openagent data {command} {flag}"
+
+
+def test_a_domain_without_gold_plans_gives_no_rows_and_says_so(tmp_path, capsys):
+    import sandbox
+    from sandbox.agent import Reply
+    from sandbox.domains import DOMAINS
+    from sandbox.evaluation.evaluate import evaluate
+
+    @sandbox.tool
+    def get_price(shop: dict, item: str) -> dict:
+        """The price of an item.
+
+        Args:
+            item: the item's name, e.g. mug
+        """
+        return {"item": item, "price": {"mug": "7"}.get(item, "0")}
+
+    class Shrug:
+        def fingerprint(self):
+            return "shrug-v1"
+
+        def act(self, turns):
+            return [Reply(text="No idea.") for _ in turns]
+
+    shop = sandbox.define_domain(
+        "giftshop_export_test", tools=[get_price], state=lambda seed: {},
+        tasks=[
+            sandbox.UserTask("What does a mug cost?", id="price", family="price", sources={"price": "p.price"},
+                             plan=[sandbox.Call(id="p", tool="get_price", args={"item": "mug"})]),
+            sandbox.UserTask("Pick me a gift.", id="pick", family="pick", check=lambda episode, state: "wrong_answer"),
+        ],
+    )  # fmt: skip
+    try:
+        report = evaluate(Shrug(), "perception", n=6, domain=shop, names=["query_noise"], cache_dir=None)
+        ids = {"price": "giftshop_export_test-price", "pick": "giftshop_export_test-pick"}
+        assert {r.task for r in report.records if not r.success} == set(ids.values())
+        path = tmp_path / "report.json"
+        report.to_json(path)
+        out = tmp_path / "rows.jsonl"
+        assert main(["data", "from-report", str(path), "--out", str(out), "--per-failure", "1"]) == 0
+    finally:
+        DOMAINS.pop("giftshop_export_test", None)
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    assert summary["skipped"] == {"no_gold_plan": sum(r.task == ids["pick"] for r in failures(report))}
+    assert {r["meta"]["task"] for r in rows(out)} == {ids["price"]} and summary["rows"] == len(rows(out))
+    assert "skipped: its tasks are solvable but have no gold plan" in captured.err
