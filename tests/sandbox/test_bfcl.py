@@ -443,6 +443,12 @@ def test_the_oracle_batches_a_long_run_again_after_a_failed_call(bfcl, name, sev
     assert _oracle_outcomes([_case(bfcl, "multi_turn_long_context_38", name, severity)]) == []
 
 
+def test_the_oracle_sends_a_call_alone_until_one_succeeded(bfcl):
+    # multi_turn_base_35 opens with cd projects, cd deep_folder: sent together, the first failed (injected) and
+    # the second ran from the root
+    assert _oracle_outcomes([_case(bfcl, "multi_turn_base_35", "runtime_error", 1, seed=309)]) == []
+
+
 def test_the_oracle_calls_a_documented_successor_directly(bfcl):
     # every tool moved: one extra step per tool of a six-call turn passed the step limit
     from sandbox.agents.oracle import OracleAgent

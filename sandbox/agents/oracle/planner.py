@@ -101,17 +101,16 @@ class Planner:
     def _follow_successors(self) -> None:
         """A tool that no clean tool is, that names one that is and takes the same arguments, documents itself
         as its successor (a redirect's target): calls go there first."""
-        matched = set(self.by_capability.values())
-        spare = [n for n in self.live if n not in matched]
-        if not spare:
-            return
-        for tool, name in self.by_capability.items():
-            params = self.live[name]["function"]["parameters"].get("properties", {}).keys()
-            successor = next((n for n in spare if name in names_pattern((name,)).findall(
-                self.live[n]["function"]["description"]) and self.live[n]["function"]["parameters"].get(
-                "properties", {}).keys() == params), None)  # fmt: skip
+        spare = [n for n in self.live if n not in set(self.by_capability.values())]
+        for tool, name in self.by_capability.items() if spare else ():
+            successor = next((n for n in spare if self._succeeds(n, name)), None)
             if successor is not None:
                 self.by_capability[tool] = successor
+
+    def _succeeds(self, new: str, old: str) -> bool:
+        fn, old_fn = self.live[new]["function"], self.live[old]["function"]
+        same = fn["parameters"].get("properties", {}).keys() == old_fn["parameters"].get("properties", {}).keys()
+        return same and old in names_pattern((old,)).findall(fn["description"])
 
     def next(self) -> Reply:
         task = self.task
@@ -121,10 +120,11 @@ class Planner:
             if call.tool not in self.by_capability:
                 raise Refusal(f"no available tool can {call.tool.replace('_', ' ')}")
         ready: dict[str, Step] = {}
-        # where no call of the last reply failed, a call of the same tool as the one it follows goes out in
+        # once the last reply's calls all succeeded, a call of the same tool as the one it follows goes out in
         # the same reply (calls of a reply run in order): a long BFCL turn's run of calls (31 rm) fits its step
-        # limit; after a failure the failed call goes alone, so a run's calls still succeed in their order
-        clean = not any(is_error(a.result) for a in self.view.latest)
+        # limit. The first call and a failed one go alone: a call after a failed one in its reply would run out
+        # of order (cd projects fails, cd deep_folder runs from the root)
+        clean = bool(self.view.latest) and not any(is_error(a.result) for a in self.view.latest)
         for call in task.plan:
             ahead = all(
                 self.finished(d) or (clean and d in ready and self.plan[d].tool == call.tool) for d in call.after
@@ -219,14 +219,23 @@ class Planner:
     def tool_for(self, call: Call) -> str:
         """The visible tool for ``call``: the one that documents it, or a twin documented alike where the
         ones tried answered with an error."""
-        name = self.by_capability[call.tool]
-        failed = {a.tool for a in self.view.attempts.get(call.id, []) if says_error(a.normalized)}
-        return next((n for n in (name, *self.twins.get(name, ())) if n not in failed), name)
+        untried = self._untried(call)
+        return untried[0] if untried else self.by_capability[call.tool]
 
     def retry_twin(self, call: Call) -> bool:
-        """Whether the call's answer was an error from a tool with a twin not tried yet."""
+        """Whether the call's answer was an error and a twin of its tool is still to try."""
         last = self.view.last(call.id)
-        return last is not None and says_error(last.normalized) and self.tool_for(call) != last.tool
+        if last is None or not says_error(last.normalized) or last.tool not in self._alike(call):
+            return False
+        return bool(self._untried(call))
+
+    def _alike(self, call: Call) -> tuple[str, ...]:
+        name = self.by_capability[call.tool]
+        return (name, *self.twins.get(name, ()))
+
+    def _untried(self, call: Call) -> list[str]:
+        failed = {a.tool for a in self.view.attempts.get(call.id, []) if says_error(a.normalized)}
+        return [n for n in self._alike(call) if n not in failed]
 
     def final_step(self, call: Call) -> Step:
         """The call that gives ``call``'s result, as the tools now are; kept per turn (the view is fixed)."""
