@@ -289,7 +289,10 @@ class ToolRedirection(Perturbation):
     name: ClassVar[str] = "tool_redirection"
     tier = "interaction"
     shift = "observation"
-    summary = "tools answer that they moved to another tool, which exists (1: half of them; 2: all)"
+    summary = (
+        "tools answer that they moved to another tool, which exists (1: about half, each tool drawn on its own, at "
+        "least one; 2: all)"
+    )
     expected = "follow the redirect to the named tool with the same arguments"
     max_severity = 2
     layer = "redirect"

@@ -1,7 +1,8 @@
 """What the gold plan shows about a domain's tools, for perturbations that know no domain's names.
 
 A perturbation that needs a tool's role (a write, a look-up) reads what the tool declares (``Tool.role``,
-or ``Tool.writes``) and else what the plan shows (the task's ``write`` is a write). One that needs a
+or ``Tool.writes``) and else what the plan shows (the task's ``write`` is a write, and so is a gold call that
+the env notes as one when replayed). One that needs a
 dependency (this call takes an id that call returned) reads it off the gold plan replayed on the clean
 tools: an argument whose value the result of a call it comes after holds, and where in that result.
 """
@@ -44,16 +45,21 @@ SCORED_BY_TURN = (
 
 
 def writes(domain: Domain, task: Task | None = None) -> set[str]:
-    """The tools that write: those that say so, and the tool of the task's write."""
+    """The tools that write: those that say so, the tool of the task's write, and those whose gold calls the env
+    noted as writes (:func:`gold_writes`: ``bfcl``'s, whose functions declare no role)."""
     tools = domain.tools if task is None else domain.tools_for(task)
     out = {t.name for t in tools if getattr(t, "role", None) == "write" or getattr(t, "writes", False)}
-    if task is not None and task.write is not None:
-        out.add(task.write.tool)
+    if task is not None:
+        if task.write is not None:
+            out.add(task.write.tool)
+        wrote = gold_writes(task)
+        out |= {c.tool for c in task.plan if c.id in wrote}
     return out
 
 
 _MAX_CACHED = 4096
 _RESULTS: dict[tuple[str, int, str], dict[str, ToolResult]] = {}
+_WROTE: dict[tuple[str, int, str], frozenset[str]] = {}
 _DEPENDENCIES: dict[tuple[str, int, str], tuple[Dependency, ...]] = {}
 
 
@@ -63,19 +69,37 @@ def _key(task: Task) -> tuple[str, int, str]:
 
 
 def gold_results(task: Task) -> dict[str, ToolResult]:
-    """Each call of the gold plan as the clean tools answer it, run in order in a fresh state (kept per task:
-    a Task does not hash, its id names it)."""
-    from sandbox.env import Env
+    """Each call of the gold plan as the clean tools answer it, run in order in a fresh episode of the task's own
+    env (a domain's, as ``bfcl``'s, where it has one); a call of a later user turn first ends the turns before it.
+    Kept per task: a Task does not hash, its id names it."""
+    from sandbox.env import make_env
 
     hit = _RESULTS.get(_key(task))
     if hit is None:
-        env = Env(domain_of(task), task)
+        env = make_env(domain_of(task), task)
         env.reset()
-        hit = {call.id: env.call(call.tool, call.args) for wave in task.waves() for call in wave}
+        turns = user_turns(task)  # in plan order, a plan of several turns being one chain
+        calls = list(task.plan) if turns is not None else [call for wave in task.waves() for call in wave]
+        hit, wrote, turn = {}, set(), 0
+        for call, at in zip(calls, turns or [0] * len(calls), strict=True):
+            while turn < at:
+                env.next_user_message()
+                turn += 1
+            before = len(env.state.writes)
+            hit[call.id] = env.call(call.tool, call.args)
+            if len(env.state.writes) != before:
+                wrote.add(call.id)
         if len(_RESULTS) >= _MAX_CACHED:
             _RESULTS.clear()
-        _RESULTS[_key(task)] = hit
+            _WROTE.clear()
+        _RESULTS[_key(task)], _WROTE[_key(task)] = hit, frozenset(wrote)
     return hit
+
+
+def gold_writes(task: Task) -> frozenset[str]:
+    """The ids of the gold calls whose replay (:func:`gold_results`) the env noted as a write."""
+    gold_results(task)
+    return _WROTE.get(_key(task), frozenset())
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from sandbox.perturbations import vocab
 from sandbox.perturbations.base import Perturbation
-from sandbox.perturbations.plan import dependencies, writes
+from sandbox.perturbations.plan import Dependency, dependencies, domain_of, user_turns, writes
 from sandbox.perturbations.registry import register
 from sandbox.perturbations.vocab import vocabulary
 from sandbox.perturbations.wrappers import (
@@ -26,17 +26,50 @@ from sandbox.task import Task, read_path
 from sandbox.tools import ToolResult
 
 
-def _links(domain: Any, task: Task) -> dict[str, tuple[str, str, str]]:
+def _links(domain: Any, task: Task, merging: bool = False) -> dict[str, tuple[str, str, str]]:
     """Consumer tool → (the lookup that gives its id, the id parameter, where the id is in the lookup's
-    result): the domain's vocabulary where it has one, else what the gold plan shows."""
+    result): the domain's vocabulary where it has one, else what the gold plan shows (on a task of several user
+    turns, only the dependencies :func:`_turn_links` keeps)."""
     words = vocabulary(domain)
     if words is not None:
         return {tool: (finder, param, "id") for tool, (finder, param) in words.consumers.items()}
-    return {d.consumer: (d.lookup, d.param, d.path) for d in dependencies(task)}
+    deps = dependencies(task)
+    if user_turns(task) is not None:
+        deps = _turn_links(task, deps, merging)
+    return {d.consumer: (d.lookup, d.param, d.path) for d in deps}
 
 
-def _uses_consumer(task: Task) -> bool:
-    links = _links(task.domain, task)
+def _turn_links(task: Task, deps: tuple[Dependency, ...], merging: bool) -> tuple[Dependency, ...]:
+    """The dependencies of a task of several user turns that a new tool carries as the request says (PLAN_LINKS):
+    every call of the consumer comes right after a call of the lookup in the same turn, the lookup writes nothing
+    (and, to merge, takes arguments), and the value is not taken by its place in a list."""
+    turns, writing = user_turns(task) or [], writes(domain_of(task), task)
+    plan = list(zip(task.plan, turns, strict=True))
+
+    def carried(d: Dependency) -> bool:
+        uses = [i for i, (c, _) in enumerate(plan) if c.tool == d.consumer]
+        return (
+            d.lookup not in writing
+            and not any(p.isdigit() for p in d.path.split("."))
+            and all(i > 0 and plan[i - 1][0].tool == d.lookup and plan[i - 1][1] == plan[i][1] for i in uses)
+            and not (merging and any(not plan[i - 1][0].args for i in uses))
+        )
+
+    return tuple(d for d in deps if carried(d))
+
+
+PLAN_LINKS = (
+    "a task whose gold plan shows no call taking a value that a call before it returned. On a task of several user "
+    "turns (bfcl), also one whose only such values are the id a write returned (a booking's, a post's: the write "
+    "would run again), an entry taken by its place in a list (`ls`'s first: the new tool would pick by place, not by "
+    "what the user names), or a value a lookup of an earlier turn returned (the new tool would need that turn's "
+    "request again)"
+)
+MERGE_LINKS = PLAN_LINKS + "; and, to merge, a lookup that takes no arguments (not yet solved by the oracle)"
+
+
+def _uses_consumer(task: Task, merging: bool = False) -> bool:
+    links = _links(task.domain, task, merging)
     return any(c.tool in links for c in task.plan)
 
 
@@ -48,8 +81,10 @@ class _Linked(ToolsWrapper):
     def per_task(self) -> bool:  # type: ignore[override]
         return vocabulary(self.domain) is None
 
+    merging = False
+
     def links(self) -> dict[str, tuple[str, str, str]]:
-        return _links(self.domain, self.task)
+        return _links(self.domain, self.task, self.merging)
 
 
 def _split(arguments: Any, keys: set[str]) -> tuple[dict[str, Any], dict[str, Any]] | None:
@@ -59,6 +94,8 @@ def _split(arguments: Any, keys: set[str]) -> tuple[dict[str, Any], dict[str, An
 
 
 class _Merge(_Linked):
+    merging = True
+
     def build(self, specs: list[ToolSpec]) -> list[Route]:
         by_name = {s["function"]["name"]: s for s in specs}
         taken, routes, links = set(by_name), [], self.links()
@@ -100,11 +137,11 @@ class DependencyMerge(Perturbation):
     shift = "action"
     summary = "a lookup and the call that needed the id it returns become one tool that takes the lookup's arguments"
     expected = "use the merged tool in one step instead of the remembered two"
-    limits = "a task whose gold plan shows no call taking a value that a call before it returned"
+    limits = MERGE_LINKS
     layer = "merge"
 
     def applies_to(self, task: Task) -> bool:
-        return _uses_consumer(task)
+        return _uses_consumer(task, merging=True)
 
     wrapper = _Merge
 
@@ -171,7 +208,7 @@ class LogicInversion(Perturbation):
     shift = "action"
     summary = "the order reverses: the call that needed an id comes first, and the lookup then runs it"
     expected = "follow the documented new order instead of the remembered one"
-    limits = "a task whose gold plan shows no call taking a value that a call before it returned"
+    limits = PLAN_LINKS
     layer = "inversion"
 
     def applies_to(self, task: Task) -> bool:

@@ -133,6 +133,53 @@ def test_bad_calls_are_observations(bfcl):
     assert env.call("cd", {"directory": "document"}).error == "invalid_arguments"
 
 
+def test_a_call_that_changes_the_backends_state_is_noted_as_a_write(bfcl):
+    env = _env(bfcl, "multi_turn_base_0")
+    env.reset()
+    env.call("ls", {})
+    env.call("cd", {"folder": "document"})
+    assert env.state.writes == []  # a read, and a move that changes no public state
+    assert env.call("mkdir", {"dir_name": "fresh"}).ok
+    env.call("mkdir", {"dir_name": "fresh"})  # exists already: the state stays as it was
+    assert [(w.tool, w.args) for w in env.state.writes] == [("mkdir", {"dir_name": "fresh"})]
+
+
+def test_the_gold_plan_replays_on_the_tasks_own_backends_turn_by_turn(bfcl):
+    from sandbox.perturbations.plan import gold_results, gold_writes, writes
+
+    [task] = [t for t in bfcl.tasks(category="multi_turn_miss_func") if t.id == "multi_turn_miss_func_0"]
+    results = gold_results(task)  # sort is held back until turn 3: it runs there
+    assert [r.error for r in results.values()] == [None] * len(task.plan)
+    assert sorted(gold_writes(task)) == ["t0.1", "t0.2", "t4.1"]  # mkdir, mv, mv
+    assert writes(bfcl, task) == {"mkdir", "mv"}
+
+
+def test_missing_values_leaves_a_writes_answer_whole(bfcl):
+    # blanked, a write's answer would send an agent to make it again (a second booking, a second post)
+    from sandbox.perturbations.registry import get
+
+    env = get("missing_values")(severity=3).apply(_env(bfcl, "multi_turn_base_70"))
+    env.reset()
+    assert "frontLeftTirePressure" not in env.call("check_tire_pressure", {}).content
+    assert env.call("fillFuelTank", {"fuelAmount": 10}).content == {"fuelLevel": 20.0}
+
+
+@pytest.mark.parametrize(("task_id", "applies"), [("multi_turn_base_57", True), ("multi_turn_base_5", False)])
+def test_merge_and_inversion_apply_to_a_lookup_of_the_same_turn_not_to_a_writes_id(bfcl, task_id, applies):
+    # multi_turn_base_57: estimate_distance takes the zipcode a lookup of its turn returned; multi_turn_base_5:
+    # comment takes the id post_tweet (a write) returned, a turn before
+    from sandbox.agents.oracle import OracleAgent
+    from sandbox.case import Case, run_cases
+    from sandbox.perturbations.registry import get
+
+    [task] = [t for t in bfcl.tasks(category="multi_turn_base") if t.id == task_id]
+    specs = [get("dependency_merge")(), get("logic_inversion")()]
+    assert [s.applies_to(task) for s in specs] == [applies, applies]
+    if applies:
+        episodes = run_cases(OracleAgent(), [Case(task, (s,)) for s in specs])
+        assert [e.explain() for e in episodes if not e.success] == []
+
+
 def test_held_back_functions_come_with_their_turn(bfcl):
     env = _env(bfcl, "multi_turn_miss_func_0")  # sort is held back until turn 3
     env.reset()

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 from sandbox.agent import ToolSpec
 from sandbox.domains.bfcl.backends import build_instances, execute, methods, snapshot
-from sandbox.domains.bfcl.check import Turn, check
+from sandbox.domains.bfcl.check import Snapshot, Turn, check
 from sandbox.domains.bfcl.data import Entry, class_specs
 from sandbox.env import Env
 from sandbox.prompt import SYSTEM_PROMPT
-from sandbox.state import State
+from sandbox.state import State, Write
 from sandbox.task import Task
 from sandbox.tools import ToolResult
 
@@ -27,7 +27,8 @@ class BfclEnv(Env):
     Each episode (each ``reset``) gets fresh backend instances from the entry's ``initial_config``
     (two episodes of one task share nothing); ``call`` runs a backend method with the agent's arguments; when the
     agent answers a turn, :meth:`next_user_message` records what the turn left and gives the next
-    user message; :meth:`verdict` judges the whole episode as BFCL's checker does.
+    user message; :meth:`verdict` judges the whole episode as BFCL's checker does. A call that changes the
+    backends' state is noted in ``state.writes``, as the toolbox notes a write (BFCL declares no roles).
     """
 
     def __init__(self, domain: Domain, entry: Entry, task: Task, system_prompt: str = SYSTEM_PROMPT) -> None:
@@ -45,6 +46,7 @@ class BfclEnv(Env):
         self._calls = 0
         self._errors: list[str] = []
         self._for: State | None = None
+        self._seen: Snapshot = {}
 
     def _episode(self) -> None:
         """Fresh backend instances when a new episode has begun. ``Env.reset`` (which a wrapper's
@@ -54,6 +56,7 @@ class BfclEnv(Env):
         self._for = self.state
         self.instances = build_instances(list(self.entry.classes), self.entry.config, self.entry.long_context)
         self._methods = methods(self.instances)
+        self._seen = snapshot(self.instances)
         self.turn, self._turns, self._results, self._calls, self._errors = 0, [], [], 0, []
 
     def query(self) -> str:
@@ -88,9 +91,11 @@ class BfclEnv(Env):
         self._calls += 1
         # a backend may change what it is given (a post's tags list): BFCL evals each call from its text, so
         # the agent's objects (a reference agent's are its task's gold arguments) must never be the backend's
-        arguments = copy.deepcopy(arguments)
-        value, text, exc = execute(method, name, arguments)
+        given = copy.deepcopy(arguments)
+        value, text, exc = execute(method, name, copy.deepcopy(arguments))
         self._results.append(text)
+        if self._changed():
+            self.state.writes.append(Write(name, given, ""))
         if exc is None:
             return ToolResult(name=name, content=value)
         try:
@@ -98,6 +103,14 @@ class BfclEnv(Env):
         except TypeError:
             return ToolResult(name=name, error="invalid_arguments", message=text)
         return ToolResult(name=name, error="runtime_error", message=text)
+
+    def _changed(self) -> bool:
+        """Whether the backends' state differs from what the last call left (BFCL's state checker's view)."""
+        live = {n: {k: v for k, v in vars(i).items() if not k.startswith("_")} for n, i in self.instances.items()}
+        if live == self._seen:
+            return False
+        self._seen = snapshot(self.instances)
+        return True
 
     def next_user_message(self) -> str | None:
         """Close the turn the agent just answered; the next turn's user message, or ``None`` after the last."""

@@ -118,7 +118,8 @@ class SemanticRenaming(Perturbation):
     tier = "perception"
     shift = "action"
     summary = (
-        "tools renamed with synonyms (1: half of them; 2: all); a domain without its own synonyms gets them word "
+        "tools renamed with synonyms (1: about half, each tool drawn on its own, at least one; 2: all); a domain "
+        "without its own synonyms gets them word "
         "for word from a table of common verbs, and a name with none of them keeps its name"
     )
     expected = "find each tool by its meaning"
