@@ -141,6 +141,7 @@ class ToolsWrapper(PerturbationWrapper):
         self._text_map: dict[str, str] = {}
         self._text_re: re.Pattern[str] | None = None
         self._inner_ids: tuple[int, ...] = ()
+        self._made: set[str] = set()
 
     def build(self, specs: list[ToolSpec]) -> list[Route]:
         raise NotImplementedError
@@ -182,7 +183,10 @@ class ToolsWrapper(PerturbationWrapper):
                 self._build(inner)
                 if len(_BUILDS) >= _MAX_BUILDS:
                     _BUILDS.clear()
-                made = {k: v for k, v in self.__dict__.items() if k not in before or k in _BUILT}
+                # a rebuild (a held-back function offered) sets again what the first build set: kept with it, or
+                # a wrapper served this build from the cache would lack it (rate_limit's wait tool)
+                self._made |= set(self.__dict__) - before
+                made = {k: v for k, v in self.__dict__.items() if k in self._made or k in _BUILT}
                 _BUILDS[key] = (inner, made)
         return self._routes
 

@@ -164,6 +164,25 @@ def test_missing_values_leaves_a_writes_answer_whole(bfcl):
     assert env.call("fillFuelTank", {"fuelAmount": 10}).content == {"fuelLevel": 20.0}
 
 
+def test_a_tool_list_built_again_in_an_episode_serves_another_task_whole(bfcl):
+    # rate_limit's routes are shared by tool list; miss_func_0 builds them again when sort comes, for the list a
+    # task of the same backends shows from the start: that task must get the wait tool's name with them
+    from sandbox.env import make_env
+    from sandbox.perturbations.registry import get
+
+    spec = get("rate_limit")(severity=1, seed=880_001)
+    first = spec.apply(_env(bfcl, "multi_turn_miss_func_0"))
+    first.reset()
+    first.tool_specs()
+    while first.next_user_message() is not None:
+        first.tool_specs()
+    classes = bfcl.entry("multi_turn_miss_func_0").classes
+    twin = next(t for t in bfcl.tasks(category="multi_turn_base") if bfcl.entry(t.id).classes == classes)
+    second = spec.apply(make_env(bfcl, twin))
+    second.reset()
+    assert "Wait" in second.call("pwd", {}).message
+
+
 @pytest.mark.parametrize(("task_id", "applies"), [("multi_turn_base_57", True), ("multi_turn_base_5", False)])
 def test_merge_and_inversion_apply_to_a_lookup_of_the_same_turn_not_to_a_writes_id(bfcl, task_id, applies):
     # multi_turn_base_57: estimate_distance takes the zipcode a lookup of its turn returned; multi_turn_base_5:
