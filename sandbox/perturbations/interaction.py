@@ -334,7 +334,10 @@ class VerificationCodeShift(Perturbation):
     shift = "action"
     summary = "write actions return their verification code in a new format"
     expected = "quote the code exactly as returned, not in the remembered format"
-    limits = "a task without a write, or whose write returns no 'PREFIX-BODY' code"
+    limits = (
+        "a task that declares no write (`Task.write`; bfcl's tasks declare none, and their writes return no such "
+        "code), or whose write returns no 'PREFIX-BODY' code"
+    )
     layer = "codes"
 
     def applies_to(self, task: Task) -> bool:
