@@ -12,8 +12,9 @@ case, and refuses when the tools say the task cannot be done (a capability no de
 offers, an entity that is not found, a permanent failure).
 """
 
+from sandbox.agents.oracle.agent import OracleAgent
 from sandbox.agents.oracle.observations import View, decode, is_error, lookup, normalize, partial
-from sandbox.agents.oracle.planner import OracleAgent, Planner, refuse
+from sandbox.agents.oracle.planner import Planner, refuse
 from sandbox.agents.oracle.tools import capability, names_pattern
 
 __all__ = [

@@ -10,11 +10,12 @@ token step, more pages) gets the steps it needs first.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sandbox.agent import Briefed, Reply, ToolSpec, Turn
+from sandbox.agent import Reply, ToolSpec
+from sandbox.agents.oracle.choice import ToolChoice
 from sandbox.agents.oracle.observations import (
     View,
     first_string,
@@ -28,19 +29,14 @@ from sandbox.agents.oracle.observations import (
 from sandbox.agents.oracle.tools import (
     SchemaText,
     clean_params,
-    clean_words,
     empty_args,
     match_param,
-    names_pattern,
-    param_text,
-    toolset,
-    twins,
     undocumented_id,
     unform_param,
 )
-from sandbox.perturbations.plan import carries, leaf_paths, user_turns
+from sandbox.perturbations.plan import carries, leaf_paths
 from sandbox.perturbations.vocab import vocabulary
-from sandbox.task import Call, Task
+from sandbox.task import Call
 
 MAX_ATTEMPTS = 8
 _SLOT = re.compile(r"'day(.)hh:mm'")
@@ -48,8 +44,6 @@ _PAIR = re.compile(r"'([A-Z][A-Z0-9_]*)([^A-Z0-9_\s])([A-Z][A-Z0-9_]*)'")
 """A joined argument's documented form, 'FIRST|SECOND', on a domain without a pair of its own."""
 _SECONDS = re.compile(r"(\d+(?:\.\d+)?)\s*s\b")
 _RETRYABLE = {"runtime_error", "rate_limited", "moved"}
-DONE = "Done."
-NOTHING_TO_CALL = "I cannot do that with the functions and information I have; please tell me what is missing."
 
 
 def refuse(reason: str) -> Reply:
@@ -82,35 +76,14 @@ class Planner:
     def __init__(self, view: View) -> None:
         self.view = view
         self.task = view.task
-        self.names = tuple(view.tools)
-        described = tuple((n, s["function"]["description"]) for n, s in view.tools.items())
-        words = vocabulary(self.task.domain)
-        params = () if words is not None and words.capabilities else tuple(map(param_text, view.tools.values()))
-        live, by_capability = toolset(described, self.task.domain, params, clean_words(self.task.domain, self.task))
-        self.live = {n: view.tools[n] for n in live}
-        self.by_capability: dict[str, str] = dict(by_capability)
-        self.twins = twins(described, params or tuple(map(param_text, view.tools.values())))
-        self._follow_successors()
+        self.choice = choice = ToolChoice(view)
+        self.live, self.by_capability, self.twins = choice.live, choice.by_capability, choice.twins
         self.clean = clean_params(self.task.domain, self.task)
         self.words = vocabulary(self.task.domain)
         self.rank_by = self.words.rank_by if self.words is not None else None
         self.plan = {c.id: c for c in self.task.plan}
         self._finished: dict[str, bool] = {}
         self._final: dict[str, Step] = {}
-
-    def _follow_successors(self) -> None:
-        """A tool that no clean tool is, that names one that is and takes the same arguments, documents itself
-        as its successor (a redirect's target): calls go there first."""
-        spare = [n for n in self.live if n not in set(self.by_capability.values())]
-        for tool, name in self.by_capability.items() if spare else ():
-            successor = next((n for n in spare if self._succeeds(n, name)), None)
-            if successor is not None:
-                self.by_capability[tool] = successor
-
-    def _succeeds(self, new: str, old: str) -> bool:
-        fn, old_fn = self.live[new]["function"], self.live[old]["function"]
-        same = fn["parameters"].get("properties", {}).keys() == old_fn["parameters"].get("properties", {}).keys()
-        return same and old in names_pattern((old,)).findall(fn["description"])
 
     def next(self) -> Reply:
         task = self.task
@@ -156,7 +129,7 @@ class Planner:
     def complete(self, call: Call) -> bool:
         """Whether the call's result is in, whole, and holds what the answer needs (checked without rebuilding)."""
         result = self.view.done(call.id)
-        if result is None or partial(result) or self.retry_twin(call):
+        if result is None or partial(result) or self.choice.retry_twin(call):
             return False
         if isinstance(result, dict) and isinstance(result.get("pages"), int) and result["pages"] > 1:
             pages = [self.view.done(f"{call.id}~p{n}") for n in range(2, result["pages"] + 1)]
@@ -169,7 +142,7 @@ class Planner:
         """The steps of ``call`` still to make: empty when its result is in and complete."""
         final = self.final_step(call)
         result = self.view.done(final.id)
-        if result is None or partial(result) or self.retry_twin(call):
+        if result is None or partial(result) or self.choice.retry_twin(call):
             return [final]
         pages = self.more_pages(final, result)
         if pages:
@@ -191,8 +164,10 @@ class Planner:
                     raise Refusal(f"{tool} failed: {message or kind}")
                 if kind == "rate_limited":
                     wait = max(wait, *(float(s) for s in _SECONDS.findall(message) or ["1"]))
-                    self.wait_tool = self.mentioned(message, exclude=last.tool) or getattr(self, "wait_tool", None)
-                moved_to = self.mentioned(message, exclude=last.tool) if kind == "moved" else None
+                    self.wait_tool = self.choice.mentioned(message, exclude=last.tool) or getattr(
+                        self, "wait_tool", None
+                    )
+                moved_to = self.choice.mentioned(message, exclude=last.tool) if kind == "moved" else None
                 tool = moved_to or last.tool
             elif last is not None:
                 if n >= MAX_ATTEMPTS:
@@ -208,34 +183,7 @@ class Planner:
             )
         return calls
 
-    def mentioned(self, text: str, exclude: str) -> str | None:
-        """The first tool named in ``text`` other than ``exclude``."""
-        if not self.names:
-            return None
-        return next((m for m in names_pattern(self.names).findall(text) if m != exclude), None)
-
     # Building calls.
-
-    def tool_for(self, call: Call) -> str:
-        """The visible tool for ``call``: the one that documents it, or a twin documented alike where the
-        ones tried answered with an error."""
-        untried = self._untried(call)
-        return untried[0] if untried else self.by_capability[call.tool]
-
-    def retry_twin(self, call: Call) -> bool:
-        """Whether the call's answer was an error and a twin of its tool is still to try."""
-        last = self.view.last(call.id)
-        if last is None or not says_error(last.normalized) or last.tool not in self._alike(call):
-            return False
-        return bool(self._untried(call))
-
-    def _alike(self, call: Call) -> tuple[str, ...]:
-        name = self.by_capability[call.tool]
-        return (name, *self.twins.get(name, ()))
-
-    def _untried(self, call: Call) -> list[str]:
-        failed = {a.tool for a in self.view.attempts.get(call.id, []) if says_error(a.normalized)}
-        return [n for n in self._alike(call) if n not in failed]
 
     def final_step(self, call: Call) -> Step:
         """The call that gives ``call``'s result, as the tools now are; kept per turn (the view is fixed)."""
@@ -245,7 +193,7 @@ class Planner:
         return step
 
     def _final_step(self, call: Call) -> Step:
-        name = self.tool_for(call)
+        name = self.choice.tool_for(call)
         spec = self.live[name]
         own = {p: (self.clean[call.tool].get(p, ""), v) for p, v in call.args.items()}
         args, used = self.fill(spec, own, call)
@@ -256,7 +204,7 @@ class Planner:
         if len(ids) != len(missing) or len(ids) != 1:
             raise Refusal(f"cannot fill {', '.join(sorted(missing))} of {name}")
         # Logic inversion: this tool now runs first and hands a request to the lookup by name.
-        finder = self.mentioned(spec["function"]["description"], exclude=name)
+        finder = self.choice.mentioned(spec["function"]["description"], exclude=name)
         if finder is None or finder not in self.live:
             raise Refusal(f"{name} no longer takes {ids[0]} and names no tool that does")
         request_step = Step(f"{call.id}~req", name, args, lambda tool: self.fill(self.view.tools[tool], own, call)[0])
@@ -328,7 +276,7 @@ class Planner:
                 if request is not None and re.search(rf"(?<![\w-]){re.escape(request[0])}(?![\w-])", raw):
                     out[vname] = request[1]
                     continue
-                tool = self.mentioned(raw, exclude=spec["function"]["name"])
+                tool = self.choice.mentioned(raw, exclude=spec["function"]["name"])
                 if tool is not None and vname in required:
                     out[vname] = self.token(tool)
             return out
@@ -467,45 +415,3 @@ class Planner:
                 if leaf is not None and str(leaf).casefold() == want:
                     return leaf
         return None
-
-
-def user_turn(task: Task, messages: Sequence[dict[str, Any]]) -> Task | None:
-    """The part of ``task`` that the user turn now played asks for: for a task of several user turns (every
-    call id ``t<turn>.<n>``), the gold calls of that turn (counted from the user messages so far, as
-    :class:`~sandbox.domains.bfcl.replayer.GoldReplayer` counts), each after only calls of its own turn (those
-    of the turns before are done); ``None`` when the turn has none. Any other task is itself."""
-    turns = user_turns(task)
-    if turns is None:
-        return task
-    index = sum(m.get("role") == "user" for m in messages) - 1
-    calls = [c for c, t in zip(task.plan, turns, strict=True) if t == index]
-    ids = {c.id for c in calls}
-    plan = tuple(c.model_copy(update={"after": tuple(d for d in c.after if d in ids)}) for c in calls)
-    return task.model_copy(update={"plan": plan}) if plan else None
-
-
-class OracleAgent(Briefed):
-    """Solves every solvable case and refuses every unsolvable one, perturbed or clean.
-
-    A reference agent: it must be briefed on each episode's task (``sandbox.run_episodes`` does it).
-    """
-
-    name = "oracle"
-
-    def fingerprint(self) -> str:
-        return "oracle-v5"
-
-    def act(self, turns: Sequence[Turn]) -> list[Reply]:
-        return [self.reply(turn) for turn in turns]
-
-    def reply(self, turn: Turn) -> Reply:
-        task = user_turn(self.task_for(turn.episode_id), turn.messages)
-        if task is None:  # a turn of a multi-turn task that no gold call answers: a function or detail is missing
-            return Reply(text=NOTHING_TO_CALL)
-        try:
-            reply = Planner(View.read(turn, task)).next()
-            if reply.text == "" and not reply.tool_calls and user_turns(task) is not None:
-                return Reply(text=DONE)  # a user turn's calls all made; nothing to report beyond them
-            return reply
-        except Refusal as refusal:
-            return refuse(str(refusal))
