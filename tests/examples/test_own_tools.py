@@ -66,8 +66,8 @@ def test_a_blind_agent_fails_and_its_failure_shrinks_to_one_perturbation(tmp_pat
     assert result.returncode == 1, result.stdout[-3000:]
     out = result.stdout
     # A failure is printed in its section and, where pytest sees CI, again in the summary: one per test.
-    shrunk = re.findall(r"Failing test case: (test_\w+)\(\n.*agent=.*\n.*case=Case\((bookshop-.*)\),$", out, re.MULTILINE)
-    cases = dict(shrunk)
+    shrunk = r"Failing test case: (test_\w+)\(\n.*agent=.*\n.*case=Case\((bookshop-.*)\),$"
+    cases = dict(re.findall(shrunk, out, re.MULTILINE))
     assert len(cases) == 3, out[-3000:]  # the three tests that assert success each shrank a failure
     assert all(line.count("(s=") == 1 for line in cases.values()), cases  # to one perturbation, at one severity
 
