@@ -97,19 +97,28 @@ def tasks():
             for i, (q, tool, args, src) in enumerate(TASKS_SPEC)]  # fmt: skip
 
 
-def call_latencies(target, n: int) -> list[float]:
-    """Seconds per ``get_note`` call of one client session to ``target`` (after 20 warm-up calls)."""
+def call_latencies(targets: list, n: int) -> list[list[float]]:
+    """Seconds per ``get_note`` call of one client session to each of ``targets`` (after 20 warm-up calls each).
+
+    The sessions are open together and their calls alternate (one to each target, n rounds), so the direct
+    and the proxied figures are taken under the same machine state: on a shared 2-core VM the latency of a
+    plain call drifts by a millisecond or more between runs, which a direct-then-proxied sequence would
+    put into the overhead.
+    """
     from mcp import Client
 
-    async def run() -> list[float]:
-        async with Client(target) as client:
-            for _ in range(20):
-                await client.call_tool("get_note", {"note_id": "n1"})
-            times = []
+    async def run() -> list[list[float]]:
+        async with contextlib.AsyncExitStack() as stack:
+            clients = [await stack.enter_async_context(Client(t)) for t in targets]
+            for client in clients:
+                for _ in range(20):
+                    await client.call_tool("get_note", {"note_id": "n1"})
+            times: list[list[float]] = [[] for _ in clients]
             for _ in range(n):
-                start = time.perf_counter()
-                await client.call_tool("get_note", {"note_id": "n1"})
-                times.append(time.perf_counter() - start)
+                for client, out in zip(clients, times, strict=True):
+                    start = time.perf_counter()
+                    await client.call_tool("get_note", {"note_id": "n1"})
+                    out.append(time.perf_counter() - start)
             return times
 
     return asyncio.run(run())
@@ -143,10 +152,9 @@ def per_call_http(url: str, n: int) -> dict:
     from sandbox.domains.mcp.proxy import EnvBackend, HttpThread, build_server
 
     domain = sandbox.register_domain(mcp_domain(url, tasks(), name="bench-mcp", reset=None), replace=True)
-    direct = call_latencies(url, n)
     backend = Timed(EnvBackend(Case(domain.listed[0]).env()))
     with HttpThread(build_server(backend, "bench-proxy")) as http:
-        proxied = call_latencies(http.url, n)
+        direct, proxied = call_latencies([url, http.url], n)
     state = domain.fresh_state()
     hop = []
     for _ in range(n):  # the proxy's own hop: the domain's connection to the upstream, alone
@@ -165,10 +173,10 @@ def per_call_stdio(n: int) -> dict:
     from mcp import StdioServerParameters
 
     upstream = [__file__, "--serve-stdio"]
-    direct = call_latencies(StdioServerParameters(command=sys.executable, args=upstream), n)
     proxy = ["-m", "pytest_openagent.cli", "mcp-proxy", "--upstream", f"stdio:{sys.executable} {' '.join(upstream)}"]
-    proxied = call_latencies(StdioServerParameters(command=sys.executable, args=proxy, cwd=str(ROOT)), n)
-    return _figures(direct, proxied)
+    direct = StdioServerParameters(command=sys.executable, args=upstream)
+    proxied = StdioServerParameters(command=sys.executable, args=proxy, cwd=str(ROOT))
+    return _figures(*call_latencies([direct, proxied], n))
 
 
 def _figures(direct: list[float], proxied: list[float]) -> dict:
@@ -243,7 +251,8 @@ def main() -> None:
     f = figures["http"]
     print(
         f"       http: the overhead is the proxy's hop to the upstream ({f['upstream_hop_ms']:.2f} ms, a call like "
-        f"the direct one) and its own work ({f['proxy_own_ms']:.2f} ms: its server, the env's wrappers, the dispatch)"
+        f"the direct one) and its own work ({f['proxy_own_ms']:.2f} ms: its server, the env's wrappers, the dispatch); "
+        f"inside the proxy the env's call, the hop included, takes {f['proxy_dispatch_ms']:.2f} ms"
     )
     e = figures["episodes"]
     print(
