@@ -96,9 +96,10 @@ def _run_eval(args: argparse.Namespace) -> int:
     if args.mcp is not None:
         report.meta["mcp"] = args.mcp
     meta = report.meta
+    reused = "shared by identical cases" if args.no_cache else "from the cache"
     print(
         f"openagent eval: agent={args.agent}, seed={args.seed}, {len(report.records)} cases; "
-        f"{meta['episodes_run']} episodes run, {meta['episodes_cached']} from the cache"
+        f"{meta['episodes_run']} episodes run, {meta['episodes_cached']} {reused}"
     )
     print(report.table())
     if args.json:

@@ -16,6 +16,10 @@ def test_the_command_prints_the_table_writes_json_and_gates(tmp_path, capsys):
     assert main([*argv, "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "perception" in printed and "Δ points" in printed and json.loads(out.read_text())["schema_version"] == 2
+    assert main(argv) == 0
+    assert "; 0 episodes run, " in capsys.readouterr().out  # the second run is served from the cache
+    assert main([*argv[:-2], "--no-cache"]) == 0
+    assert "shared by identical cases" in capsys.readouterr().out  # no cache: say what the reuse is
     assert main(["gate", str(out), "--gate", "perception.success>=0.5"]) == 0
     assert main(["gate", str(out), "--gate", "perception.success>=0.99"]) == 3  # 4 cases: inconclusive
     assert main(["gate", str(out), "--gate", "perception.success>=0.99", "--inconclusive", "pass"]) == 0
