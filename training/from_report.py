@@ -17,9 +17,7 @@ train cases.
 
 from __future__ import annotations
 
-import json
 import random
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -147,52 +145,27 @@ def _train_pool(domain: str) -> tuple | None:
         return None
 
 
-_LABEL = re.compile(r"(?P<name>[\w.-]+)\(s=(?P<severity>-?\d+),(?P<pool>\w+)(?P<params>(?:,[^()]*)?)\)")
-
-
 def _stacks(record: Any, count: int, seed: int) -> list[tuple[Any, ...]] | None:
-    """``count`` train-pool copies of the record's perturbation stack (names, severities and parameters
-    read from its label), each with its own seeds; ``None`` if one cannot be rebuilt."""
+    """``count`` train-pool copies of the record's perturbation stack (as the record keeps it: names,
+    severities, parameters), each with its own seeds; ``None`` if one cannot be rebuilt here."""
     from pydantic import ValidationError
 
     from sandbox.evaluation.draw import SEEDS
-    from sandbox.perturbations import get
+    from sandbox.perturbations.registry import from_dict
 
-    stack_label = record.label.rpartition(" | ")[2]
-    found = {m["name"]: m for m in _LABEL.finditer(stack_label)}
-    specs = []
-    for name in record.perturbations:
-        match = found.get(name)
-        try:
-            cls = get(name)
-        except KeyError:
-            return None
-        if match is None:
-            return None
-        specs.append((cls, int(match["severity"]), _params(match["params"])))
+    if len(record.stack) != len(record.perturbations):  # a report written before records kept their stack
+        return None
     try:
         return [
             tuple(
-                cls(severity=severity, pool="train", seed=child_seed(seed, "from-report", record.case, j, i) % SEEDS,
-                    **params)
-                for i, (cls, severity, params) in enumerate(specs)
+                from_dict({**spec, "pool": "train",
+                           "seed": child_seed(seed, "from-report", record.case, j, i) % SEEDS})
+                for i, spec in enumerate(record.stack)
             )
             for j in range(count)
         ]  # fmt: skip
-    except ValidationError:
+    except (KeyError, ValidationError):
         return None
-
-
-def _params(text: str) -> dict[str, Any]:
-    """A label's extra parameters (``,key=value``) back as values: JSON where they parse, else text."""
-    params: dict[str, Any] = {}
-    for part in filter(None, text.split(",")):
-        key, _, value = part.partition("=")
-        try:
-            params[key] = json.loads(value)
-        except json.JSONDecodeError:
-            params[key] = value
-    return params
 
 
 def _train_cases(record: Any, domains: tuple[str, ...] | None, k: int, seed: int) -> list[tuple] | Reason:

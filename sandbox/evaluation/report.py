@@ -51,6 +51,8 @@ class Record:
     clean_solvable: bool
     clean_tool_errors: int
     clean_calls: int
+    stack: tuple[dict[str, Any], ...] = ()
+    """The perturbations as ``Perturbation.to_dict()`` gives them, so that a tool can rebuild them."""
 
     @classmethod
     def of(cls, test: str, agent: str, case: Case, episode: Episode, clean: Episode) -> Record:
@@ -64,16 +66,18 @@ class Record:
             tool_errors=episode.tool_errors, calls=len(episode.calls),
             clean_outcome=clean.outcome, clean_success=clean.success, clean_solvable=case.task.solvable,
             clean_tool_errors=clean.tool_errors, clean_calls=len(clean.calls),
+            stack=tuple(p.to_dict() for p in case.perturbations),
         )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["perturbations"] = list(self.perturbations)
+        data["stack"] = list(self.stack)
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Record:
-        return cls(**{**data, "perturbations": tuple(data["perturbations"])})
+        return cls(**{**data, "perturbations": tuple(data["perturbations"]), "stack": tuple(data.get("stack", ()))})
 
     @property
     def identity(self) -> tuple[str, str, str]:

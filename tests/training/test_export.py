@@ -154,6 +154,7 @@ def test_from_report_counts_what_it_cannot_convert(brittle_report, tmp_path, cap
     report = json.loads(brittle_report.read_text())
     failing = [r for r in report["records"] if not r["success"]]
     unknown_name = {**failing[0], "case": "x1", "perturbations": ["no_such_shift"],
+                    "stack": [{"name": "no_such_shift", "severity": 1, "pool": "eval", "seed": 0}],
                     "label": failing[0]["label"].rpartition(" | ")[0] + " | no_such_shift(s=1,eval)"}  # fmt: skip
     unknown_domain = {**failing[0], "case": "x2", "task": "nowhere-test-phone-0"}
     report["records"] = [failing[1], unknown_name, unknown_domain]
