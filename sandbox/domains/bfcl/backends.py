@@ -109,7 +109,11 @@ def execute(method: Any, name: str, arguments: dict[str, Any]) -> tuple[Any, str
     return text, text, None
 
 
+def public_state(instances: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The public attributes of each instance, live (not copied): what BFCL's state checker compares."""
+    return {name: {k: v for k, v in vars(inst).items() if not k.startswith("_")} for name, inst in instances.items()}
+
+
 def snapshot(instances: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The public attributes of each instance, deep-copied: what BFCL's state checker compares."""
-    return {name: copy.deepcopy({k: v for k, v in vars(inst).items() if not k.startswith("_")})
-            for name, inst in instances.items()}  # fmt: skip
+    """:func:`public_state`, deep-copied."""
+    return copy.deepcopy(public_state(instances))

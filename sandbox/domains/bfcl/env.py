@@ -7,7 +7,7 @@ import inspect
 from typing import TYPE_CHECKING, Any
 
 from sandbox.agent import ToolSpec
-from sandbox.domains.bfcl.backends import build_instances, execute, methods, snapshot
+from sandbox.domains.bfcl.backends import build_instances, execute, methods, public_state, snapshot
 from sandbox.domains.bfcl.check import Snapshot, Turn, check
 from sandbox.domains.bfcl.data import Entry, class_specs
 from sandbox.env import Env
@@ -106,8 +106,7 @@ class BfclEnv(Env):
 
     def _changed(self) -> bool:
         """Whether the backends' state differs from what the last call left (BFCL's state checker's view)."""
-        live = {n: {k: v for k, v in vars(i).items() if not k.startswith("_")} for n, i in self.instances.items()}
-        if live == self._seen:
+        if public_state(self.instances) == self._seen:
             return False
         self._seen = snapshot(self.instances)
         return True
