@@ -65,7 +65,7 @@ def export_data(args: argparse.Namespace, tokenizer, folder: Path) -> tuple[Path
     return path, examples
 
 
-def run_ours(args: argparse.Namespace, base: Path, examples: list) -> dict:
+def run_ours(args: argparse.Namespace, base: Path, examples: list, lora_layers: int = 0) -> dict:
     from training.config import SFTConfig
     from training.runs import META_FILE
     from training.sft import train
@@ -74,7 +74,7 @@ def run_ours(args: argparse.Namespace, base: Path, examples: list) -> dict:
         cfg = SFTConfig(
             out=out, base=str(base), steps=args.steps, batch_size=args.batch_size, lr=args.lr, warmup=1,
             save_every=0, progress=False, share_prefix=not args.no_share, lora=args.lora, bf16=False,
-            max_length=args.max_length, seed=args.seed,
+            max_length=args.max_length, seed=args.seed, lora_layers=lora_layers,
         )  # fmt: skip
         t = time.perf_counter()
         train(cfg, examples, {"benchmark": True})
@@ -166,6 +166,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     parser.add_argument("--no-share", action="store_true", help="ours without the shared prefix (an ablation)")
+    parser.add_argument(
+        "--lora-layers", type=int, default=0, help="also ours with LoRA on the last N layers only (the demo's lever)"
+    )
     args = parser.parse_args()
     args.lora = args.model != "tiny"
 
@@ -190,6 +193,12 @@ def main() -> int:
         print("ours ...", file=sys.stderr, flush=True)
         result["ours"] = {**run_ours(args, base, examples), "load_average_after": os.getloadavg()}
         print(json.dumps(result["ours"]), file=sys.stderr, flush=True)
+        if args.lora and args.lora_layers:
+            print(f"ours, LoRA on the last {args.lora_layers} layers ...", file=sys.stderr, flush=True)
+            last = run_ours(args, base, examples, args.lora_layers)
+            last.update(lora_layers=args.lora_layers, load_average_after=os.getloadavg())
+            result["ours_last_layers"] = last
+            print(json.dumps(result["ours_last_layers"]), file=sys.stderr, flush=True)
         print("TRL ...", file=sys.stderr, flush=True)
         result["trl"] = {**run_trl(args, base, data_file), "load_average_after": os.getloadavg()}
         print(json.dumps(result["trl"]), file=sys.stderr, flush=True)
@@ -197,6 +206,11 @@ def main() -> int:
     result["speedup"] = round(result["ours"]["tokens_per_second"] / result["trl"]["tokens_per_second"], 2)
     print(json.dumps({k: result[k] for k in ("setup", "speedup")}, indent=1))
     print(f"ours {result['ours']['tokens_per_second']} tok/s, TRL {result['trl']['tokens_per_second']} tok/s")
+    if "ours_last_layers" in result:
+        last = result["ours_last_layers"]["tokens_per_second"]
+        result["last_layers_speedup_over_all"] = round(last / result["ours"]["tokens_per_second"], 2)
+        print(f"ours with LoRA on the last {args.lora_layers} layers {last} tok/s "
+              f"({result['last_layers_speedup_over_all']}x all layers)")  # fmt: skip
     write("sft" if args.model == "default" else f"sft-{Path(args.model).name}", result)
     return 0
 

@@ -37,6 +37,11 @@ class TrainConfig:
     )
     lora_r: int = field(default=16, metadata={"help": "LoRA rank"})
     lora_alpha: int = field(default=32, metadata={"help": "LoRA scaling alpha"})
+    lora_layers: int = field(
+        default=0,
+        metadata={"help": "LoRA on the last N decoder layers only (0: all): the backward pass then stops below "
+                  "them, so a step costs less"},
+    )  # fmt: skip
     bf16: bool = field(default=True, metadata={"help": "bf16 autocast where the hardware supports it"})
     seed: int = field(default=0, metadata={"help": "seed of the task draw, the data order or sampling, the LoRA init"})
     save_every: int = field(

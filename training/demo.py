@@ -37,26 +37,35 @@ class DemoConfig:
         default_factory=lambda: [25, 50, 100],
         metadata={"help": "SFT step counts to evaluate (one run, exported)", "items": "step counts (25,50,100)"},
     )
-    paft_steps: int = field(default=100, metadata={"help": "PAFT steps (0: skip PAFT)"})
-    rl_steps: int = field(default=12, metadata={"help": "GRPO steps of each RL agent, from SFT-<rl-from> (0: skip RL)"})
+    paft_steps: int = field(default=100, metadata={"help": "PAFT steps, continued from SFT-<paft-from> (0: skip PAFT)"})
+    paft_from: int = field(
+        default=100,
+        metadata={"help": "PAFT continues from this SFT-N, as the paper does (one of --sft-steps; 0: from the base)"},
+    )
+    rl_steps: int = field(default=12, metadata={"help": "with --full: GRPO steps of each RL agent, from SFT-<rl-from>"})
     rl_group: int = field(default=8, metadata={"help": "RL: sampled episodes per task (G); 4 tasks a step"})
     rl_from: int = field(default=50, metadata={"help": "RL starts from this SFT-N (one of --sft-steps; 0: the last)"})
     batch_size: int = field(default=8, metadata={"help": "episodes per optimizer step"})
     episodes: int = field(default=800, metadata={"help": "distinct training tasks (train split)"})
     lr: float = field(default=1e-3, metadata={"help": "peak learning rate (LoRA)"})
+    lora_layers: int = field(default=0, metadata={"help": "LoRA on the last N decoder layers only (0: all)"})
     alpha: float = field(default=0.3, metadata={"help": "PAFT share of perturbed episodes (train pool)"})
     n: int = field(default=20, metadata={"help": "evaluation cases per tier (test split, eval pool), plus clean twins"})
     eval_batch: int = field(default=32, metadata={"help": "episodes per generation batch in evaluation"})
     seed: int = field(default=0, metadata={"help": "seed of training and of the evaluation cases"})
     agents: list[str] = field(
-        default_factory=lambda: ["base", "sft", "paft", "rl", "oracle", "static"],
+        default_factory=lambda: ["base", "sft", "paft", "oracle", "static"],
         metadata={"help": "rows of the table: base, sft, paft, rl (two: completion and refusal-aware), oracle, static"},
     )
+    full: bool = field(default=False, metadata={"help": "the whole table: also the two RL rows (rl)"})
     retrain: bool = field(default=False, metadata={"help": "train again even if checkpoints exist"})
     quick: bool = field(
         default=False, metadata={"help": "about 3 minutes: 2 steps, 8 episodes, 2 cases a tier; no RL, no base row"}
     )
     json: str = field(default="", metadata={"help": "also write the table (and each agent's report) to this file"})
+    figure: str = field(
+        default="", metadata={"help": "draw the table into this PNG (default DIR/demo.png; needs the plot extra)"}
+    )
 
     def scaled(self) -> DemoConfig:
         if not self.quick:
@@ -70,12 +79,19 @@ class DemoConfig:
 
 
 def checked(cfg: DemoConfig) -> DemoConfig:
-    """``cfg`` with its step counts sorted and unique (a :class:`UsageError` if one is below 1), scaled
-    for ``--quick``."""
+    """``cfg`` with its step counts sorted and unique, RL's rows added for ``--full``, scaled for ``--quick``;
+    a :class:`UsageError` if a step count is below 1 or ``--paft-from`` is not one of them."""
     steps = sorted(set(cfg.sft_steps))
     if not steps or steps[0] < 1:
         raise UsageError(f"--sft-steps {','.join(map(str, cfg.sft_steps))!r}: give step counts of at least 1")
-    return dataclasses.replace(cfg, sft_steps=steps).scaled()
+    agents = [*cfg.agents, "rl"] if cfg.full and "rl" not in cfg.agents else cfg.agents
+    cfg = dataclasses.replace(cfg, sft_steps=steps, agents=agents).scaled()
+    if cfg.paft_steps and "paft" in cfg.agents and cfg.paft_from and cfg.paft_from not in cfg.sft_steps:
+        raise UsageError(
+            f"--paft-from {cfg.paft_from} is not one of --sft-steps {cfg.sft_steps}: "
+            "give one of them (0: from the base)"
+        )
+    return cfg
 
 
 def _say(message: str) -> None:
@@ -84,19 +100,21 @@ def _say(message: str) -> None:
 
 def _train_configs(cfg: DemoConfig, root: Path) -> dict[str, SFTConfig]:
     common = dict(
-        base=cfg.base,
-        batch_size=cfg.batch_size,
-        episodes=cfg.episodes,
-        lr=cfg.lr,
-        warmup=3,
-        seed=cfg.seed,
-        save_every=2,
-    )
+        batch_size=cfg.batch_size, episodes=cfg.episodes, lr=cfg.lr, lora_layers=cfg.lora_layers, warmup=3,
+        seed=cfg.seed, save_every=2,
+    )  # fmt: skip
     last = max(cfg.sft_steps)
-    runs = {"sft": SFTConfig(out=str(root / "sft"), steps=last, export_at=cfg.sft_steps[:-1], **common)}
+    sft = SFTConfig(out=str(root / "sft"), base=cfg.base, steps=last, export_at=cfg.sft_steps[:-1], **common)
+    runs = {"sft": sft}
     if cfg.paft_steps and "paft" in cfg.agents:
-        runs["paft"] = SFTConfig(out=str(root / "paft"), steps=cfg.paft_steps, alpha=cfg.alpha, **common)
+        start = str(sft_dir(cfg, runs, cfg.paft_from)) if cfg.paft_from else cfg.base
+        runs["paft"] = SFTConfig(out=str(root / "paft"), base=start, steps=cfg.paft_steps, alpha=cfg.alpha, **common)
     return runs
+
+
+def paft_label(cfg: DemoConfig) -> str:
+    start = f", from SFT-{cfg.paft_from}" if cfg.paft_from else ""
+    return f"PAFT-{cfg.paft_steps} (α={cfg.alpha}{start})"
 
 
 def rl_start(cfg: DemoConfig) -> int:
@@ -125,7 +143,7 @@ def _agent_dirs(cfg: DemoConfig, runs: dict[str, SFTConfig]) -> dict[str, str]:
             for steps in cfg.sft_steps:
                 specs[f"SFT-{steps}"] = f"hf:{sft_dir(cfg, runs, steps)}"
         elif name == "paft" and "paft" in runs:
-            specs[f"PAFT-{cfg.paft_steps} (α={cfg.alpha})"] = f"hf:{runs['paft'].out}"
+            specs[paft_label(cfg)] = f"hf:{runs['paft'].out}"
         elif name == "rl" and "sft" in cfg.agents:
             from training.rl_demo import demo_specs
 
@@ -148,6 +166,9 @@ def summarize(report: Any) -> dict[str, Any]:
     for tier, _ in TIER_COLUMNS:
         r = report.row(tier)
         row[f"delta_{tier}"] = None if r is None else round(r.delta.points, 1)
+    for scope in ("clean", *(t for t, _ in TIER_COLUMNS), "internalization"):
+        r = report.row(scope)
+        row[f"success_{scope}"] = None if r is None else value(r.clean if scope == "clean" else r.perturbed)
     tier4 = report.row("internalization")
     row["refusal_t4"] = value(tier4.refusal) if tier4 else None
     row["refusal_t4_k"], row["refusal_t4_n"] = (tier4.refusal.k, tier4.refusal.n) if tier4 else (0, 0)
@@ -164,6 +185,34 @@ def clean_success(agent: Any, n: int, seed: int = 0, batch_size: int = 32, domai
 
     episodes = run_in_batches(agent, [Case(t) for t in tasks(domain, "test", n, seed)], batch_size)
     return success_rate(episodes), episodes
+
+
+SCOPES = (("clean", "clean"), ("perception", "tier 1"), ("interaction", "tier 2"), ("reasoning", "tier 3"),
+          ("internalization", "tier-4 refusal"))  # fmt: skip
+"""What the figure draws and the paired comparison reads: the clean twins, then each tier's perturbed cases."""
+
+
+def paired(report: Any, baseline: Any) -> dict[str, Any]:
+    """``report``'s success minus ``baseline``'s on the same cases, per scope (clean: the clean twins; a tier:
+    its perturbed cases; tier 4: refusals), as Newcombe's paired difference (:class:`~sandbox.metrics.PairedDelta`)."""
+    from sandbox.metrics import PairedDelta
+
+    mine = {r.case: r for r in report.records}
+    out: dict[str, Any] = {}
+    for scope, _ in SCOPES:
+        if scope == "clean":
+            twins = {r.task: r for r in baseline.records if r.case in mine}
+            pairs = [(mine[r.case].clean_success, r.clean_success) for r in twins.values()]
+        else:
+            pairs = [(mine[r.case].success, r.success) for r in baseline.records if r.tier == scope and r.case in mine]
+        if pairs:
+            out[scope] = PairedDelta.of(pairs)
+    return out
+
+
+def format_paired(label: str, baseline: str, deltas: dict[str, Any]) -> str:
+    parts = [f"{name} {deltas[scope]}" for scope, name in SCOPES if scope in deltas]
+    return f"{label} minus {baseline}, paired on the same cases (points, 95% interval): " + "; ".join(parts)
 
 
 def format_table(rows: dict[str, dict[str, Any]]) -> str:
@@ -202,6 +251,10 @@ def run(cfg: DemoConfig) -> int:
     timings = train_agents(cfg, runs, root)
     rows, reports = evaluate_agents(cfg, _agent_dirs(cfg, runs), root, timings)
     print(format_table(rows))
+    compared = paft_against(cfg, reports)
+    if compared:
+        print(format_paired(*compared))
+    draw_figure(rows, Path(cfg.figure) if cfg.figure else root / "demo.png")
     if "rl" in cfg.agents:
         from training.rl_demo import demo_note
 
@@ -214,9 +267,42 @@ def run(cfg: DemoConfig) -> int:
         from training.runs import write_json
 
         Path(cfg.json).parent.mkdir(parents=True, exist_ok=True)
-        write_json(cfg.json, {"config": dataclasses.asdict(cfg), "rows": rows, "timings": timings, "reports": reports})
+        write_json(
+            cfg.json,
+            {
+                "config": dataclasses.asdict(cfg),
+                "rows": rows,
+                "timings": timings,
+                "reports": {k: r.to_dict() for k, r in reports.items()},
+            },
+        )
         _say(f"table written to {cfg.json}")
     return 0
+
+
+def needs_sft(cfg: DemoConfig) -> bool:
+    """Whether the SFT run is trained: for its rows, or as the start of PAFT or RL."""
+    return "sft" in cfg.agents or ("paft" in cfg.agents and cfg.paft_from > 0) or "rl" in cfg.agents
+
+
+def paft_against(cfg: DemoConfig, reports: dict[str, Any]) -> tuple[str, str, dict[str, Any]] | None:
+    """PAFT against SFT of the same compute (SFT-<paft-from + paft-steps>, else the longest SFT shown), paired."""
+    label = paft_label(cfg)
+    sft = [f"SFT-{s}" for s in cfg.sft_steps if f"SFT-{s}" in reports]
+    same = f"SFT-{cfg.paft_from + cfg.paft_steps}"
+    baseline = same if same in reports else (sft[-1] if sft else None)
+    if label not in reports or baseline is None:
+        return None
+    return label, baseline, paired(reports[label], reports[baseline])
+
+
+def draw_figure(rows: dict[str, dict[str, Any]], path: Path) -> None:
+    from training.figure import draw
+
+    try:
+        _say(f"figure written to {draw(rows, path)}")
+    except UsageError as exc:  # matplotlib is an extra: the table stands without the figure
+        _say(f"no figure: {exc}")
 
 
 def train_agents(cfg: DemoConfig, runs: dict[str, SFTConfig], root: Path) -> dict[str, float]:
@@ -227,7 +313,7 @@ def train_agents(cfg: DemoConfig, runs: dict[str, SFTConfig], root: Path) -> dic
 
     timings: dict[str, float] = {}
     for name, run_cfg in runs.items():
-        if "sft" not in cfg.agents and name == "sft":
+        if name == "sft" and not needs_sft(cfg):
             continue
         if finished_run(run_cfg.out, run_cfg.to_dict()) and not cfg.retrain:
             _say(f"{name}: reusing {run_cfg.out} (--retrain to start over)")
@@ -267,6 +353,6 @@ def evaluate_agents(
         del agent
         timings[f"eval_{label}_s"] = round(time.perf_counter() - t, 1)
         rows[label] = summarize(report)
-        reports[label] = report.to_dict()
+        reports[label] = report
         _say(f"{label}: clean {rows[label]['clean']} in {timings[f'eval_{label}_s']} s")
     return rows, reports

@@ -39,11 +39,26 @@ def load_model(cfg: TrainConfig, base_dir: Path) -> tuple[Any, Any]:
 
         torch.manual_seed(cfg.seed)
         lora = LoraConfig(
-            r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0, target_modules="all-linear",
-            task_type="CAUSAL_LM",
+            r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0, task_type="CAUSAL_LM",
+            **_lora_targets(model, cfg.lora_layers),
         )  # fmt: skip
         model = get_peft_model(model, lora)
     return model, tokenizer
+
+
+def _lora_targets(model: Any, last: int) -> dict[str, Any]:
+    """LoRA's targets: every linear layer but the output projection, in the last ``last`` decoder layers
+    (0: in all of them). peft takes a layer range only with the module names listed."""
+    import torch
+
+    layers = model.config.get_text_config(decoder=True).num_hidden_layers
+    if last <= 0 or last >= layers:
+        return {"target_modules": "all-linear"}
+    output = model.get_output_embeddings()
+    names = {
+        n.rsplit(".", 1)[-1] for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) and m is not output
+    }
+    return {"target_modules": sorted(names), "layers_to_transform": list(range(layers - last, layers))}
 
 
 def begin(cfg: TrainConfig) -> None:

@@ -11,30 +11,51 @@ pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
 
-def test_demo_trains_evaluates_writes_the_table_and_reuses_its_checkpoints(tiny_base, tmp_path, capsys):
+def test_demo_trains_evaluates_writes_the_table_and_figure_and_reuses_its_checkpoints(tiny_base, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
     from pytest_openagent.cli import main
 
-    base = tiny_base
+    figure = tmp_path / "demo.png"
     argv = [
-        "demo", "--base", str(base), "--dir", str(tmp_path / "demo"), "--agents", "sft,oracle,static",
-        "--sft-steps", "1,2", "--batch-size", "2", "--episodes", "4", "--n", "1", "--rl-steps", "0",
-        "--json", str(tmp_path / "table.json"),
+        "demo", "--base", str(tiny_base), "--dir", str(tmp_path / "demo"), "--agents", "sft,paft,oracle,static",
+        "--sft-steps", "1,2", "--paft-from", "1", "--paft-steps", "1", "--batch-size", "2", "--episodes", "4",
+        "--n", "1", "--json", str(tmp_path / "table.json"), "--figure", str(figure),
     ]  # fmt: skip
 
     assert main(argv) == 0
     first = capsys.readouterr()
-    assert "sft: training 2 steps" in first.err
-    for row in ("SFT-1", "SFT-2", "oracle", "static"):
+    assert "sft: training 2 steps" in first.err and "paft: training 1 steps" in first.err
+    paft = "PAFT-1 (α=0.3, from SFT-1)"
+    for row in ("SFT-1", "SFT-2", paft, "oracle", "static"):
         assert row in first.out
+    # PAFT continued from SFT-1 for one step has SFT-2's compute: the two are compared case by case.
+    assert f"{paft} minus SFT-2, paired on the same cases" in first.out
     table = json.loads((tmp_path / "table.json").read_text())
-    assert list(table["rows"]) == ["SFT-1", "SFT-2", "oracle", "static"]
-    assert table["rows"]["oracle"]["clean"] == 1.0
+    assert list(table["rows"]) == ["SFT-1", "SFT-2", paft, "oracle", "static"]
+    assert table["rows"]["oracle"]["clean"] == 1.0 and table["rows"]["oracle"]["success_perception"] == 1.0
+    assert json.loads((tmp_path / "demo" / "paft" / "openagent-train.json").read_text())["config"]["base"].endswith(
+        "step-1"
+    )
     assert (tmp_path / "demo" / "sft" / "step-1" / "model.safetensors").is_file()
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     assert main(argv) == 0  # the second run trains nothing
     second = capsys.readouterr()
     assert "reusing" in second.err and "training" not in second.err
     assert json.loads((tmp_path / "table.json").read_text())["rows"] == table["rows"]
+
+
+def test_paft_must_start_from_an_sft_row_and_full_adds_the_rl_rows():
+    from dataclasses import replace
+
+    from sandbox.errors import UsageError
+    from training.demo import DemoConfig, checked
+
+    cfg = DemoConfig(sft_steps=[20, 40], paft_from=20, paft_steps=20)
+    assert "rl" not in checked(cfg).agents and "rl" in checked(replace(cfg, full=True)).agents
+    with pytest.raises(UsageError, match=r"--paft-from 30 is not one of --sft-steps \[20, 40\]"):
+        checked(replace(cfg, paft_from=30))
+    checked(replace(cfg, paft_from=0))  # from the base
 
 
 def test_quick_scales_everything_down_and_leaves_out_rl_and_the_base_row():

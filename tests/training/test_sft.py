@@ -208,3 +208,28 @@ def test_training_ids_extend_the_prompts_the_agent_sees(tokenizer):
             prompt = tokenizer(text, add_special_tokens=False)["input_ids"]
             assert ids[: len(prompt)] == prompt
             assert mask[len(prompt)] and not mask[len(prompt) - 1]
+
+
+def test_lora_on_the_last_layers_adapts_only_those_and_still_learns(base, examples, tmp_path):
+    import torch
+
+    from training.batches import collate
+    from training.loop import load_model
+    from training.sft import batch_loss
+
+    model, _ = load_model(SFTConfig(out=str(tmp_path), lora_layers=1), base)
+    layers = model.config.num_hidden_layers
+    adapted = {int(n.split(".layers.")[1].split(".")[0]) for n, p in model.named_parameters() if p.requires_grad}
+    assert adapted == {layers - 1}
+    assert layers > 1  # else the test would not tell the last layer from all
+
+    batch = collate(examples[:2])
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+    first = None
+    for _ in range(5):
+        loss = batch_loss(model, batch)
+        first = first if first is not None else loss.item()
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    assert loss.item() < first

@@ -1,0 +1,60 @@
+"""The demo's table as a figure: success per tier for each agent, and robustness against SFT steps.
+
+Needs the ``plot`` extra (matplotlib), imported only here.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from sandbox.errors import UsageError
+from training.demo import SCOPES
+
+STEPS = re.compile(r"^SFT-(\d+)$")
+
+
+def draw(rows: dict[str, dict[str, Any]], path: str | Path) -> Path:
+    """Write ``rows`` (the demo's, by agent label) as a PNG at ``path``: on the left, each agent's success on
+    the clean tasks and under each tier; on the right, each tier's success against the SFT step count (the
+    paper's robustness plot), with the other trained agents as points at their own step count where known."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise UsageError("the figure needs matplotlib: pip install 'pytest-openagent[plot]'") from None
+
+    fig, (bars, curve) = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [3, 2]})
+    labels = list(rows)
+    width = 0.8 / len(SCOPES)
+    for k, (scope, name) in enumerate(SCOPES):
+        values = [100 * (rows[a].get(f"success_{scope}") or 0.0) for a in labels]
+        bars.bar([i + (k - (len(SCOPES) - 1) / 2) * width for i in range(len(labels))], values, width, label=name)
+    bars.set_xticks(range(len(labels)), labels, rotation=20, ha="right", fontsize=8)
+    bars.set_ylabel("success (%)")
+    bars.set_ylim(0, 100)
+    bars.set_title("success per tier (tier 4: unsolvable tasks refused)")
+    bars.legend(fontsize=7, ncols=len(SCOPES), loc="upper center", bbox_to_anchor=(0.5, -0.25))
+
+    sft = sorted((int(m.group(1)), label) for label in labels if (m := STEPS.match(label)))
+    for scope, name in SCOPES:
+        if sft:
+            curve.plot([s for s, _ in sft], [100 * (rows[a].get(f"success_{scope}") or 0.0) for _, a in sft],
+                       marker="o", label=name)  # fmt: skip
+    curve.set_xlabel("SFT steps")
+    curve.set_ylabel("success (%)")
+    curve.set_ylim(0, 100)
+    curve.set_title("robustness against SFT steps")
+    curve.legend(fontsize=7)
+    fig.tight_layout()
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    fig.savefig(tmp, dpi=110, format="png")
+    plt.close(fig)
+    tmp.replace(path)
+    return path
