@@ -250,6 +250,11 @@ def run(cfg: DemoConfig) -> int:
 
     timings = train_agents(cfg, runs, root)
     rows, reports = evaluate_agents(cfg, _agent_dirs(cfg, runs), root, timings)
+    for steps in cfg.sft_steps:
+        if f"SFT-{steps}" in rows:
+            rows[f"SFT-{steps}"]["steps"] = steps
+    if paft_label(cfg) in rows:
+        rows[paft_label(cfg)]["steps"] = cfg.paft_from + cfg.paft_steps
     print(format_table(rows))
     compared = paft_against(cfg, reports)
     if compared:

@@ -18,7 +18,7 @@ STEPS = re.compile(r"^SFT-(\d+)$")
 def draw(rows: dict[str, dict[str, Any]], path: str | Path) -> Path:
     """Write ``rows`` (the demo's, by agent label) as a PNG at ``path``: on the left, each agent's success on
     the clean tasks and under each tier; on the right, each tier's success against the SFT step count (the
-    paper's robustness plot), with the other trained agents as points at their own step count where known."""
+    paper's robustness plot), the other trained agents as stars at their step count (a row's ``steps``)."""
     try:
         import matplotlib
 
@@ -39,11 +39,19 @@ def draw(rows: dict[str, dict[str, Any]], path: str | Path) -> Path:
     bars.set_title("success per tier (tier 4: unsolvable tasks refused)")
     bars.legend(fontsize=7, ncols=len(SCOPES), loc="upper center", bbox_to_anchor=(0.5, -0.25))
 
-    sft = sorted((int(m.group(1)), label) for label in labels if (m := STEPS.match(label)))
-    for scope, name in SCOPES:
+    sft = sorted((row["steps"], label) for label, row in rows.items() if label.startswith("SFT-") and "steps" in row)
+    others = [(row["steps"], label) for label, row in rows.items() if "steps" in row and not label.startswith("SFT-")]
+    for k, (scope, name) in enumerate(SCOPES):
+        colour = f"C{k}"
         if sft:
             curve.plot([s for s, _ in sft], [100 * (rows[a].get(f"success_{scope}") or 0.0) for _, a in sft],
-                       marker="o", label=name)  # fmt: skip
+                       marker="o", color=colour, label=name)  # fmt: skip
+        for steps, label in others:
+            curve.scatter([steps], [100 * (rows[label].get(f"success_{scope}") or 0.0)], marker="*", s=120,
+                          color=colour, edgecolors="black", linewidths=0.5)  # fmt: skip
+    if others:
+        stars = ", ".join(label for _, label in others)
+        curve.scatter([], [], marker="*", s=120, color="white", edgecolors="black", label=stars)
     curve.set_xlabel("SFT steps")
     curve.set_ylabel("success (%)")
     curve.set_ylim(0, 100)

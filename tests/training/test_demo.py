@@ -81,3 +81,45 @@ def test_rl_starts_from_the_sft_checkpoint_asked_for(tmp_path):
     with pytest.raises(UsageError, match=r"--rl-from 40 is not one of --sft-steps \[25, 50, 100\]"):
         rl_start(replace(cfg, rl_from=40))
     rl_start(replace(cfg, rl_from=40, rl_steps=0))  # no RL: nothing to start from, no error
+
+
+def _record(case: str, task: str, tier: str, success: bool, clean_success: bool):
+    from sandbox.evaluation.report import Record
+
+    return Record(
+        test="evaluate", agent="a", case=case, label=case, task=task, family="phone", n_calls=2,
+        perturbations=("tool_name_noise",), tier=tier, solvable=True, outcome="success" if success else "wrong_answer",
+        success=success, tool_errors=0, calls=2, clean_outcome="success", clean_success=clean_success,
+        clean_solvable=True, clean_tool_errors=0, clean_calls=2,
+    )  # fmt: skip
+
+
+def test_paired_compares_the_same_cases_per_scope_and_counts_each_clean_twin_once():
+    from sandbox.evaluation.report import Report
+    from training.demo import paired
+
+    # Agent A fixes cases 1 and 2 of tier 1 and breaks case 3; task t1 has two cases, its clean twin counts once.
+    a = Report(
+        [
+            _record("c1", "t1", "perception", True, True),
+            _record("c2", "t1", "perception", True, True),
+            _record("c3", "t3", "perception", False, False),
+            _record("c4", "t4", "interaction", True, True),
+        ],
+        {},
+    )
+    b = Report(
+        [
+            _record("c1", "t1", "perception", False, True),
+            _record("c2", "t1", "perception", False, True),
+            _record("c3", "t3", "perception", True, True),
+            _record("c4", "t4", "interaction", True, True),
+        ],
+        {},
+    )
+    deltas = paired(a, b)  # fmt: skip
+    tier1 = deltas["perception"]
+    assert (tier1.both, tier1.only_a, tier1.only_b, tier1.neither) == (0, 2, 1, 0)
+    clean = deltas["clean"]
+    assert clean.n == 3 and (clean.only_a, clean.only_b) == (0, 1)
+    assert deltas["interaction"].points == 0 and "reasoning" not in deltas
