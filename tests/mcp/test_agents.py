@@ -57,8 +57,10 @@ def _oracle_keeps_full_success(domain, severities="all"):
     return {p.name for c in cases for p in c.perturbations}
 
 
-def test_the_oracle_solves_every_applied_perturbation_of_the_server_in_memory():
-    domain = mcp_domain(notes_server.build(), TASKS, name="notes-oracle", inspect="tool:list_notes")
+@pytest.mark.parametrize("loop", ["thread", "caller"])
+def test_the_oracle_solves_every_applied_perturbation_of_the_server_in_memory(loop):
+    """``loop="caller"`` is how ``openagent mcp-proxy`` holds its upstream: the calling thread runs the loop."""
+    domain = mcp_domain(notes_server.build(), TASKS, name=f"notes-oracle-{loop}", inspect="tool:list_notes", loop=loop)
     try:
         applied = _oracle_keeps_full_success(domain)
     finally:

@@ -35,8 +35,10 @@ def reader(messages, tools):
     ("fault", "kind", "words"),
     [("crash", "fatal", "is gone"), ("hang", "runtime_error", "hangs"), ("garbage", "runtime_error", "hangs")],
 )
-def test_a_faulty_server_ends_the_episode_as_an_outcome_and_the_next_episode_runs(fault, kind, words):
-    domain = mcp_domain(stdio("--fault", fault, "--on", "get_note"), TASKS, name=f"notes-{fault}", timeout=2)
+@pytest.mark.parametrize("loop", ["thread", "caller"])
+def test_a_faulty_server_ends_the_episode_as_an_outcome_and_the_next_episode_runs(fault, kind, words, loop):
+    server = stdio("--fault", fault, "--on", "get_note")
+    domain = mcp_domain(server, TASKS, name=f"notes-{fault}-{loop}", timeout=2, loop=loop)
     sandbox.register_domain(domain, replace=True)
     try:
         broken, fine = run_cases(reader, [Case(t) for t in domain.listed])

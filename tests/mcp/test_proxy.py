@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 
 import pytest
 
 pytest.importorskip("mcp", reason="needs the mcp extra: pip install 'pytest-openagent[mcp]'")
 
-from conftest import SERVER, proxy_process, write_tasks
+from conftest import HERE, SERVER, proxy_process, write_tasks
 from mcp import Client, StdioServerParameters
 
 from pytest_openagent.cli import main
@@ -42,6 +43,21 @@ def test_the_proxy_serves_renamed_tools_over_stdio_and_maps_calls_back(tmp_path)
             "--perturb", "semantic_renaming:2", "--perturb", "tool_name_noise:1,runtime_error"]  # fmt: skip
     names, instructions, first, second = _session(StdioServerParameters(command=sys.executable, args=argv),
                                                   _renamed_and_retried)  # fmt: skip
+    assert names == ["catalogNotes", "insertNote", "retrieveNote", "scanNotes"]
+    assert instructions == "What does the note n1 say?"
+    assert first.is_error and json.loads(first.content[0].text)["error"] == "runtime_error"
+    assert not second.is_error and json.loads(second.content[0].text)["text"] == "milk, eggs, rye bread"
+
+
+def test_the_proxy_hosts_a_python_server_object_in_process_and_maps_calls_back(tmp_path):
+    """``--upstream module:attribute`` runs the server inside the proxy over the SDK's in-memory transport: no
+    second process, the same perturbations and the same mapping back as over stdio."""
+    tasks = write_tasks(tmp_path / "tasks.jsonl")
+    argv = ["-m", "pytest_openagent.cli", "mcp-proxy", "--upstream", "notes_server:build", "--tasks", str(tasks),
+            "--task", "text", "--perturb", "semantic_renaming:2,tool_name_noise:1,runtime_error"]  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
+    target = StdioServerParameters(command=sys.executable, args=argv, env=env)
+    names, instructions, first, second = _session(target, _renamed_and_retried)
     assert names == ["catalogNotes", "insertNote", "retrieveNote", "scanNotes"]
     assert instructions == "What does the note n1 say?"
     assert first.is_error and json.loads(first.content[0].text)["error"] == "runtime_error"

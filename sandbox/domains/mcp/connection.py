@@ -7,6 +7,11 @@ submitted to the loop with :func:`asyncio.run_coroutine_threadsafe` and waited f
 any thread (a lockstep batch, the runner's worker threads) can call, the SDK's session stays on the
 loop it was made on, and a server that hangs costs the caller a timeout, never a blocked session.
 
+With ``loop="caller"`` no thread runs the loop: the thread that calls runs it (one caller at a time)
+until its call is answered, and between calls it is still. That saves two thread wakeups a call (about a
+millisecond of CPU on a busy 2-core machine, docs/mcp.md), which the proxy wants; the sandbox's episodes
+keep the thread, which also answers whatever the server sends between calls.
+
 Whatever goes wrong on the server's side (it exits, hangs, breaks the protocol or answers what the
 SDK cannot read) becomes a :class:`ServerFault`, which the domain's tools turn into an error the agent
 reads; no such fault escapes an episode.
@@ -21,7 +26,7 @@ import re
 import tempfile
 import threading
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any
+from typing import Any, Literal
 
 from sandbox.domains.mcp.target import ServerTarget
 from sandbox.tools import ErrorKind
@@ -30,6 +35,8 @@ DEFAULT_TIMEOUT = 10.0
 """Seconds a tool call may take before it fails as a hung server (``timeout=`` changes it)."""
 CONNECT_TIMEOUT = 30.0
 """Seconds a server may take to start and answer the handshake (a stdio server imports the SDK first)."""
+LoopMode = Literal["thread", "caller"]
+"""Who runs a connection's event loop: a daemon thread of its own, or the thread that calls."""
 
 
 class ServerFault(Exception):
@@ -45,17 +52,21 @@ class Connection:
     """A started MCP client session to ``target``; :meth:`call` and :meth:`list_tools` block, with timeouts."""
 
     def __init__(self, target: ServerTarget, timeout: float = DEFAULT_TIMEOUT,
-                 connect_timeout: float = CONNECT_TIMEOUT) -> None:  # fmt: skip
+                 connect_timeout: float = CONNECT_TIMEOUT, loop: LoopMode = "thread") -> None:  # fmt: skip
         self.target = target
         self.timeout = timeout
+        self.loop_mode: LoopMode = loop
         self.broken: str | None = None
         """Why the connection can serve no more calls (the server exited, the transport failed)."""
         self._client: Any = None
         # the server's stderr, kept for the message when it dies; closed in close()
         self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8") if target.kind == "stdio" else None  # noqa: SIM115
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name=f"mcp {target.label}", daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = None
+        self._driving = threading.Lock()  # loop="caller": one thread runs the loop at a time
+        if loop == "thread":
+            self._thread = threading.Thread(target=self._loop.run_forever, name=f"mcp {target.label}", daemon=True)
+            self._thread.start()
         self._stop: asyncio.Event | None = None
         self._held: asyncio.Future[None] | None = None
         try:
@@ -107,12 +118,31 @@ class Connection:
                 self.broken = "the connection was closed"
 
     def _submit(self, coro: Any, timeout: float) -> Any:
+        if self._thread is None:
+            return self._drive(coro, timeout)
         future = asyncio.run_coroutine_threadsafe(asyncio.wait_for(coro, timeout), self._loop)
         try:
             return future.result(timeout + 5)  # the loop's own wait_for fires first; this guards a wedged loop
         except (FutureTimeout, TimeoutError):
             future.cancel()
             raise ServerFault("runtime_error", f"no answer within {timeout:g}s") from None
+
+    def _drive(self, coro: Any, timeout: float) -> Any:
+        """Run the loop in this thread until ``coro`` is done (``loop="caller"``); the caller may itself be a
+        coroutine of another loop (the proxy's handler), which is set aside meanwhile, as asyncio allows one
+        running loop a thread."""
+        if not self._driving.acquire(timeout=timeout + 5):
+            coro.close()
+            raise ServerFault("runtime_error", f"no answer within {timeout:g}s (another call holds the connection)")
+        outer = asyncio._get_running_loop()
+        asyncio._set_running_loop(None)
+        try:
+            return self._loop.run_until_complete(asyncio.wait_for(coro, timeout))
+        except TimeoutError:
+            raise ServerFault("runtime_error", f"no answer within {timeout:g}s") from None
+        finally:
+            asyncio._set_running_loop(outer)
+            self._driving.release()
 
     def _last_words(self) -> str:
         if self._stderr is None:
@@ -188,7 +218,9 @@ class Connection:
 
     def close(self) -> None:
         """End the session (a stdio server's process with it) and the loop's thread; safe to call twice."""
-        if not self._loop.is_closed() and self._loop.is_running():
+        if self._thread is None:
+            self._close_driven()
+        elif not self._loop.is_closed() and self._loop.is_running():
             if self._stop is not None:
                 self._loop.call_soon_threadsafe(self._stop.set)
             if self._held is not None:
@@ -198,12 +230,23 @@ class Connection:
                     asyncio.run_coroutine_threadsafe(_settle(held), self._loop).result(10)
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(5)
-        if not self._thread.is_alive() and not self._loop.is_closed():
+        thread_done = self._thread is None or not self._thread.is_alive()
+        if thread_done and not self._loop.is_closed() and not self._loop.is_running():
             self._loop.close()
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
         self.broken = self.broken or "closed"
+
+    def _close_driven(self) -> None:
+        if self._loop.is_closed() or self._loop.is_running():  # closed, or closing from inside a call of its own
+            return
+        if self._stop is not None:
+            self._stop.set()
+        if self._held is not None and not self._held.done():
+            # a transport that will not close in time is left to the process' exit
+            with contextlib.suppress(BaseException):
+                self._drive(_settle(self._held), 9)
 
 
 async def _settle(task: asyncio.Future[None]) -> None:
@@ -247,4 +290,4 @@ def content_of(name: str, result: Any) -> Any:
     return {"content": kinds, "text": words} if words else {"content": kinds}
 
 
-__all__ = ["CONNECT_TIMEOUT", "DEFAULT_TIMEOUT", "Connection", "ServerFault", "content_of"]
+__all__ = ["CONNECT_TIMEOUT", "DEFAULT_TIMEOUT", "Connection", "LoopMode", "ServerFault", "content_of"]

@@ -17,7 +17,7 @@ from typing import Any
 
 from sandbox.define import UserTask, define_domain
 from sandbox.domain import Domain
-from sandbox.domains.mcp.connection import DEFAULT_TIMEOUT, ServerFault
+from sandbox.domains.mcp.connection import DEFAULT_TIMEOUT, LoopMode, ServerFault
 from sandbox.domains.mcp.link import McpState, Reset, ServerLink, check_reset
 from sandbox.domains.mcp.target import ServerTarget, is_server, parse_target
 from sandbox.errors import UsageError
@@ -61,6 +61,7 @@ def mcp_domain(
     inspect: Callable[[Callable[[str, dict[str, Any]], Any]], Any] | str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     roles: dict[str, Role] | None = None,
+    loop: LoopMode = "thread",
 ) -> McpDomain:
     """A domain over the MCP server ``server``: ``"stdio:COMMAND"``, ``"http://HOST:PORT/mcp"``, an SDK server
     object (or a function that builds one), or ``"module:attribute"`` naming one.
@@ -73,10 +74,11 @@ def mcp_domain(
     states (``"tool:NAME"``, or ``inspect(call) -> data`` with ``call(name, args)``): a plan that changes
     it gives its task an expected end state. ``timeout``: seconds a call may take before it fails as a
     hung server. ``roles`` declares tools' roles (``lookup``, ``write``, ``wait``) by name; a tool the
-    server marks read-only is a lookup.
+    server marks read-only is a lookup. ``loop``: who runs a connection's event loop, a thread of its own
+    (``"thread"``) or the thread that calls (``"caller"``: no thread hop, for one caller at a time; the proxy).
     """
     target = parse_target(server)
-    probe = ServerLink(target, None, timeout)
+    probe = ServerLink(target, None, timeout, loop=loop)
     try:
         connection = probe.connect()
     except ServerFault as fault:
@@ -85,7 +87,7 @@ def mcp_domain(
         listed = connection.list_tools()
         server_name, server_version = connection.server_info
         chosen = _choose_reset(reset, target, [t.name for t in listed])
-        link = ServerLink(target, check_reset(chosen, target), timeout, inspect)
+        link = ServerLink(target, check_reset(chosen, target), timeout, inspect, loop)
         if not link.isolated:
             link.adopt(connection)  # the probe's session serves the episodes
             connection = None

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox.domains.mcp.connection import DEFAULT_TIMEOUT, Connection, ServerFault
+from sandbox.domains.mcp.connection import DEFAULT_TIMEOUT, Connection, LoopMode, ServerFault
 from sandbox.domains.mcp.target import ServerTarget, is_server
 from sandbox.errors import UsageError
 
@@ -52,6 +52,8 @@ class ServerLink:
     reset: Reset = None
     timeout: float = DEFAULT_TIMEOUT
     inspect: Callable[[Callable[[str, dict[str, Any]], Any]], Any] | str | None = None
+    loop: LoopMode = "thread"
+    """Who runs each connection's event loop (:class:`~sandbox.domains.mcp.connection.Connection`)."""
     _shared: Connection | None = field(default=None, repr=False)
     _owner: Any = field(default=None, repr=False)
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
@@ -67,7 +69,7 @@ class ServerLink:
 
     def connect(self) -> Connection:
         """A new connection (a new process for stdio); a :class:`ServerFault` if the server does not start."""
-        return Connection(self.target, self.timeout)
+        return Connection(self.target, self.timeout, loop=self.loop)
 
     def adopt(self, connection: Connection) -> None:
         """Serve the episodes of a shared server on ``connection`` (the one the domain was built over)."""

@@ -14,11 +14,16 @@ A :class:`Backend` is what a proxy serves: :class:`EnvBackend` one env, for ``op
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
+import sys
 import threading
 import time
 from typing import Any, Protocol
+
+if sys.platform != "win32":
+    import fcntl
 
 from sandbox.agent import ToolSpec
 from sandbox.env import Env
@@ -67,9 +72,12 @@ def mcp_tool(spec: ToolSpec) -> Any:
     return mcp_types.Tool(name=function["name"], description=function.get("description") or "", input_schema=schema)
 
 
-def build_server(backend: Backend, name: str, version: str = "", instructions: str | None = None) -> Any:
-    """The SDK's ``Server`` over ``backend``: ``tools/list`` and ``tools/call``; each call runs in a worker
-    thread, so a slow upstream never stalls the proxy's event loop."""
+def build_server(backend: Backend, name: str, version: str = "", instructions: str | None = None,
+                 inline: bool = False) -> Any:  # fmt: skip
+    """The SDK's ``Server`` over ``backend``: ``tools/list`` and ``tools/call``. Each call runs in a worker
+    thread, so a slow upstream never stalls the proxy's event loop; ``inline=True`` runs it on the loop, which
+    waits for it: two thread wakeups fewer a call, for a server with one client that sends its requests in
+    turn (stdio), where nothing else is waiting to be served meanwhile."""
     import anyio.to_thread
     import mcp_types
     from mcp.server import Server
@@ -81,13 +89,16 @@ def build_server(backend: Backend, name: str, version: str = "", instructions: s
                 return dict(function.get("parameters") or {})
         return None
 
+    async def run(function: Any, *args: Any) -> Any:
+        return function(*args) if inline else await anyio.to_thread.run_sync(function, *args)
+
     async def list_tools(ctx: Any, params: Any) -> Any:
-        specs = await anyio.to_thread.run_sync(backend.tool_specs)
+        specs = await run(backend.tool_specs)
         return mcp_types.ListToolsResult(tools=[mcp_tool(s) for s in specs])
 
     async def call_tool(ctx: Any, params: Any) -> Any:
         arguments = dict(params.arguments or {})
-        text, failed = await anyio.to_thread.run_sync(backend.call, params.name, arguments)
+        text, failed = await run(backend.call, params.name, arguments)
         return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=text)], is_error=failed)
 
     return Server(name, version=version, instructions=instructions, on_list_tools=list_tools,
@@ -95,11 +106,96 @@ def build_server(backend: Backend, name: str, version: str = "", instructions: s
 
 
 async def serve_stdio(server: Any) -> None:
-    """Serve ``server`` on this process' stdin and stdout until the client closes them."""
+    """Serve ``server`` on this process' stdin and stdout until the client closes them.
+
+    Where both are pipes or sockets (how an MCP client starts a server) the SDK's ``stdio_server`` is given
+    streams that read and write them on the event loop; its default streams go through anyio's file
+    threads, a thread hop for each line read, each write and each flush, which on a busy machine cost a
+    proxied call about a millisecond of wakeups (docs/mcp.md, Figures). Elsewhere (a terminal, a file) the
+    SDK's defaults serve as they are.
+    """
     from mcp.server.stdio import stdio_server
 
-    async with stdio_server() as (read, write):
+    async with _loop_stdio() as streams, stdio_server(*streams) as (read, write):
         await server.run(read, write, server.create_initialization_options())
+
+
+class _Lines:
+    """Lines of an ``asyncio.StreamReader`` as text: what ``stdio_server`` iterates its stdin for."""
+
+    def __init__(self, reader: Any) -> None:
+        self._reader = reader
+
+    def __aiter__(self) -> _Lines:
+        return self
+
+    async def __anext__(self) -> str:
+        line = await self._reader.readline()
+        if not line:
+            raise StopAsyncIteration
+        return line.decode("utf-8", errors="replace")
+
+
+class _Writer:
+    """An ``asyncio.StreamWriter`` with the ``write``/``flush`` that ``stdio_server`` awaits on its stdout."""
+
+    def __init__(self, writer: Any) -> None:
+        self._writer = writer
+
+    async def write(self, text: str) -> None:
+        self._writer.write(text.encode("utf-8"))
+
+    async def flush(self) -> None:
+        await self._writer.drain()
+
+
+@contextlib.asynccontextmanager
+async def _loop_stdio() -> Any:
+    """``(stdin, stdout)`` for ``stdio_server``: streams on the event loop over private copies of fds 0 and 1,
+    with fd 0 pointed at the null device and fd 1 at stderr meanwhile (as the SDK's own streams do, so stray
+    output misses the wire); ``(None, None)``, the SDK's defaults, where the fds are not pipes or sockets."""
+    import asyncio
+    import os
+    import stat
+
+    def streamable(fd: int) -> bool:
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError:
+            return False
+        return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+    if sys.platform == "win32" or not (streamable(0) and streamable(1)):
+        yield None, None
+        return
+    loop = asyncio.get_running_loop()
+    wire_in, wire_out = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3), fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    saved_in, saved_out = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3), fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    read_transport = write_transport = None
+    try:
+        # a line is one JSON-RPC message: no cap below what a tool result may reasonably be
+        reader = asyncio.StreamReader(limit=2**28)
+        read_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
+                                                         os.fdopen(wire_in, "rb", buffering=0))  # fmt: skip
+        write_transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
+                                                                  os.fdopen(wire_out, "wb", buffering=0))  # fmt: skip
+        yield _Lines(reader), _Writer(asyncio.StreamWriter(write_transport, protocol, None, loop))
+    finally:
+        for transport in (write_transport, read_transport):
+            if transport is not None:
+                transport.close()
+        for fd in (saved_in, saved_out):  # the loop made the pipes non-blocking; whoever reads them next expects not
+            with contextlib.suppress(OSError):
+                os.set_blocking(fd, True)
+        os.dup2(saved_out, 1)
+        os.dup2(saved_in, 0)
+        os.close(saved_out)
+        os.close(saved_in)
 
 
 def http_app(server: Any, host: str = "127.0.0.1") -> Any:

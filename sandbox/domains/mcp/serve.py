@@ -92,12 +92,14 @@ def run_proxy(upstream: str, perturb: Sequence[str], *, seed: int = 0, pool: str
             name = recorded.get("case", recorded)["task"]["domain"]
         except (ValueError, KeyError, TypeError):
             pass  # proxy_case says what is wrong with the file
-    domain = sandbox.register_domain(mcp_domain(upstream, tasks, name=name, timeout=timeout), replace=True)
+    # the proxy calls its upstream from one thread at a time: that thread runs the connection's loop (no hop)
+    upstream_domain = mcp_domain(upstream, tasks, name=name, timeout=timeout, loop="caller")
+    domain = sandbox.register_domain(upstream_domain, replace=True)
     case = proxy_case(domain, specs, task, case_file)
     backend = EnvBackend(case.env())
     label = case.describe()
     server = build_server(backend, f"openagent-proxy:{domain.server_name or 'mcp'}", domain.server_version,
-                          instructions=backend.query)  # fmt: skip
+                          instructions=backend.query, inline=transport == "stdio")  # fmt: skip
     print(f"openagent mcp-proxy: {label}", file=sys.stderr, flush=True)
     if transport == "stdio":
         anyio.run(serve_stdio, server)
