@@ -145,11 +145,13 @@ def current_runner() -> CaseRunner | None:
     return _runner
 
 
-def run_cases(agent: Any, cases: Sequence[Case], max_steps: int | None = None) -> list[Episode]:
-    """Run the cases in lockstep; ``max_steps=None`` gives each batch the largest budget of its cases."""
-    if max_steps is None:
-        max_steps = max((c.max_steps for c in cases), default=DEFAULT_MAX_STEPS)
-    return run_episodes(agent, [c.env() for c in cases], max_steps)
+def run_cases(
+    agent: Any, cases: Sequence[Case], max_steps: int | Sequence[int] | None = None, window: int | None = None
+) -> list[Episode]:
+    """Run the cases in lockstep, at most ``window`` at a time (see :func:`~sandbox.episode.run_episodes`);
+    ``max_steps=None`` gives each case its own budget (``case.max_steps``)."""
+    budgets = [c.max_steps for c in cases] if max_steps is None else max_steps
+    return run_episodes(agent, [c.env() for c in cases], budgets, window)
 
 
 def _domain_version(name: str) -> str:

@@ -174,8 +174,15 @@ def _start(agent: Any, env: Env) -> _Live | Episode:
     return ep
 
 
-def run_episodes(agent: Any, envs: Sequence[Env], max_steps: int = DEFAULT_MAX_STEPS) -> list[Episode]:
-    """Run one episode per env, all in lockstep: each round asks the agent for one batch of replies.
+def run_episodes(
+    agent: Any, envs: Sequence[Env], max_steps: int | Sequence[int] = DEFAULT_MAX_STEPS, window: int | None = None
+) -> list[Episode]:
+    """Run one episode per env, in lockstep: each round asks the agent for one batch of replies.
+
+    ``max_steps`` is one step budget for every episode, or one per env. ``window`` bounds how many
+    episodes run at once (``None``: all of them): as one ends, the next env starts in its place, so a
+    round never waits on a few long episodes while others could run beside them (a model agent's batch
+    stays full).
 
     The agent sees turns (the conversation and the tool specs) only; an agent that defines
     ``brief`` (a :class:`~sandbox.agent.Reference`) is also told each task before its first turn.
@@ -185,16 +192,26 @@ def run_episodes(agent: Any, envs: Sequence[Env], max_steps: int = DEFAULT_MAX_S
     ``agent_error``.
     """
     agent = as_agent(agent)
+    budgets = [max_steps] * len(envs) if isinstance(max_steps, int) else list(max_steps)
+    if len(budgets) != len(envs):
+        raise ValueError(f"max_steps: {len(budgets)} budgets for {len(envs)} envs; give one, or one per env")
+    if window is not None and window < 1:
+        raise ValueError(f"window must be at least 1 episode, got {window}")
     if (workers := _concurrency(agent)) > 1 and len(envs) > 1:
-        return _run_independently(agent, envs, max_steps, workers)
+        return _run_independently(agent, envs, budgets, workers)
     done: dict[int, Episode] = {}
     live: dict[int, _Live] = {}
-    for i, env in enumerate(envs):
-        started = _start(agent, env)
-        if isinstance(started, Episode):
-            done[i] = started
-        else:
-            live[i] = started
+    waiting = iter(range(len(envs)))
+
+    def fill() -> None:
+        while len(live) < (window or len(envs)) and (i := next(waiting, None)) is not None:
+            started = _start(agent, envs[i])
+            if isinstance(started, Episode):
+                done[i] = started
+            else:
+                live[i] = started
+
+    fill()
     while live:
         order = list(live)
         turns = [_turn(live[i]) for i in order]
@@ -205,16 +222,18 @@ def run_episodes(agent: Any, envs: Sequence[Env], max_steps: int = DEFAULT_MAX_S
             for i in order:
                 done[i] = _failed(live.pop(i), error)
             _close(agent, [t.episode_id for t in turns])
+            fill()
             continue
         finished = []
         for i, reply in zip(order, replies, strict=True):
             ep = live[i]
-            ended = _advance(ep, reply, max_steps)
+            ended = _advance(ep, reply, budgets[i])
             if ended is not None:
                 done[i] = ended
                 finished.append(ep.episode_id)
                 del live[i]
         _close(agent, finished)
+        fill()
     return [done[i] for i in range(len(envs))]
 
 
@@ -280,7 +299,7 @@ def _concurrency(agent: Any) -> int:
     return n if isinstance(n, int) and not isinstance(n, bool) else 1
 
 
-def _run_independently(agent: Any, envs: Sequence[Env], max_steps: int, workers: int) -> list[Episode]:
+def _run_independently(agent: Any, envs: Sequence[Env], budgets: Sequence[int], workers: int) -> list[Episode]:
     """Run one episode per env, each advancing as soon as its own reply arrives.
 
     For agents whose ``concurrency > 1`` says they answer turns independently (an HTTP agent sends
@@ -293,7 +312,7 @@ def _run_independently(agent: Any, envs: Sequence[Env], max_steps: int, workers:
 
     started = [_start(agent, env) for env in envs]
 
-    def run(ep: _Live | Episode) -> Episode:
+    def run(ep: _Live | Episode, max_steps: int) -> Episode:
         while isinstance(ep, _Live):
             try:
                 [reply] = _replies(agent.act([_turn(ep)]), 1)
@@ -307,7 +326,7 @@ def _run_independently(agent: Any, envs: Sequence[Env], max_steps: int, workers:
         return ep
 
     with ThreadPoolExecutor(max_workers=min(workers, len(started)), thread_name_prefix="episode") as pool:
-        return list(pool.map(run, started))
+        return list(pool.map(run, started, budgets))
 
 
 __all__ = ["Episode", "Step", "Task", "run_episode", "run_episodes"]

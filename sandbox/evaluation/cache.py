@@ -178,24 +178,28 @@ class EpisodeCache:
         """Close this process's pack files; the cache still reads, and a later write opens a new pack."""
         _close_all(self._packs)
 
-    def run(self, agent: Any, cases: Sequence[Case], max_steps: int | None = None) -> list[Episode]:
+    def run(
+        self, agent: Any, cases: Sequence[Case], max_steps: int | None = None, window: int | None = None
+    ) -> list[Episode]:
         """One episode per case: cached ones read back, the others run and stored.
 
-        ``max_steps=None`` gives each case its own step budget (``case.max_steps``); the misses run
-        in one batch per budget, so an episode never depends on which cases shared its batch.
+        ``max_steps=None`` gives each case its own step budget (``case.max_steps``), so an episode never
+        depends on which cases shared its batch. The misses run together, at most ``window`` at a time
+        (see :func:`~sandbox.episode.run_episodes`).
         """
         fp = fingerprint(agent)
         budgets = [_budget(c, max_steps) for c in cases]
         keys = [self.key(fp, c, b) for c, b in zip(cases, budgets, strict=True)]
         found = {k: e for k in dict.fromkeys(keys) if (e := self.get(k, fp)) is not None}
-        todo: dict[int, dict[str, Case]] = {}
+        todo: dict[str, tuple[Case, int]] = {}
         for key, case, budget in zip(keys, cases, budgets, strict=True):
             if key not in found:
-                todo.setdefault(budget, {})[key] = case
-        self.misses += sum(len(group) for group in todo.values())
-        self.hits += len(keys) - sum(len(group) for group in todo.values())
-        for budget, group in todo.items():
-            for key, episode in zip(group, run_cases(agent, list(group.values()), budget), strict=True):
+                todo.setdefault(key, (case, budget))
+        self.misses += len(todo)
+        self.hits += len(keys) - len(todo)
+        if todo:
+            ran = run_cases(agent, [c for c, _ in todo.values()], [b for _, b in todo.values()], window)
+            for key, episode in zip(todo, ran, strict=True):
                 self.put(key, episode, fp)
                 found[key] = episode
         return [found[k] for k in keys]

@@ -78,16 +78,18 @@ class Runner:
     def run_batches(
         self, agent: Any, cases: Sequence[Case], batch_size: int = 64, max_steps: int | None = None
     ) -> list[Record]:
-        """Many cases and their clean twins, ``batch_size`` cases (and their twins) per batch: a model agent
-        generates for a whole batch at once. Raises :class:`AgentFailure` as soon as the agent looks broken."""
+        """Many cases and their clean twins, ``batch_size`` cases (and their twins) at a time: a model agent
+        generates for them at once, and as an episode ends the next starts in its place. The first batch runs
+        alone, so that an agent that looks broken raises :class:`AgentFailure` before the rest runs."""
         fp = fingerprint(agent)
         records: list[Record] = []
-        for start in range(0, len(cases), batch_size):
-            batch = cases[start : start + batch_size]
-            twins = [c.clean() for c in batch]
-            episodes = self.cache.run(agent, [*batch, *twins], max_steps)
+        for part in (cases[:batch_size], cases[batch_size:]):
+            if not part:
+                continue
+            twins = [c.clean() for c in part]
+            episodes = self.cache.run(agent, [*part, *twins], max_steps, window=2 * batch_size)
             self.health.add(episodes)
-            for case, episode, clean in zip(batch, episodes[: len(batch)], episodes[len(batch) :], strict=True):
+            for case, episode, clean in zip(part, episodes[: len(part)], episodes[len(part) :], strict=True):
                 records.append(record := Record.of(self.test, fp, case, episode, clean))
                 self._keep(record)
             failure = self.health.failure()
@@ -117,10 +119,8 @@ def run_in_batches(
     cache: EpisodeCache | None = None,
     max_steps: int | None = None,
 ) -> list[Episode]:
-    """The episodes of ``cases``, in order, asked of the agent ``batch_size`` at a time through ``cache``
-    (a memory-only one if ``None``): the one loop for every caller that has more cases than a batch."""
+    """The episodes of ``cases``, in order, at most ``batch_size`` at a time (as one ends the next starts)
+    through ``cache`` (a memory-only one if ``None``): the one loop for every caller that has more cases
+    than a batch."""
     cache = cache if cache is not None else EpisodeCache(None)
-    episodes: list[Episode] = []
-    for start in range(0, len(cases), batch_size):
-        episodes += cache.run(agent, cases[start : start + batch_size], max_steps)
-    return episodes
+    return cache.run(agent, cases, max_steps, window=batch_size)

@@ -2,6 +2,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -70,6 +72,25 @@ def test_batched_and_one_by_one_give_the_same_episodes():
     together = run_episodes(OracleAgent(), [make_env("poi", t) for t in TASKS[:15]])
     alone = [run_episodes(OracleAgent(), [make_env("poi", t)])[0] for t in TASKS[:15]]
     assert [e.model_dump_json() for e in together] == [e.model_dump_json() for e in alone]
+
+
+def test_a_window_keeps_its_batch_full_and_gives_the_same_episodes():
+    agent = Recorder()
+    windowed = run_episodes(agent, [make_env("poi", t) for t in TASKS[:20]], window=6)
+    together = run_episodes(OracleAgent(), [make_env("poi", t) for t in TASKS[:20]])
+    assert [e.model_dump_json() for e in windowed] == [e.model_dump_json() for e in together]
+    assert max(agent.batches) == 6 and len(agent.closed) == 20 == len(set(agent.closed))
+    # An ending episode's place is taken by the next env, so every round is full until the envs run out.
+    rounds_to_drain = max(len(e.steps) for e in windowed)
+    assert all(size == 6 for size in agent.batches[:-rounds_to_drain])
+
+
+def test_each_env_can_have_its_own_step_budget():
+    call_forever = ScriptedAgent(['<tool_call>{"name": "get_weather", "arguments": {"city": "Lyon"}}</tool_call>'] * 9)
+    episodes = run_episodes(call_forever, [make_env("poi", t) for t in TASKS[:3]], max_steps=[1, 3, 2])
+    assert [len(e.steps) for e in episodes] == [1, 3, 2] and {e.ending for e in episodes} == {"step_limit"}
+    with pytest.raises(ValueError, match="2 budgets for 3 envs"):
+        run_episodes(call_forever, [make_env("poi", t) for t in TASKS[:3]], max_steps=[1, 3])
 
 
 def test_episodes_round_trip_through_json():
