@@ -21,6 +21,7 @@ from typing import Any
 
 from sandbox.errors import UsageError
 from training.config import SFTConfig
+from training.figure import SCOPES
 
 TIER_COLUMNS = (("perception", "Δ tier 1"), ("interaction", "Δ tier 2"), ("reasoning", "Δ tier 3"))
 
@@ -34,33 +35,38 @@ class DemoConfig:
         default="default", metadata={"help": "base checkpoint directory, or 'default' for SmolLM2-135M-Instruct"}
     )
     sft_steps: list[int] = field(
-        default_factory=lambda: [25, 50, 100],
-        metadata={"help": "SFT step counts to evaluate (one run, exported)", "items": "step counts (25,50,100)"},
+        default_factory=lambda: [20, 40],
+        metadata={"help": "SFT step counts to evaluate (one run, exported)", "items": "step counts (20,40)"},
     )
-    paft_steps: int = field(default=100, metadata={"help": "PAFT steps, continued from SFT-<paft-from> (0: skip PAFT)"})
+    paft_steps: int = field(default=20, metadata={"help": "PAFT steps, continued from SFT-<paft-from> (0: skip PAFT)"})
     paft_from: int = field(
-        default=100,
+        default=20,
         metadata={"help": "PAFT continues from this SFT-N, as the paper does (one of --sft-steps; 0: from the base)"},
     )
     rl_steps: int = field(default=12, metadata={"help": "with --full: GRPO steps of each RL agent, from SFT-<rl-from>"})
     rl_group: int = field(default=8, metadata={"help": "RL: sampled episodes per task (G); 4 tasks a step"})
-    rl_from: int = field(default=50, metadata={"help": "RL starts from this SFT-N (one of --sft-steps; 0: the last)"})
+    rl_from: int = field(default=20, metadata={"help": "RL starts from this SFT-N (one of --sft-steps; 0: the last)"})
     batch_size: int = field(default=8, metadata={"help": "episodes per optimizer step"})
     episodes: int = field(default=800, metadata={"help": "distinct training tasks (train split)"})
     lr: float = field(default=1e-3, metadata={"help": "peak learning rate (LoRA)"})
-    lora_layers: int = field(default=0, metadata={"help": "LoRA on the last N decoder layers only (0: all)"})
-    alpha: float = field(default=0.3, metadata={"help": "PAFT share of perturbed episodes (train pool)"})
-    n: int = field(default=20, metadata={"help": "evaluation cases per tier (test split, eval pool), plus clean twins"})
-    eval_batch: int = field(default=32, metadata={"help": "episodes per generation batch in evaluation"})
+    lora_layers: int = field(default=10, metadata={"help": "LoRA on the last N decoder layers only (0: all)"})
+    alpha: float = field(default=0.5, metadata={"help": "PAFT share of perturbed episodes (train pool)"})
+    n: int = field(default=10, metadata={"help": "evaluation cases per tier (test split, eval pool), plus clean twins"})
+    eval_batch: int = field(
+        default=32, metadata={"help": "evaluation: cases (and their clean twins) generated for at once"}
+    )
     seed: int = field(default=0, metadata={"help": "seed of training and of the evaluation cases"})
     agents: list[str] = field(
-        default_factory=lambda: ["base", "sft", "paft", "oracle", "static"],
+        default_factory=lambda: ["sft", "paft", "oracle", "static"],
         metadata={"help": "rows of the table: base, sft, paft, rl (two: completion and refusal-aware), oracle, static"},
     )
-    full: bool = field(default=False, metadata={"help": "the whole table: also the two RL rows (rl)"})
+    full: bool = field(
+        default=False, metadata={"help": "the whole table: also the untrained base's row and the two RL rows"}
+    )
     retrain: bool = field(default=False, metadata={"help": "train again even if checkpoints exist"})
     quick: bool = field(
-        default=False, metadata={"help": "about 3 minutes: 2 steps, 8 episodes, 2 cases a tier; no RL, no base row"}
+        default=False,
+        metadata={"help": "a few minutes: SFT-10 on 80 episodes, 3 cases a tier; no base, PAFT or RL row"},
     )
     json: str = field(default="", metadata={"help": "also write the table (and each agent's report) to this file"})
     figure: str = field(
@@ -70,12 +76,10 @@ class DemoConfig:
     def scaled(self) -> DemoConfig:
         if not self.quick:
             return self
-        # The base's row took most of the time (an untrained model writes to its token limit every turn:
-        # docs/experiments.md); two steps barely move the base, so SFT-2 stands for it.
-        agents = [a for a in self.agents if a != "base"]
-        return dataclasses.replace(
-            self, sft_steps=[2], paft_steps=2, batch_size=2, episodes=8, n=2, rl_steps=0, agents=agents
-        )
+        # The untrained base's row is slow (it writes to its token limit every turn) and known (0%); one SFT
+        # export shows the learning, the perturbed tiers the breaking.
+        agents = [a for a in self.agents if a not in ("base", "paft", "rl")]
+        return dataclasses.replace(self, sft_steps=[10], paft_steps=0, episodes=80, n=3, rl_steps=0, agents=agents)
 
 
 def checked(cfg: DemoConfig) -> DemoConfig:
@@ -84,7 +88,9 @@ def checked(cfg: DemoConfig) -> DemoConfig:
     steps = sorted(set(cfg.sft_steps))
     if not steps or steps[0] < 1:
         raise UsageError(f"--sft-steps {','.join(map(str, cfg.sft_steps))!r}: give step counts of at least 1")
-    agents = [*cfg.agents, "rl"] if cfg.full and "rl" not in cfg.agents else cfg.agents
+    agents = cfg.agents
+    if cfg.full:
+        agents = [*(["base"] if "base" not in agents else []), *agents, *(["rl"] if "rl" not in agents else [])]
     cfg = dataclasses.replace(cfg, sft_steps=steps, agents=agents).scaled()
     if cfg.paft_steps and "paft" in cfg.agents and cfg.paft_from and cfg.paft_from not in cfg.sft_steps:
         raise UsageError(
@@ -185,11 +191,6 @@ def clean_success(agent: Any, n: int, seed: int = 0, batch_size: int = 32, domai
 
     episodes = run_in_batches(agent, [Case(t) for t in tasks(domain, "test", n, seed)], batch_size)
     return success_rate(episodes), episodes
-
-
-SCOPES = (("clean", "clean"), ("perception", "tier 1"), ("interaction", "tier 2"), ("reasoning", "tier 3"),
-          ("internalization", "tier-4 refusal"))  # fmt: skip
-"""What the figure draws and the paired comparison reads: the clean twins, then each tier's perturbed cases."""
 
 
 def paired(report: Any, baseline: Any) -> dict[str, Any]:

@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from sandbox.errors import UsageError
-from training.demo import SCOPES
 
+SCOPES = (("clean", "clean"), ("perception", "tier 1"), ("interaction", "tier 2"), ("reasoning", "tier 3"),
+          ("internalization", "tier-4 refusal"))  # fmt: skip
+"""What the figure draws and the paired comparison reads: the clean twins, then each tier's perturbed cases."""
 STEPS = re.compile(r"^SFT-(\d+)$")
 
 

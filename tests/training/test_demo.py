@@ -25,7 +25,7 @@ def test_demo_trains_evaluates_writes_the_table_and_figure_and_reuses_its_checkp
     assert main(argv) == 0
     first = capsys.readouterr()
     assert "sft: training 2 steps" in first.err and "paft: training 1 steps" in first.err
-    paft = "PAFT-1 (α=0.3, from SFT-1)"
+    paft = "PAFT-1 (α=0.5, from SFT-1)"
     for row in ("SFT-1", "SFT-2", paft, "oracle", "static"):
         assert row in first.out
     # PAFT continued from SFT-1 for one step has SFT-2's compute: the two are compared case by case.
@@ -52,18 +52,19 @@ def test_paft_must_start_from_an_sft_row_and_full_adds_the_rl_rows():
     from training.demo import DemoConfig, checked
 
     cfg = DemoConfig(sft_steps=[20, 40], paft_from=20, paft_steps=20)
-    assert "rl" not in checked(cfg).agents and "rl" in checked(replace(cfg, full=True)).agents
+    assert {"base", "rl"}.isdisjoint(checked(cfg).agents)
+    assert checked(replace(cfg, full=True)).agents == ["base", "sft", "paft", "oracle", "static", "rl"]
     with pytest.raises(UsageError, match=r"--paft-from 30 is not one of --sft-steps \[20, 40\]"):
         checked(replace(cfg, paft_from=30))
     checked(replace(cfg, paft_from=0))  # from the base
 
 
-def test_quick_scales_everything_down_and_leaves_out_rl_and_the_base_row():
+def test_quick_scales_everything_down_and_leaves_out_the_slow_rows():
     from training.demo import DemoConfig
 
     quick = DemoConfig(quick=True).scaled()
-    assert (quick.sft_steps, quick.paft_steps, quick.n, quick.rl_steps) == ([2], 2, 2, 0)
-    assert "base" not in quick.agents and "sft" in quick.agents
+    assert (quick.sft_steps, quick.paft_steps, quick.n, quick.rl_steps) == ([10], 0, 3, 0)
+    assert {"base", "paft", "rl"}.isdisjoint(quick.agents) and "sft" in quick.agents
     assert DemoConfig().scaled() == DemoConfig()
 
 
