@@ -49,7 +49,7 @@ class DemoConfig:
     batch_size: int = field(default=8, metadata={"help": "episodes per optimizer step"})
     episodes: int = field(default=800, metadata={"help": "distinct training tasks (train split)"})
     lr: float = field(default=1e-3, metadata={"help": "peak learning rate (LoRA)"})
-    lora_layers: int = field(default=10, metadata={"help": "LoRA on the last N decoder layers only (0: all)"})
+    lora_layers: int = field(default=0, metadata={"help": "LoRA on the last N decoder layers only (0: all)"})
     alpha: float = field(default=0.5, metadata={"help": "PAFT share of perturbed episodes (train pool)"})
     n: int = field(default=10, metadata={"help": "evaluation cases per tier (test split, eval pool), plus clean twins"})
     eval_batch: int = field(

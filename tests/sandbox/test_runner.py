@@ -3,7 +3,6 @@ import subprocess
 import sys
 
 import pytest
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
