@@ -1,13 +1,14 @@
 """``openagent demo``: fine-tune agents here, then show with the plugin where they break.
 
 It trains SFT on clean gold trajectories (one run, exported at several step counts, like the
-paper's SFT-200/400/800 scaled to a CPU) and PAFT (the same budget, a share ``alpha`` of
-perturbed trajectories from the train pool), then evaluates them beside the untrained base, the
-oracle and the static baseline with ``sandbox.evaluation.evaluate`` on the held-out test split and
-the **eval** pool of perturbations: clean success, Δ of tiers 1-3, tier-4 refusal rate, tool
-error rate. Two GRPO agents (completion-only and refusal-aware rewards) start from one SFT export
-(``training.rl_demo``). Trained checkpoints are reused on the next run (``--retrain`` starts over);
-episodes are cached by the evaluation core's episode cache.
+paper's SFT-200/400/800 scaled to a CPU) and PAFT (continued from one SFT export, as the paper
+does, with a share ``alpha`` of perturbed trajectories from the train pool), then evaluates them
+beside the oracle and the static baseline with ``sandbox.evaluation.evaluate`` on the held-out test
+split and the **eval** pool of perturbations: clean success, Δ of tiers 1-3, tier-4 refusal rate,
+tool error rate; PAFT is compared case by case with the SFT export of the same compute, and the
+table is drawn as a figure. ``--full`` adds the untrained base and two GRPO agents (completion-only
+and refusal-aware rewards, ``training.rl_demo``). Trained checkpoints are reused on the next run
+(``--retrain`` starts over); episodes are cached by the evaluation core's episode cache.
 """
 
 from __future__ import annotations
@@ -83,7 +84,8 @@ class DemoConfig:
 
 
 def checked(cfg: DemoConfig) -> DemoConfig:
-    """``cfg`` with its step counts sorted and unique, RL's rows added for ``--full``, scaled for ``--quick``;
+    """``cfg`` with its step counts sorted and unique, the base and RL rows added for ``--full``, scaled for
+    ``--quick``;
     a :class:`UsageError` if a step count is below 1 or ``--paft-from`` is not one of them."""
     steps = sorted(set(cfg.sft_steps))
     if not steps or steps[0] < 1:
