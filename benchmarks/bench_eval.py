@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import write
 
 
-def before(agent, cases, batch_size: int) -> list:
-    """The previous batching: per batch of cases and twins, one lockstep run per step budget."""
+def before(agent, cases, batch_size: int) -> int:
+    """The previous batching: per batch of cases and twins, one lockstep run per step budget; the successes."""
     from sandbox.episode import run_episodes
 
     episodes = []
@@ -39,20 +39,20 @@ def before(agent, cases, batch_size: int) -> list:
         by_budget: dict[int, list[int]] = {}
         for i, case in enumerate(group):
             by_budget.setdefault(case.max_steps, []).append(i)
-        ran: dict[int, object] = {}
+        ran = {}
         for budget, rows in by_budget.items():
             for i, episode in zip(rows, run_episodes(agent, [group[i].env() for i in rows], budget), strict=True):
                 ran[i] = episode
-        episodes += [ran[i] for i in range(len(group))]
-    return episodes
+        episodes += ran.values()
+    return sum(e.success for e in episodes)
 
 
-def after(agent, cases, batch_size: int) -> list:
+def after(agent, cases, batch_size: int) -> int:
     from sandbox.evaluation.cache import EpisodeCache
     from sandbox.evaluation.runner import Runner
 
     records = Runner(EpisodeCache(None)).run_batches(agent, cases, batch_size)
-    return [r.success for r in records] + [r.clean_success for r in records]
+    return sum(r.success + r.clean_success for r in records)
 
 
 def main() -> int:
@@ -73,9 +73,8 @@ def main() -> int:
         if hasattr(agent, "reset"):
             agent.reset()
         t = time.perf_counter()
-        out = run(agent, cases, args.batch_size)
+        successes = run(agent, cases, args.batch_size)
         seconds = time.perf_counter() - t
-        successes = sum(e if isinstance(e, bool) else e.success for e in out)
         result[name] = {"seconds": round(seconds, 1), "episodes_per_second": round(2 * len(cases) / seconds, 3),
                         "successes": successes}  # fmt: skip
         print(f"{name}: {2 * len(cases)} episodes in {seconds:.1f} s, {2 * len(cases) / seconds:.3f} episodes/s, "

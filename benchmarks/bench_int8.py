@@ -23,8 +23,7 @@ from _common import write
 
 
 def agent_for(path: str, mode: str):
-    from training.inference.generation import BatchGenerator
-    from training.inference.model_agent import HFAgent, _eos_ids, _pad_id
+    from training.inference.model_agent import HFAgent
 
     agent = HFAgent(path)
     if mode == "int8":
@@ -33,10 +32,8 @@ def agent_for(path: str, mode: str):
 
         with warnings.catch_warnings():  # torch marks its quantized tensors as deprecated
             warnings.simplefilter("ignore")
-            agent.model = quantize_dynamic(agent.model, {torch.nn.Linear}, dtype=torch.qint8)
-        agent.generator = BatchGenerator(
-            agent.model, _eos_ids(agent.model, agent.tokenizer), _pad_id(agent.model, agent.tokenizer)
-        )
+            model = quantize_dynamic(agent.model, {torch.nn.Linear}, dtype=torch.qint8)
+        agent = HFAgent(model=model, tokenizer=agent.tokenizer, name=agent.name)
     return agent
 
 

@@ -90,9 +90,7 @@ def checked(cfg: DemoConfig) -> DemoConfig:
     steps = sorted(set(cfg.sft_steps))
     if not steps or steps[0] < 1:
         raise UsageError(f"--sft-steps {','.join(map(str, cfg.sft_steps))!r}: give step counts of at least 1")
-    agents = cfg.agents
-    if cfg.full:
-        agents = [*(["base"] if "base" not in agents else []), *agents, *(["rl"] if "rl" not in agents else [])]
+    agents = list(dict.fromkeys(["base", *cfg.agents, "rl"])) if cfg.full else cfg.agents
     cfg = dataclasses.replace(cfg, sft_steps=steps, agents=agents).scaled()
     if cfg.paft_steps and "paft" in cfg.agents and cfg.paft_from and cfg.paft_from not in cfg.sft_steps:
         raise UsageError(
@@ -174,7 +172,7 @@ def summarize(report: Any) -> dict[str, Any]:
     for tier, _ in TIER_COLUMNS:
         r = report.row(tier)
         row[f"delta_{tier}"] = None if r is None else round(r.delta.points, 1)
-    for scope in ("clean", *(t for t, _ in TIER_COLUMNS), "internalization"):
+    for scope, _ in SCOPES:
         r = report.row(scope)
         row[f"success_{scope}"] = None if r is None else value(r.clean if scope == "clean" else r.perturbed)
     tier4 = report.row("internalization")

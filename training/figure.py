@@ -5,7 +5,6 @@ Needs the ``plot`` extra (matplotlib), imported only here.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,6 @@ from sandbox.errors import UsageError
 SCOPES = (("clean", "clean"), ("perception", "tier 1"), ("interaction", "tier 2"), ("reasoning", "tier 3"),
           ("internalization", "tier-4 refusal"))  # fmt: skip
 """What the figure draws and the paired comparison reads: the clean twins, then each tier's perturbed cases."""
-STEPS = re.compile(r"^SFT-(\d+)$")
 
 
 def draw(rows: dict[str, dict[str, Any]], path: str | Path) -> Path:
