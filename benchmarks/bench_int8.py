@@ -3,7 +3,8 @@ int8 quantization of its linear layers, side by side in one run (fp32, int8, fp3
 
     HF_HUB_OFFLINE=1 python benchmarks/bench_int8.py --agent DIR --n 8
 
-``n`` clean tasks of the POI test split (seed 1). ``HFAgent(quantize="int8")`` against the default. Writes ``benchmarks/results/int8.json``.
+``n`` clean tasks of the POI test split (seed 1), ``HFAgent(quantize="int8")`` against the default. Writes
+``benchmarks/results/int8.json``.
 """
 
 from __future__ import annotations

@@ -319,5 +319,5 @@ def test_an_int8_agent_runs_its_linear_layers_quantized_and_says_so_in_its_finge
 
 
 def test_an_unknown_quantization_is_refused_with_the_choices(tiny):
-    with pytest.raises(ValueError, match="quantize='int4'.*int8"):
+    with pytest.raises(ValueError, match=r"quantize='int4'.*int8"):
         agent(tiny, quantize="int4")
