@@ -56,9 +56,6 @@ class DemoConfig:
     eval_batch: int = field(
         default=32, metadata={"help": "evaluation: cases (and their clean twins) generated for at once"}
     )
-    int8: bool = field(
-        default=False, metadata={"help": "evaluate the model rows with int8 linear layers (HFAgent(quantize='int8'))"}
-    )
     seed: int = field(default=0, metadata={"help": "seed of training and of the evaluation cases"})
     agents: list[str] = field(
         default_factory=lambda: ["sft", "paft", "oracle", "static"],
@@ -347,13 +344,14 @@ def evaluate_agents(
     """Each row's figures and report: ``cfg.n`` cases per tier and their clean twins, test split, eval pool,
     through the episode cache in ``root``; the seconds each took go into ``timings``."""
     from sandbox.evaluation.evaluate import evaluate
+    from sandbox.evaluation.specs import load_agent
 
     rows: dict[str, dict[str, Any]] = {}
     reports: dict[str, Any] = {}
     for label, spec in specs.items():
         _say(f"evaluating {label} ({spec}) on {cfg.n} cases per tier + clean twins, test split, eval pool")
         t = time.perf_counter()
-        agent = row_agent(spec, cfg.int8)
+        agent = load_agent(spec)
         report = evaluate(
             agent, "all", n=cfg.n, seed=cfg.seed, domain="poi", split="test", batch_size=cfg.eval_batch,
             cache_dir=root / "eval-cache",
@@ -364,14 +362,3 @@ def evaluate_agents(
         reports[label] = report
         _say(f"{label}: clean {rows[label]['clean']} in {timings[f'eval_{label}_s']} s")
     return rows, reports
-
-
-def row_agent(spec: str, int8: bool = False) -> Any:
-    """The agent of a row's spec; a checkpoint's with int8 linear layers if ``int8``."""
-    from sandbox.evaluation.specs import load_agent
-
-    if int8 and spec.startswith("hf:"):
-        from training.inference.model_agent import HFAgent
-
-        return HFAgent(spec[3:], quantize="int8")
-    return load_agent(spec)

@@ -124,11 +124,3 @@ def test_paired_compares_the_same_cases_per_scope_and_counts_each_clean_twin_onc
     clean = deltas["clean"]
     assert clean.n == 3 and (clean.only_a, clean.only_b) == (0, 1)
     assert deltas["interaction"].points == 0 and "reasoning" not in deltas
-
-
-def test_int8_quantizes_the_model_rows_only(tiny):
-    from training.demo import row_agent
-
-    assert row_agent(f"hf:{tiny}", int8=True).quantize == "int8"
-    assert row_agent(f"hf:{tiny}").quantize is None
-    assert type(row_agent("oracle", int8=True)).__name__ == "OracleAgent"

@@ -301,23 +301,3 @@ def test_packed_prefill_attention_equals_attention_row_by_row(monkeypatch, cpu_k
         allowed = torch.ones(s.count, shared + own, dtype=torch.bool).tril(shared + own - s.count)
         expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
         assert torch.allclose(out[:, s.first : s.first + s.count], expected.transpose(1, 2), atol=1e-5)
-
-
-def test_an_int8_agent_runs_its_linear_layers_quantized_and_says_so_in_its_fingerprint(tiny):
-    import sandbox
-
-    fp32, int8 = agent(tiny), agent(tiny, quantize="int8")
-    from torch.ao.nn.quantized.dynamic import Linear as DynamicInt8Linear
-
-    modules = list(int8.model.modules())
-    assert any(isinstance(m, DynamicInt8Linear) for m in modules)
-    assert not any(type(m) is torch.nn.Linear for m in modules)
-    assert any(type(m) is torch.nn.Linear for m in fp32.model.modules()), "the shared model stays as it was"
-    assert int8.fingerprint() != fp32.fingerprint() and "+int8" in int8.fingerprint()
-    episode = sandbox.run_episodes(int8, [sandbox.make_env("poi", sandbox.tasks("poi", "test", 1, 0)[0])], 2)[0]
-    assert episode.outcome in sandbox.OUTCOMES and episode.outcome != "agent_error"
-
-
-def test_an_unknown_quantization_is_refused_with_the_choices(tiny):
-    with pytest.raises(ValueError, match=r"quantize='int4'.*int8"):
-        agent(tiny, quantize="int4")

@@ -20,7 +20,6 @@ from training.inference.generation import BatchGenerator, KVState, Sampling
 class HFAgent:
     """A local causal-LM checkpoint (``hf:PATH``; ``hf:default`` is the default base) as an agent.
 
-    ``quantize="int8"`` runs the linear layers in int8 (torch's dynamic quantization, for CPU inference).
     Greedy by default; ``temperature > 0`` samples, each episode's turn from its own generator
     seeded by ``(seed, episode id, turn number)``, so results do not depend on batch composition.
     ``Reply.meta`` holds ``prompt_ids``, ``completion_ids`` (with the end-of-turn token when there
@@ -37,7 +36,6 @@ class HFAgent:
         top_p: float = 1.0,
         seed: int = 0,
         dtype: str = "auto",
-        quantize: str | None = None,
         device: str | None = None,
         trust_remote_code: bool = False,
         cache_across_turns: bool = True,
@@ -57,8 +55,6 @@ class HFAgent:
                 raise ValueError("HFAgent(model=...) needs its tokenizer too")
             self.directory = None
             self.name = name or f"model:{type(model).__name__}"
-        self.quantize = quantize
-        model = model_dir.quantize(model, quantize)
         self.model, self.tokenizer = model, tokenizer
         self.sampling = Sampling(max_new_tokens, temperature, top_k, top_p, seed)
         self.cache_across_turns = cache_across_turns
@@ -140,7 +136,7 @@ class HFAgent:
         return sum(state.nbytes() for state in self._states.values())
 
     def fingerprint(self) -> str:
-        """``hf:PATH|WEIGHTS|dtype[+int8]|max_new|sampling``: WEIGHTS digests the bytes of the checkpoint's weight,
+        """``hf:PATH|WEIGHTS|dtype|sampling``: WEIGHTS digests the bytes of the checkpoint's weight,
         config, tokenizer and adapter files (``sandbox.fingerprint.checkpoint_digest``, memoised per
         file version). Read when first asked, before the first episode, and kept: the key stays that
         of the weights this agent loaded even if the directory is rewritten while it runs."""
@@ -154,7 +150,7 @@ class HFAgent:
         parts = [
             self.name,
             weights,
-            str(self.generator.dtype).removeprefix("torch.") + (f"+{self.quantize}" if self.quantize else ""),
+            str(self.generator.dtype).removeprefix("torch."),
             f"max_new={s.max_new_tokens}",
         ]
         if s.temperature > 0:

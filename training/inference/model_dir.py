@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -108,24 +107,6 @@ def pick_dtype(dtype: str, device: str):
     if device == "cpu" and torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported():
         return torch.bfloat16
     return torch.float32
-
-
-QUANTIZE = ("int8",)
-
-
-def quantize(model: Any, mode: str | None) -> Any:
-    """``model`` with its linear layers in int8 (``mode="int8"``: torch's dynamic quantization, weights stored
-    in int8 and activations quantized per call; a CPU inference speed-up), or unchanged (``None``)."""
-    if mode is None:
-        return model
-    if mode not in QUANTIZE:
-        raise ValueError(f"quantize={mode!r}: expected None or one of {', '.join(QUANTIZE)}")
-    import torch
-    from torch.ao.quantization import quantize_dynamic
-
-    with warnings.catch_warnings():  # torch.ao.quantization is deprecated in favour of torchao, still shipped
-        warnings.simplefilter("ignore")
-        return quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
 
 
 def load(path: str | Path, dtype: str = "auto", device: str | None = None, trust_remote_code: bool = False):
