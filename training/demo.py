@@ -195,24 +195,29 @@ def clean_success(agent: Any, n: int, seed: int = 0, batch_size: int = 32, domai
 
 def paired(report: Any, baseline: Any) -> dict[str, Any]:
     """``report``'s success minus ``baseline``'s on the same cases, per scope (clean: the clean twins; a tier:
-    its perturbed cases; tier 4: refusals), as Newcombe's paired difference (:class:`~sandbox.metrics.PairedDelta`)."""
+    its perturbed cases), and ``"refusal"``: refusals on tier 4's unsolvable cases; as Newcombe's paired
+    difference (:class:`~sandbox.metrics.PairedDelta`)."""
     from sandbox.metrics import PairedDelta
 
     mine = {r.case: r for r in report.records}
+    common = [r for r in baseline.records if r.case in mine]
     out: dict[str, Any] = {}
     for scope, _ in SCOPES:
         if scope == "clean":
-            twins = {r.task: r for r in baseline.records if r.case in mine}
+            twins = {r.task: r for r in common}
             pairs = [(mine[r.case].clean_success, r.clean_success) for r in twins.values()]
         else:
-            pairs = [(mine[r.case].success, r.success) for r in baseline.records if r.tier == scope and r.case in mine]
+            pairs = [(mine[r.case].success, r.success) for r in common if r.tier == scope]
         if pairs:
             out[scope] = PairedDelta.of(pairs)
+    unsolvable = [r for r in common if r.tier == "internalization" and not r.solvable and not mine[r.case].solvable]
+    if unsolvable:
+        out["refusal"] = PairedDelta.of((mine[r.case].outcome == "refused", r.outcome == "refused") for r in unsolvable)
     return out
 
 
 def format_paired(label: str, baseline: str, deltas: dict[str, Any]) -> str:
-    parts = [f"{name} {deltas[scope]}" for scope, name in SCOPES if scope in deltas]
+    parts = [f"{name} {deltas[scope]}" for scope, name in (*SCOPES, ("refusal", "tier-4 refusal")) if scope in deltas]
     return f"{label} minus {baseline}, paired on the same cases (points, 95% interval): " + "; ".join(parts)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from sandbox.errors import UsageError
 
 SCOPES = (("clean", "clean"), ("perception", "tier 1"), ("interaction", "tier 2"), ("reasoning", "tier 3"),
-          ("internalization", "tier-4 refusal"))  # fmt: skip
+          ("internalization", "tier 4"))  # fmt: skip
 """What the figure draws and the paired comparison reads: the clean twins, then each tier's perturbed cases."""
 
 
@@ -36,7 +36,7 @@ def draw(rows: dict[str, dict[str, Any]], path: str | Path) -> Path:
     bars.set_xticks(range(len(labels)), labels, rotation=20, ha="right", fontsize=8)
     bars.set_ylabel("success (%)")
     bars.set_ylim(0, 100)
-    bars.set_title("success per tier (tier 4: unsolvable tasks refused)")
+    bars.set_title("success per tier (tier 4: refusing an unsolvable task is success)")
     bars.legend(fontsize=7, ncols=len(SCOPES), loc="upper center", bbox_to_anchor=(0.5, -0.25))
 
     sft = sorted((row["steps"], label) for label, row in rows.items() if label.startswith("SFT-") and "steps" in row)

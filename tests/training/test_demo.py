@@ -123,4 +123,22 @@ def test_paired_compares_the_same_cases_per_scope_and_counts_each_clean_twin_onc
     assert (tier1.both, tier1.only_a, tier1.only_b, tier1.neither) == (0, 2, 1, 0)
     clean = deltas["clean"]
     assert clean.n == 3 and (clean.only_a, clean.only_b) == (0, 1)
-    assert deltas["interaction"].points == 0 and "reasoning" not in deltas
+    assert deltas["interaction"].points == 0 and "reasoning" not in deltas and "refusal" not in deltas
+
+
+def test_paired_counts_refusals_on_the_unsolvable_cases_of_tier_4_only():
+    from dataclasses import replace
+
+    from sandbox.evaluation.report import Report
+    from training.demo import paired
+
+    def tier4(case: str, outcome: str, solvable: bool = False):
+        r = _record(case, case, "internalization", outcome == "refused", True)
+        return replace(r, solvable=solvable, outcome=outcome)
+
+    a = Report([tier4("u1", "refused"), tier4("u2", "refused"), tier4("s1", "success", solvable=True)], {})
+    b = Report([tier4("u1", "refused"), tier4("u2", "wrong_answer"), tier4("s1", "wrong_answer", solvable=True)], {})
+    deltas = paired(a, b)
+    refusal = deltas["refusal"]
+    assert refusal.n == 2 and (refusal.both, refusal.only_a, refusal.only_b) == (1, 1, 0)
+    assert deltas["internalization"].n == 3
