@@ -70,6 +70,23 @@ def begin(cfg: TrainConfig) -> None:
         torch.set_num_threads(cfg.threads)
 
 
+def new_accelerator(bf16: bool) -> Any:
+    """``accelerate``'s ``Accelerator`` for one run, in bf16 mixed precision or none.
+
+    accelerate keeps one state per process and refuses a second precision in it ("restart your
+    runtime"); runs of both kinds in one process (a notebook, a test session) are legitimate, so a
+    previous run's state of the other precision is dropped (the process group, ``PartialState``, stays).
+    """
+    import torch
+    from accelerate import Accelerator
+    from accelerate.state import AcceleratorState
+
+    precision = "bf16" if bf16 else "no"
+    if AcceleratorState._shared_state.get("_mixed_precision", precision) != precision:
+        AcceleratorState._reset_state()
+    return Accelerator(mixed_precision=precision, cpu=not torch.cuda.is_available())
+
+
 @dataclass
 class Loop:
     """The accelerator, the optimizer and schedule over the model's trainable parameters, and the loss module
@@ -89,10 +106,9 @@ class Loop:
         weight_decay: float,
     ) -> Loop:  # fmt: skip
         import torch
-        from accelerate import Accelerator
 
         bf16 = cfg.bf16 and bf16_supported()
-        accelerator = Accelerator(mixed_precision="bf16" if bf16 else "no", cpu=not torch.cuda.is_available())
+        accelerator = new_accelerator(bf16)
         params = [p for p in model.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=weight_decay, betas=betas)
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)

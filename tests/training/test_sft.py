@@ -233,3 +233,12 @@ def test_lora_on_the_last_layers_adapts_only_those_and_still_learns(base, exampl
         optimizer.step()
         optimizer.zero_grad()
     assert loss.item() < first
+
+
+def test_runs_of_either_precision_follow_each_other_in_one_process():
+    from training.loop import new_accelerator
+
+    assert new_accelerator(False).mixed_precision == "no"
+    assert new_accelerator(True).mixed_precision == "bf16"
+    assert new_accelerator(True).mixed_precision == "bf16"
+    assert new_accelerator(False).mixed_precision == "no"
