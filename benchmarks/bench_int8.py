@@ -58,7 +58,8 @@ def main() -> int:
         episodes = run_in_batches(agent, cases, args.batch_size)
         seconds = time.perf_counter() - t
         rate = success_rate(episodes)
-        run = {"mode": mode, "dtype": agent.fingerprint().split("|")[2] + ("+int8" if mode == "int8" else ""),
+        dtype = str(agent.generator.dtype).removeprefix("torch.") + ("+int8" if mode == "int8" else "")
+        run = {"mode": mode, "dtype": dtype,
                "seconds": round(seconds, 1), "episodes_per_second": round(len(cases) / seconds, 3),
                "success": str(rate), "generated_tokens": agent.stats["generated"],
                "decode_s": round(agent.stats["decode_s"], 1)}  # fmt: skip
