@@ -36,22 +36,22 @@ class DemoConfig:
         default="default", metadata={"help": "base checkpoint directory, or 'default' for SmolLM2-135M-Instruct"}
     )
     sft_steps: list[int] = field(
-        default_factory=lambda: [20, 40],
-        metadata={"help": "SFT step counts to evaluate (one run, exported)", "items": "step counts (20,40)"},
+        default_factory=lambda: [30, 40],
+        metadata={"help": "SFT step counts to evaluate (one run, exported)", "items": "step counts (30,40)"},
     )
-    paft_steps: int = field(default=20, metadata={"help": "PAFT steps, continued from SFT-<paft-from> (0: skip PAFT)"})
+    paft_steps: int = field(default=10, metadata={"help": "PAFT steps, continued from SFT-<paft-from> (0: skip PAFT)"})
     paft_from: int = field(
-        default=20,
+        default=30,
         metadata={"help": "PAFT continues from this SFT-N, as the paper does (one of --sft-steps; 0: from the base)"},
     )
     rl_steps: int = field(default=12, metadata={"help": "with --full: GRPO steps of each RL agent, from SFT-<rl-from>"})
     rl_group: int = field(default=8, metadata={"help": "RL: sampled episodes per task (G); 4 tasks a step"})
-    rl_from: int = field(default=20, metadata={"help": "RL starts from this SFT-N (one of --sft-steps; 0: the last)"})
+    rl_from: int = field(default=30, metadata={"help": "RL starts from this SFT-N (one of --sft-steps; 0: the last)"})
     batch_size: int = field(default=8, metadata={"help": "episodes per optimizer step"})
     episodes: int = field(default=800, metadata={"help": "distinct training tasks (train split)"})
     lr: float = field(default=1e-3, metadata={"help": "peak learning rate (LoRA)"})
     lora_layers: int = field(default=0, metadata={"help": "LoRA on the last N decoder layers only (0: all)"})
-    alpha: float = field(default=0.5, metadata={"help": "PAFT share of perturbed episodes (train pool)"})
+    alpha: float = field(default=0.3, metadata={"help": "PAFT share of perturbed episodes (train pool)"})
     n: int = field(default=10, metadata={"help": "evaluation cases per tier (test split, eval pool), plus clean twins"})
     eval_batch: int = field(
         default=32, metadata={"help": "evaluation: cases (and their clean twins) generated for at once"}

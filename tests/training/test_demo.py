@@ -25,7 +25,7 @@ def test_demo_trains_evaluates_writes_the_table_and_figure_and_reuses_its_checkp
     assert main(argv) == 0
     first = capsys.readouterr()
     assert "sft: training 2 steps" in first.err and "paft: training 1 steps" in first.err
-    paft = "PAFT-1 (α=0.5, from SFT-1)"
+    paft = "PAFT-1 (α=0.3, from SFT-1)"
     for row in ("SFT-1", "SFT-2", paft, "oracle", "static"):
         assert row in first.out
     # PAFT continued from SFT-1 for one step has SFT-2's compute: the two are compared case by case.
