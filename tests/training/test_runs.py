@@ -217,8 +217,8 @@ def test_misuse_of_every_training_command_exits_2_with_a_message(tiny, tmp_path,
         (["train", "rl", "--out", out, "--init", str(tiny), "--group", "1"], "group must be at least 2"),
         (["demo", "--dir", out, "--agents", "sft,nope"], "--agents: unknown agent 'nope'"),
         (["demo", "--dir", out, "--sft-steps", "ten"], "--sft-steps 'ten': expected step counts"),
-        (["demo", "--dir", out, "--full", "--rl-from", "7"], "--rl-from 7 is not one of --sft-steps [20, 40]"),
-        (["demo", "--dir", out, "--paft-from", "7"], "--paft-from 7 is not one of --sft-steps [20, 40]"),
+        (["demo", "--dir", out, "--full", "--rl-from", "7"], "--rl-from 7 is not one of --sft-steps [30, 40]"),
+        (["demo", "--dir", out, "--paft-from", "7"], "--paft-from 7 is not one of --sft-steps [30, 40]"),
     ]
     for argv, message in cases:
         err = _usage_error(capsys, argv)
