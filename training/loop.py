@@ -15,15 +15,7 @@ from typing import Any
 
 from training import runs
 from training.config import TrainConfig
-
-
-def bf16_supported() -> bool:
-    import torch
-
-    if torch.cuda.is_available():
-        return torch.cuda.is_bf16_supported()
-    capability = torch.backends.cpu.get_cpu_capability()
-    return capability in ("AVX512", "AVX512_BF16", "AMX") or "AVX512" in capability
+from training.precision import train_in_bf16
 
 
 def load_model(cfg: TrainConfig, base_dir: Path) -> tuple[Any, Any]:
@@ -107,7 +99,7 @@ class Loop:
     ) -> Loop:  # fmt: skip
         import torch
 
-        bf16 = cfg.bf16 and bf16_supported()
+        bf16 = cfg.bf16 and train_in_bf16(model)
         accelerator = new_accelerator(bf16)
         params = [p for p in model.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=weight_decay, betas=betas)

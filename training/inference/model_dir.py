@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox.errors import UsageError
+from training.precision import cpu_computes_bf16
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "tokenizer_config.json")
 
@@ -104,7 +105,7 @@ def pick_dtype(dtype: str, device: str):
         return names[dtype]
     if device.startswith("cuda"):
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    if device == "cpu" and torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported():
+    if device == "cpu" and cpu_computes_bf16():
         return torch.bfloat16
     return torch.float32
 

@@ -1,0 +1,55 @@
+"""Whether a run trains under bf16 autocast: on CUDA where the GPU supports bf16; on a CPU where it has bf16
+instructions (elsewhere bf16 is emulated, and slower) and a forward and backward pass of the model is
+measured faster under bf16 than in fp32, which a CPU with the instructions does not guarantee."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+PROBE_TOKENS = 256
+PROBE_REPEATS = 2
+MARGIN = 0.9  # bf16 must be at least this much faster: a near tie is noise, and fp32 is the exact one
+
+_measured: dict[tuple, bool] = {}
+
+
+def cpu_computes_bf16() -> bool:
+    import torch
+
+    return torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()
+
+
+def train_in_bf16(model: Any) -> bool:
+    """Measured once per process for each model shape (the measurement takes a few seconds on a 135M model)."""
+    import torch
+
+    if torch.cuda.is_available():
+        return torch.cuda.is_bf16_supported()
+    if not cpu_computes_bf16():
+        return False
+    params = list(model.parameters())
+    key = (type(model).__name__, sum(p.numel() for p in params), sum(p.numel() for p in params if p.requires_grad))
+    if key not in _measured:
+        fp32, bf16 = pass_seconds(model)
+        _measured[key] = bf16 < MARGIN * fp32
+    return _measured[key]
+
+
+def pass_seconds(model: Any, tokens: int = PROBE_TOKENS, repeats: int = PROBE_REPEATS) -> tuple[float, float]:
+    """``(fp32, bf16)``: the fastest of ``repeats`` forward and backward passes of ``model`` on ``tokens``
+    random tokens in each precision, taken in turns after one pass of each to warm up; gradients cleared."""
+    import torch
+
+    vocab = model.get_input_embeddings().num_embeddings
+    ids = torch.randint(0, vocab, (1, tokens), generator=torch.Generator().manual_seed(0))
+    seconds: dict[bool, list[float]] = {False: [], True: []}
+    for _ in range(1 + repeats):
+        for bf16 in (False, True):
+            start = time.perf_counter()
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                loss = model(input_ids=ids, labels=ids).loss
+            loss.backward()
+            model.zero_grad(set_to_none=True)
+            seconds[bf16].append(time.perf_counter() - start)
+    return min(seconds[False][1:]), min(seconds[True][1:])
