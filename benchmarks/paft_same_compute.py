@@ -1,8 +1,9 @@
-"""PAFT against SFT of the same compute, paired on the same cases: PAFT trained from the base for as many
-steps as the demo's SFT (its settings), both evaluated on tiers 1 and 2 of the held-out test split.
+"""PAFT against SFT of the same compute, paired on the same cases: from one start (the base, or an SFT
+checkpoint as in the paper), SFT (α=0) and PAFT (α, the families given) trained for the same steps with the
+demo's settings, both evaluated on tiers 1 and 2 of the held-out test split and their clean twins.
 
-    HF_HUB_OFFLINE=1 python benchmarks/paft_same_compute.py --sft ~/.cache/pytest-openagent/demo/sft \\
-        --alpha 0.5 --families symbolic,semantic --n 20
+    HF_HUB_OFFLINE=1 python benchmarks/paft_same_compute.py --start ~/.cache/pytest-openagent/demo/sft \\
+        --steps 10 --alpha 0.5 --families symbolic,semantic --n 20 --dir /tmp/paft
 
 Writes ``benchmarks/results/paft-same-compute.json`` (the paired differences and both reports).
 """
@@ -10,7 +11,6 @@ Writes ``benchmarks/results/paft-same-compute.json`` (the paired differences and
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
@@ -19,11 +19,12 @@ from _common import write
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--sft", required=True, help="the demo's finished SFT folder (its base and steps are reused)")
+    p.add_argument("--start", default="default", help="the base ('default') or a checkpoint folder")
+    p.add_argument("--steps", type=int, default=40)
     p.add_argument("--alpha", type=float, default=0.5)
     p.add_argument("--families", default="symbolic,semantic")
     p.add_argument("--n", type=int, default=20, help="cases per tier")
-    p.add_argument("--out", default="", help="PAFT output folder (default: beside --sft)")
+    p.add_argument("--dir", required=True, help="folder for both runs and the episode cache")
     args = p.parse_args()
 
     from sandbox.evaluation.evaluate import evaluate
@@ -32,23 +33,33 @@ def main() -> None:
     from training.config import SFTConfig
     from training.demo import paired
 
-    meta = json.loads((Path(args.sft) / "openagent-train.json").read_text())
-    config = meta["config"]
     families = args.families.split(",")
-    out = args.out or str(Path(args.sft).parent / f"paft-{config['steps']}-{'+'.join(families)}-a{args.alpha}")
-    keep = ("base", "steps", "batch_size", "episodes", "lr", "warmup", "seed", "lora_layers")
-    start = time.perf_counter()
-    sft.train(SFTConfig(out=out, alpha=args.alpha, families=families, save_every=2, **{k: config[k] for k in keep}))
-    result: dict = {"sft": args.sft, "paft": out, "alpha": args.alpha, "families": families, "n": args.n,
-                    "train_s": round(time.perf_counter() - start, 1)}  # fmt: skip
+    common = dict(base=args.start, steps=args.steps, batch_size=8, episodes=800, lr=1e-3, warmup=3, seed=0,
+                  save_every=2)  # fmt: skip
+    arms = {
+        "sft": SFTConfig(out=str(Path(args.dir) / f"sft-{args.steps}"), **common),
+        "paft": SFTConfig(
+            out=str(Path(args.dir) / f"paft-{args.steps}-{'+'.join(families)}-a{args.alpha}"), alpha=args.alpha,
+            families=families, **common,
+        ),
+    }  # fmt: skip
+    result: dict = {"start": args.start, "steps": args.steps, "alpha": args.alpha, "families": families, "n": args.n}
     reports = {}
-    for label, path in (("sft", args.sft), ("paft", out)):
+    for label, cfg in arms.items():
+        start = time.perf_counter()
+        sft.train(cfg)
+        result[f"train_{label}_s"] = round(time.perf_counter() - start, 1)
         start = time.perf_counter()
         reports[label] = evaluate(
-            load_agent(f"hf:{path}"), ["perception", "interaction"], n=args.n, seed=0, domain="poi", split="test",
-            batch_size=32, cache_dir=Path(out).parent / "eval-cache",
+            load_agent(f"hf:{cfg.out}"), ["perception", "interaction"], n=args.n, seed=0, domain="poi",
+            split="test", batch_size=32, cache_dir=Path(args.dir) / "eval-cache",
         )  # fmt: skip
         result[f"eval_{label}_s"] = round(time.perf_counter() - start, 1)
+        result[label] = {
+            row["scope"]: f"{row['success']['k']}/{row['success']['n']}"
+            for row in reports[label].to_dict()["rows"] if row["kind"] in ("clean", "tier")
+        }  # fmt: skip
+        print(label, result[label], flush=True)
     result["paft_minus_sft"] = {k: str(v) for k, v in paired(reports["paft"], reports["sft"]).items()}
     result["reports"] = {k: r.to_dict() for k, r in reports.items()}
     print(result["paft_minus_sft"])
