@@ -31,11 +31,10 @@ def main() -> None:
     from sandbox.evaluation.specs import load_agent
     from training import sft
     from training.config import SFTConfig
-    from training.demo import paired
+    from training.demo import DemoConfig, paired, train_settings
 
     families = args.families.split(",")
-    common = dict(base=args.start, steps=args.steps, batch_size=8, episodes=800, lr=1e-3, warmup=3, seed=0,
-                  save_every=2)  # fmt: skip
+    common = dict(base=args.start, steps=args.steps, **train_settings(DemoConfig()))
     arms = {
         "sft": SFTConfig(out=str(Path(args.dir) / f"sft-{args.steps}"), **common),
         "paft": SFTConfig(

@@ -104,11 +104,16 @@ def _say(message: str) -> None:
     print(f"openagent demo: {message}", file=sys.stderr, flush=True)
 
 
-def _train_configs(cfg: DemoConfig, root: Path) -> dict[str, SFTConfig]:
-    common = dict(
+def train_settings(cfg: DemoConfig) -> dict[str, Any]:
+    """The ``SFTConfig`` options every training run of the demo shares."""
+    return dict(
         batch_size=cfg.batch_size, episodes=cfg.episodes, lr=cfg.lr, lora_layers=cfg.lora_layers, warmup=3,
         seed=cfg.seed, save_every=2,
     )  # fmt: skip
+
+
+def _train_configs(cfg: DemoConfig, root: Path) -> dict[str, SFTConfig]:
+    common = train_settings(cfg)
     last = max(cfg.sft_steps)
     sft = SFTConfig(out=str(root / "sft"), base=cfg.base, steps=last, export_at=cfg.sft_steps[:-1], **common)
     runs = {"sft": sft}
