@@ -38,6 +38,7 @@ def _configure_eval(p: argparse.ArgumentParser) -> None:
     p.add_argument("--agent", required=True, help=SPEC_HELP)
     p.add_argument("--tiers", default="all", help="tiers to evaluate: all, or names/numbers joined by commas")
     p.add_argument("--names", default=None, help="only these perturbations, joined by commas")
+    p.add_argument("--families", default=None, help="only tasks of these task families, joined by commas")
     p.add_argument("--n", type=int, default=50, help="cases per tier (default 50)")
     p.add_argument("--seed", type=int, default=0, help="seed of the drawn cases (default 0)")
     p.add_argument(
@@ -86,6 +87,7 @@ def _run_eval(args: argparse.Namespace) -> int:
             agent, _tiers(args.tiers), n=args.n, seed=args.seed, domain=domain,
             names=args.names.split(",") if args.names else None, max_stack=args.max_stack,
             batch_size=args.batch_size, cache_dir=None if args.no_cache else args.cache_dir, pool=args.pool,
+            families=args.families.split(",") if args.families else None,
         )  # fmt: skip
     except AgentFailure as exc:
         print(f"openagent eval: no measurement: {exc}", file=sys.stderr)

@@ -1,5 +1,7 @@
 """A controlled, deterministic tool world for testing tool-use agents under open-world shifts."""
 
+from collections.abc import Sequence
+
 import sandbox.perturbations  # noqa: F401  (registers the built-in catalogue)
 from sandbox.agent import Agent, FunctionAgent, Reply, Turn, as_agent
 from sandbox.agents import OracleAgent, ScriptedAgent, StaticAgent
@@ -17,10 +19,14 @@ from sandbox.tools import Tool, ToolFailure, ToolResult, tool
 __version__ = "0.1.0"
 
 
-def tasks(domain: str | Domain = "poi", split: str = "test", n: int | None = None, seed: int = 0) -> list[Task]:
+def tasks(
+    domain: str | Domain = "poi", split: str = "test", n: int | None = None, seed: int = 0,
+    families: Sequence[str] | None = None,
+) -> list[Task]:  # fmt: skip
     """``n`` tasks of a domain's split (all of them, up to the split's default size, if ``None``), deterministic
-    in ``seed``. ``domain`` is a name, ``module:attribute`` or a Domain (see :func:`get_domain`)."""
-    return get_domain(domain).tasks(split, n, seed)  # type: ignore[arg-type]
+    in ``seed``, of the task ``families`` named (all if ``None``). ``domain`` is a name, ``module:attribute`` or
+    a Domain (see :func:`get_domain`)."""
+    return get_domain(domain).tasks(split, n, seed, families)  # type: ignore[arg-type]
 
 
 __all__ = [

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from sandbox.errors import UnknownName
+from sandbox.errors import UnknownName, UsageError
 from sandbox.family import Family
 from sandbox.seeds import child_seed, rng
 from sandbox.task import SPLITS, Split, Task
@@ -91,18 +91,37 @@ class Domain:
                 return family
         raise UnknownName("task family", name, [f.name for f in self.families])
 
-    def tasks(self, split: Split = "test", n: int | None = None, seed: int = 0) -> list[Task]:
+    def tasks(
+        self, split: Split = "test", n: int | None = None, seed: int = 0, families: Sequence[str] | None = None
+    ) -> list[Task]:
         """``n`` distinct tasks of ``split`` (all there are, up to its default size, if ``None``), deterministic
-        in ``seed``. A domain that lists its tasks gives its list (the first ``n``) for every split and seed."""
+        in ``seed``; of the task ``families`` named, if given (the same draw, the others left out). A domain
+        that lists its tasks gives its list (the first ``n``) for every split and seed."""
         if split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        only = self._only(families)
         if self.listed:
-            if n is not None and n > len(self.listed):
-                raise ValueError(f"{self.name}: {len(self.listed)} tasks are listed, {n} were asked for")
-            return list(_listed(self, split)[:n])
+            listed = [t for t in _listed(self, split) if only is None or t.family in only]
+            if n is not None and n > len(listed):
+                raise ValueError(f"{self.name}: {len(listed)} tasks are listed, {n} were asked for")
+            return listed[:n]
         if n is None:
-            return list(_tasks(self, split, self.sizes.get(split, DEFAULT_SIZES[split]), seed, exact=False))
-        return list(_tasks(self, split, n, seed, exact=True))
+            size = self.sizes.get(split, DEFAULT_SIZES[split])
+            return list(_tasks(self, split, size, seed, exact=False, families=only))
+        return list(_tasks(self, split, n, seed, exact=True, families=only))
+
+    def _only(self, families: Sequence[str] | None) -> frozenset[str] | None:
+        """``families`` as a set, or ``None`` for all; :class:`~sandbox.errors.UnknownName` (with "did you mean")
+        for a name that is not one of this domain's task families."""
+        if families is None:
+            return None
+        known = [f.name for f in self.families] or sorted({t.family for t in self.listed})
+        for name in families:
+            if name not in known:
+                raise UnknownName(f"task family of {self.name}", name, known)
+        if not families:
+            raise UsageError(f"task families: none given; name some of {self.name}'s ({', '.join(known)})")
+        return frozenset(families)
 
     def draw(self, split: Split, index: int, seed: int = 0) -> Task | None:
         """Task number ``index`` of the stream behind :meth:`tasks`; ``None`` if that draw is void."""
@@ -150,17 +169,20 @@ def _world(domain: Domain, seed: int) -> Any:
 
 
 @lru_cache(maxsize=32)
-def _tasks(d: Domain, split: Split, n: int, seed: int, exact: bool) -> tuple[Task, ...]:
+def _tasks(
+    d: Domain, split: Split, n: int, seed: int, exact: bool, families: frozenset[str] | None = None
+) -> tuple[Task, ...]:
     tasks: dict[str, Task] = {}
     index = 0
+    share = 1 if families is None else len(families) / len(d.families)  # of the draws that can be kept
     while len(tasks) < n:
-        if index > 50 * n + 1000:
+        if index > (50 * n + 1000) / share:
             if not exact:
                 break  # the default size is a ceiling: a small domain gives what it has
             raise ValueError(f"{d.name}/{split}: only {len(tasks)} distinct tasks exist, {n} were asked for")
         task = d.draw(split, index, seed)
         index += 1
-        if task is not None and task.id not in tasks:
+        if task is not None and task.id not in tasks and (families is None or task.family in families):
             tasks[task.id] = task
     return tuple(tasks.values())
 

@@ -80,6 +80,9 @@ class SFTConfig(TrainConfig):
     episodes: int = field(
         default=2000, metadata={"help": "number of distinct training tasks drawn from the train split"}
     )
+    task_families: list[str] = field(
+        default_factory=list, metadata={"help": "train on tasks of these task families only (default: all)"}
+    )
     batch_size: int = field(default=8, metadata={"help": "episodes per optimizer step"})
     lr_min_ratio: float = field(
         default=0.1, metadata={"help": "after warm-up, cosine decay to this share of the peak learning rate"}

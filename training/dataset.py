@@ -192,7 +192,7 @@ def build_trajectories(cfg: SFTConfig) -> tuple[list[Trajectory], dict]:
     from sandbox.case import Case
     from training.rename import rename_share
 
-    train_tasks = tasks(cfg.domain, "train", cfg.episodes, cfg.seed)
+    train_tasks = tasks(cfg.domain, "train", cfg.episodes, cfg.seed, cfg.task_families or None)
     if cfg.alpha > 0:
         names = train_perturbations(cfg.families, cfg.perturbations)
         cases = paft_cases(train_tasks, cfg.alpha, names, cfg.seed)
@@ -202,9 +202,9 @@ def build_trajectories(cfg: SFTConfig) -> tuple[list[Trajectory], dict]:
     renamed = rename_share(trajectories, cfg.domain, cfg.rename_cities, cfg.seed)
     used = Counter(p.name for c in cases for p in c.perturbations)
     meta = {
-        "domain": cfg.domain, "split": "train", "tasks": len(train_tasks), "cases": len(cases),
-        "trajectories": len(trajectories), "alpha": cfg.alpha, "renamed_cities": renamed, "pool": "train",
-        "perturbations": dict(sorted(used.items())), "candidates": names,
+        "domain": cfg.domain, "split": "train", "task_families": cfg.task_families, "tasks": len(train_tasks),
+        "cases": len(cases), "trajectories": len(trajectories), "alpha": cfg.alpha, "renamed_cities": renamed,
+        "pool": "train", "perturbations": dict(sorted(used.items())), "candidates": names,
     }  # fmt: skip
     return trajectories, meta
 

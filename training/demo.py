@@ -24,6 +24,8 @@ from sandbox.errors import UsageError
 from training.config import SFTConfig
 from training.figure import SCOPES
 
+QUICK_FAMILIES = ("phone", "hours", "weather", "best_rated", "unknown_place")
+"""The POI task families of one or two calls (one of them to refuse), which ``--quick`` trains and tests on."""
 TIER_COLUMNS = (("perception", "Δ tier 1"), ("interaction", "Δ tier 2"), ("reasoning", "Δ tier 3"))
 
 
@@ -49,6 +51,11 @@ class DemoConfig:
     rl_from: int = field(default=30, metadata={"help": "RL starts from this SFT-N (one of --sft-steps; 0: the last)"})
     batch_size: int = field(default=8, metadata={"help": "episodes per optimizer step"})
     episodes: int = field(default=800, metadata={"help": "distinct training tasks (train split)"})
+    task_families: list[str] = field(
+        default_factory=list,
+        metadata={"help": "train and evaluate on tasks of these task families only (default: all; --quick: "
+                  f"{','.join(QUICK_FAMILIES)})", "items": "task family names"},
+    )  # fmt: skip
     lr: float = field(default=1e-3, metadata={"help": "peak learning rate (LoRA)"})
     lora_layers: int = field(default=0, metadata={"help": "LoRA on the last N decoder layers only (0: all)"})
     alpha: float = field(default=0.3, metadata={"help": "PAFT share of perturbed episodes (train pool)"})
@@ -80,7 +87,10 @@ class DemoConfig:
         # The untrained base's row is slow (it writes to its token limit every turn) and known (0%); one SFT
         # export shows the learning, the perturbed tiers the breaking.
         agents = [a for a in self.agents if a not in ("base", "paft", "rl")]
-        return dataclasses.replace(self, sft_steps=[10], paft_steps=0, episodes=80, n=3, rl_steps=0, agents=agents)
+        families = self.task_families or list(QUICK_FAMILIES)
+        return dataclasses.replace(
+            self, sft_steps=[10], paft_steps=0, episodes=80, n=3, rl_steps=0, agents=agents, task_families=families
+        )
 
 
 def checked(cfg: DemoConfig) -> DemoConfig:
@@ -92,6 +102,10 @@ def checked(cfg: DemoConfig) -> DemoConfig:
         raise UsageError(f"--sft-steps {','.join(map(str, cfg.sft_steps))!r}: give step counts of at least 1")
     agents = list(dict.fromkeys(["base", *cfg.agents, "rl"])) if cfg.full else cfg.agents
     cfg = dataclasses.replace(cfg, sft_steps=steps, agents=agents).scaled()
+    if cfg.task_families:
+        from sandbox import tasks
+
+        tasks("poi", "train", 1, cfg.seed, cfg.task_families)  # an unknown family stops the demo before it trains
     if cfg.paft_steps and "paft" in cfg.agents and cfg.paft_from and cfg.paft_from not in cfg.sft_steps:
         raise UsageError(
             f"--paft-from {cfg.paft_from} is not one of --sft-steps {cfg.sft_steps}: "
@@ -107,8 +121,8 @@ def _say(message: str) -> None:
 def train_settings(cfg: DemoConfig) -> dict[str, Any]:
     """The ``SFTConfig`` options every training run of the demo shares."""
     return dict(
-        batch_size=cfg.batch_size, episodes=cfg.episodes, lr=cfg.lr, lora_layers=cfg.lora_layers, warmup=3,
-        seed=cfg.seed, save_every=2,
+        batch_size=cfg.batch_size, episodes=cfg.episodes, task_families=cfg.task_families, lr=cfg.lr,
+        lora_layers=cfg.lora_layers, warmup=3, seed=cfg.seed, save_every=2,
     )  # fmt: skip
 
 
@@ -266,6 +280,8 @@ def run(cfg: DemoConfig) -> int:
             rows[f"SFT-{steps}"]["steps"] = steps
     if paft_label(cfg) in rows:
         rows[paft_label(cfg)]["steps"] = cfg.paft_from + cfg.paft_steps
+    if cfg.task_families:
+        print(f"task families: {', '.join(cfg.task_families)} (training and evaluation)")
     print(format_table(rows))
     compared = paft_against(cfg, reports)
     if compared:
@@ -364,7 +380,7 @@ def evaluate_agents(
         agent = load_agent(spec)
         report = evaluate(
             agent, "all", n=cfg.n, seed=cfg.seed, domain="poi", split="test", batch_size=cfg.eval_batch,
-            cache_dir=root / "eval-cache",
+            cache_dir=root / "eval-cache", families=cfg.task_families or None,
         )  # fmt: skip
         del agent
         timings[f"eval_{label}_s"] = round(time.perf_counter() - t, 1)

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Union
 
+from sandbox.errors import UnknownName, UsageError
 from sandbox.perturbations import registry
 from sandbox.perturbations.base import Perturbation, Pool, Tier
 from sandbox.seeds import child_seed
@@ -48,14 +49,24 @@ def domain_label(domain: DomainSpec) -> str | list[str]:
     return names[0] if not isinstance(domain, Sequence) else list(names)
 
 
-def task_pool(domains: tuple[str, ...], split: str) -> tuple[Task, ...]:
-    """The split's tasks of ``domains``: solvable first, then by number of calls (the order shrinking follows)."""
+def task_pool(domains: tuple[str, ...], split: str, families: Sequence[str] | None = None) -> tuple[Task, ...]:
+    """The split's tasks of ``domains`` (of the task ``families`` named, if given): solvable first, then by
+    number of calls (the order shrinking follows)."""
     from sandbox.domains import get_domain
 
     if split not in SPLITS:
         raise ValueError(f"Unknown split {split!r}. Use one of {', '.join(SPLITS)}.")
     # Kept per Domain object, not per name: a name registered again (a re-imported module) gets its own pool.
-    return _pool(tuple(get_domain(d) for d in domains), split)
+    pool = _pool(tuple(get_domain(d) for d in domains), split)
+    if families is None:
+        return pool
+    known = sorted({t.family for t in pool})
+    if not families:
+        raise UsageError(f"task families: none given; name some of {', '.join(known)}")
+    for name in families:
+        if name not in known:
+            raise UnknownName("task family", name, known)
+    return tuple(t for t in pool if t.family in families)
 
 
 @lru_cache(maxsize=16)
@@ -143,8 +154,10 @@ def draw_cases(
     names: Iterable[str] | None = None,
     max_stack: int = 1,
     pool: Pool = "eval",
+    families: Sequence[str] | None = None,
 ) -> list:
-    """The fixed sample: ``n`` perturbed cases per tier, drawn from ``seed`` alone.
+    """The fixed sample: ``n`` perturbed cases per tier, drawn from ``seed`` alone, on tasks of the task
+    ``families`` named (all if ``None``).
 
     A tier with no perturbation registered, or none that applies to the domain's tasks, is skipped
     when ``tiers="all"`` and an error when asked for by name.
@@ -155,7 +168,7 @@ def draw_cases(
         raise ValueError(f"n must be at least 1 case per tier, got {n}")
     if max_stack < 1:
         raise ValueError(f"max_stack must be at least 1, got {max_stack}")
-    tasks = task_pool(domain_names(domain), split)
+    tasks = task_pool(domain_names(domain), split, families)
     names = list(names) if names is not None else None
     if names is not None:
         perturbation_classes(tiers, names)  # unknown names and names outside ``tiers`` fail here, with a hint

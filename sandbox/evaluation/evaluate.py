@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ def evaluate(
     cache_dir: str | Path | None = DEFAULT_CACHE_DIR,
     max_steps: int | None = None,
     pool: Pool = "eval",
+    families: Sequence[str] | None = None,
 ) -> Report:
     """Evaluate ``agent`` (an object or a spec such as ``"oracle"``) on ``n`` cases per tier and their clean twins.
 
@@ -45,7 +46,8 @@ def evaluate(
 
         agent = load_agent(spec)
     names = list(names) if names is not None else None
-    cases = draw_cases(tiers, n, seed, domain, split, names, max_stack, pool)
+    families = list(families) if families is not None else None
+    cases = draw_cases(tiers, n, seed, domain, split, names, max_stack, pool, families)
     cache = EpisodeCache(prepare(Path(cache_dir)) / "episodes" if cache_dir is not None else None)
     runner = Runner(cache)
     runner.test = "evaluate"
@@ -53,6 +55,7 @@ def evaluate(
     meta = {
         "agent": spec or fingerprint(agent), "seed": seed, "n": n, "tiers": registry.normalize_tiers(tiers),
         "names": names, "domain": domain_label(domain), "split": split, "pool": pool, "max_stack": max_stack,
-        "sandbox_version": SANDBOX_VERSION, "episodes_run": cache.misses, "episodes_cached": cache.hits,
+        "families": families, "sandbox_version": SANDBOX_VERSION, "episodes_run": cache.misses,
+        "episodes_cached": cache.hits,
     }  # fmt: skip
     return Report(records, meta)

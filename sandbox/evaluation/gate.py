@@ -195,7 +195,7 @@ def check(report: Report, gate: str | Iterable[str | Criterion]) -> GateResult:
     return result
 
 
-COVERAGE = ("domain", "split", "pool", "seed", "n", "tiers", "names", "max_stack", "sandbox_version")
+COVERAGE = ("domain", "split", "pool", "seed", "n", "tiers", "names", "families", "max_stack", "sandbox_version")
 """The report metadata that decides which cases were drawn, named when a report misses a baseline's cases."""
 
 

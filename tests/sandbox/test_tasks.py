@@ -62,3 +62,17 @@ def test_an_unknown_name_is_a_lookup_error_and_a_usage_error_of_the_one_family()
     error = info.value
     assert isinstance(error, KeyError) and isinstance(error, UsageError) and isinstance(error, OpenAgentError)
     assert str(error).startswith("Unknown perturbation 'query_nosie'. Did you mean 'query_noise'?")  # no quotes
+
+
+def test_tasks_of_named_families_are_the_same_draw_with_the_others_left_out():
+    import sandbox
+    from sandbox.errors import UnknownName, UsageError
+
+    every = sandbox.tasks("poi", "train", 200, seed=4)
+    some = sandbox.tasks("poi", "train", 20, seed=4, families=["phone", "weather"])
+    assert len(some) == 20 and {t.family for t in some} == {"phone", "weather"}
+    assert [t for t in every if t.family in ("phone", "weather")][:20] == some
+    with pytest.raises(UnknownName, match="Did you mean 'phone'"):
+        sandbox.tasks("poi", "train", 5, families=["phnoe"])
+    with pytest.raises(UsageError, match="none given"):
+        sandbox.tasks("poi", "train", 5, families=[])

@@ -45,6 +45,29 @@ def test_demo_trains_evaluates_writes_the_table_and_figure_and_reuses_its_checkp
     assert json.loads((tmp_path / "table.json").read_text())["rows"] == table["rows"]
 
 
+def test_demo_on_named_task_families_trains_and_evaluates_on_them_only(tiny_base, tmp_path, capsys):
+    from pytest_openagent.cli import main
+
+    argv = [
+        "demo", "--base", str(tiny_base), "--dir", str(tmp_path / "demo"), "--agents", "sft,oracle",
+        "--sft-steps", "1", "--batch-size", "2", "--episodes", "4", "--n", "2", "--task-families",
+        "phone,unknown_place", "--json", str(tmp_path / "table.json"), "--figure", str(tmp_path / "demo.png"),
+    ]  # fmt: skip
+    assert main(argv) == 0
+    assert "task families: phone, unknown_place (training and evaluation)" in capsys.readouterr().out
+    table = json.loads((tmp_path / "table.json").read_text())
+    for report in table["reports"].values():
+        assert report["meta"]["families"] == ["phone", "unknown_place"]
+        assert {r["family"] for r in report["records"]} == {"phone", "unknown_place"}
+    data = json.loads((tmp_path / "demo" / "sft" / "openagent-train.json").read_text())["data"]
+    assert data["task_families"] == ["phone", "unknown_place"] and data["tasks"] == 4
+
+    with pytest.raises(SystemExit) as exited:
+        main([*argv[:-4], "--dir", str(tmp_path / "typo"), "--task-families", "phnoe"])
+    assert exited.value.code == 2 and "Did you mean 'phone'" in capsys.readouterr().err
+    assert not (tmp_path / "typo").exists()  # stopped before it trained
+
+
 def test_paft_must_start_from_an_sft_row_and_full_adds_the_rl_rows():
     from dataclasses import replace
 
@@ -60,10 +83,12 @@ def test_paft_must_start_from_an_sft_row_and_full_adds_the_rl_rows():
 
 
 def test_quick_scales_everything_down_and_leaves_out_the_slow_rows():
-    from training.demo import DemoConfig
+    from training.demo import QUICK_FAMILIES, DemoConfig
 
     quick = DemoConfig(quick=True).scaled()
     assert (quick.sft_steps, quick.paft_steps, quick.n, quick.rl_steps) == ([10], 0, 3, 0)
+    assert quick.task_families == list(QUICK_FAMILIES)
+    assert DemoConfig(quick=True, task_families=["phone"]).scaled().task_families == ["phone"]
     assert {"base", "paft", "rl"}.isdisjoint(quick.agents) and "sft" in quick.agents
     assert DemoConfig().scaled() == DemoConfig()
 
