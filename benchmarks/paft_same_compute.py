@@ -1,11 +1,13 @@
 """PAFT against SFT of the same compute, paired on the same cases: from one start (the base, or an SFT
 checkpoint as in the paper), SFT (α=0) and PAFT (α, the families given) trained for the same steps with the
-demo's settings, both evaluated on tiers 1 and 2 of the held-out test split and their clean twins.
+demo's settings, both evaluated on the tiers given (1 and 2 by default) of the held-out test split and their clean
+twins; a finished arm is reused, so other tiers or another evaluation seed cost only the evaluation.
 
     HF_HUB_OFFLINE=1 python benchmarks/paft_same_compute.py --start ~/.cache/pytest-openagent/demo/sft \\
         --steps 10 --alpha 0.5 --families symbolic,semantic --n 20 --dir /tmp/paft
 
-Writes ``benchmarks/results/paft-same-compute.json`` (the paired differences and both reports).
+Writes ``benchmarks/results/paft-same-compute.json`` (``--out``: the paired differences, tier-4 refusals among
+them, and both reports).
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ def main() -> None:
     p.add_argument("--families", default="symbolic,semantic")
     p.add_argument("--n", type=int, default=20, help="cases per tier")
     p.add_argument("--dir", required=True, help="folder for both runs and the episode cache")
+    p.add_argument("--tiers", default="perception,interaction", help="tiers to evaluate, joined by commas")
+    p.add_argument("--seed", type=int, default=0, help="seed of the evaluation cases (training's is the demo's)")
+    p.add_argument("--out", default="paft-same-compute", help="name of the JSON in benchmarks/results")
     args = p.parse_args()
 
     from sandbox.evaluation.evaluate import evaluate
@@ -42,7 +47,9 @@ def main() -> None:
             families=families, **common,
         ),
     }  # fmt: skip
-    result: dict = {"start": args.start, "steps": args.steps, "alpha": args.alpha, "families": families, "n": args.n}
+    tiers = args.tiers.split(",")
+    result: dict = {"start": args.start, "steps": args.steps, "alpha": args.alpha, "families": families, "n": args.n,
+                    "tiers": tiers, "eval_seed": args.seed}  # fmt: skip
     reports = {}
     for label, cfg in arms.items():
         start = time.perf_counter()
@@ -50,19 +57,20 @@ def main() -> None:
         result[f"train_{label}_s"] = round(time.perf_counter() - start, 1)
         start = time.perf_counter()
         reports[label] = evaluate(
-            load_agent(f"hf:{cfg.out}"), ["perception", "interaction"], n=args.n, seed=0, domain="poi",
+            load_agent(f"hf:{cfg.out}"), tiers, n=args.n, seed=args.seed, domain="poi",
             split="test", batch_size=32, cache_dir=Path(args.dir) / "eval-cache",
         )  # fmt: skip
         result[f"eval_{label}_s"] = round(time.perf_counter() - start, 1)
-        result[label] = {
-            row["scope"]: f"{row['success']['k']}/{row['success']['n']}"
-            for row in reports[label].to_dict()["rows"] if row["kind"] in ("clean", "tier")
-        }  # fmt: skip
+        rows = [row for row in reports[label].to_dict()["rows"] if row["kind"] in ("clean", "tier")]
+        result[label] = {row["scope"]: f"{row['success']['k']}/{row['success']['n']}" for row in rows}
+        if any(row["scope"] == "internalization" for row in rows):
+            refusal = next(row["refusal"] for row in rows if row["scope"] == "internalization")
+            result[label]["tier-4 refusal"] = f"{refusal['k']}/{refusal['n']}"
         print(label, result[label], flush=True)
     result["paft_minus_sft"] = {k: str(v) for k, v in paired(reports["paft"], reports["sft"]).items()}
     result["reports"] = {k: r.to_dict() for k, r in reports.items()}
     print(result["paft_minus_sft"])
-    write("paft-same-compute", result)
+    write(args.out, result)
 
 
 if __name__ == "__main__":

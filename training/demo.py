@@ -74,7 +74,8 @@ class DemoConfig:
     retrain: bool = field(default=False, metadata={"help": "train again even if checkpoints exist"})
     quick: bool = field(
         default=False,
-        metadata={"help": "a few minutes: SFT-10 on 80 episodes, 3 cases a tier; no base, PAFT or RL row"},
+        metadata={"help": "a few minutes: SFT-15 on 120 episodes of the one- and two-call task families, 4 cases "
+                  "a tier; no base, PAFT or RL row"},
     )
     json: str = field(default="", metadata={"help": "also write the table (and each agent's report) to this file"})
     figure: str = field(
@@ -89,7 +90,7 @@ class DemoConfig:
         agents = [a for a in self.agents if a not in ("base", "paft", "rl")]
         families = self.task_families or list(QUICK_FAMILIES)
         return dataclasses.replace(
-            self, sft_steps=[10], paft_steps=0, episodes=80, n=3, rl_steps=0, agents=agents, task_families=families
+            self, sft_steps=[15], paft_steps=0, episodes=120, n=4, rl_steps=0, agents=agents, task_families=families
         )
 
 

@@ -212,8 +212,9 @@ def _history(directory: str | Path) -> list[dict[str, Any]]:
     return json.loads((Path(directory) / "openagent-train.json").read_text()).get("history", [])
 
 
-def measure(directory: str | Path, n: int, seed: int = 0, batch_size: int = 64) -> dict[str, Any]:
-    """Clean success on ``n`` held-out test tasks and the tier-4 refusal rate, greedy."""
+def measure(directory: str | Path, n: int, seed: int = 0, batch_size: int = 64) -> tuple[dict[str, Any], Any]:
+    """Clean success on ``n`` held-out test tasks and the tier-4 refusal rate (``n`` cases, eval pool), greedy,
+    each as a :class:`~sandbox.metrics.Rate`; and the tier-4 report (for comparisons on the same cases)."""
     import sandbox
     from sandbox.case import Case
     from sandbox.evaluation import evaluate, run_in_batches
@@ -224,35 +225,42 @@ def measure(directory: str | Path, n: int, seed: int = 0, batch_size: int = 64) 
     report = evaluate(agent, ["internalization"], n=n, seed=seed, cache_dir=None)
     tier4 = next(row for row in report.rows() if row.scope == "internalization")
     unsolvable = [ep for ep in clean if not ep.solvable]
-    return {
-        "clean_success": sandbox.success_rate(clean).value,
-        "clean_success_solvable": sandbox.success_rate([ep for ep in clean if ep.solvable]).value,
-        "clean_refusal_rate": sum(ep.outcome == "refused" for ep in unsolvable) / max(1, len(unsolvable)),
-        "tier4_success": tier4.perturbed.value,
-        "tier4_refusal_rate": tier4.refusal.value,
-        "tier4_refusal_n": tier4.refusal.n,
+    figures = {
+        "clean_success": sandbox.success_rate(clean),
+        "clean_success_solvable": sandbox.success_rate([ep for ep in clean if ep.solvable]),
+        "clean_refusal": sandbox.refusal_rate(unsolvable),
+        "tier4_success": tier4.perturbed,
+        "tier4_refusal": tier4.refusal,
     }
+    return figures, report
 
 
 def run(cfg: RLDemoConfig) -> int:
-    """Train (or reuse) both RL agents from ``cfg.sft``, measure them and it, print the table."""
+    """Train (or reuse) both RL agents from ``cfg.sft``, measure them and it, print the table: each rate with its
+    95% interval, and each RL agent's tier-4 refusal minus the SFT start's, paired on the same cases."""
     from sandbox.errors import UsageError
+    from training.demo import paired
 
     if not cfg.sft or not cfg.out:
         raise UsageError("give --sft SFT_DIR (the checkpoint both runs start from) and --out DIR")
     settings = RLDemoSettings(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(RLDemoSettings)})
     agents = {"SFT": Path(cfg.sft), **rl_agents(cfg.sft, cfg.out, settings, cfg.retrain)}
-    figures = {}
+    figures: dict[str, dict[str, Any]] = {}
+    reports = {}
     for name, directory in agents.items():
-        figures[name] = measure(directory, cfg.n)
+        rates, reports[name] = measure(directory, cfg.n)
+        figures[name] = {key: {"k": r.k, "n": r.n, "value": r.value, "interval": r.interval} for key, r in rates.items()}
         if name != "SFT":
-            figures[name]["reward_curve"] = reward_curve(directory)
-            figures[name]["reward_by_epoch"] = epoch_rewards(_history(directory))
-        print(f"{name}: {json.dumps(figures[name])}", file=sys.stderr)
-    print(f"{'agent':<22} {'clean success':>14} {'tier-4 refusal':>15}  training reward")
+            history = _history(directory)
+            figures[name].update(reward_curve=reward_curve(directory), reward_by_epoch=epoch_rewards(history),
+                                 reward_change=epoch_change(history))  # fmt: skip
+            figures[name]["tier4_refusal_minus_sft"] = str(paired(reports[name], reports["SFT"]).get("refusal"))
+        print(f"{name}: " + "; ".join(f"{key} {rate}" for key, rate in rates.items()), file=sys.stderr)
+    print(f"{'agent':<22} {'clean success':>14} {'tier-4 refusal':>15}  tier-4 refusal minus SFT; training reward")
     for name, f in figures.items():
-        curve = curve_text(agents[name]) if name != "SFT" else ""
-        print(f"{name:<22} {f['clean_success']:>14.1%} {f['tier4_refusal_rate']:>15.1%}  {curve}")
+        clean, refusal = f["clean_success"]["value"], f["tier4_refusal"]["value"]
+        rest = f"{f['tier4_refusal_minus_sft']}; {curve_text(agents[name])}" if name != "SFT" else ""
+        print(f"{name:<22} {clean:>14.1%} {refusal:>15.1%}  {rest}")
     if cfg.json:
         from training.runs import write_json
 

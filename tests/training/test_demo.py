@@ -86,7 +86,7 @@ def test_quick_scales_everything_down_and_leaves_out_the_slow_rows():
     from training.demo import QUICK_FAMILIES, DemoConfig
 
     quick = DemoConfig(quick=True).scaled()
-    assert (quick.sft_steps, quick.paft_steps, quick.n, quick.rl_steps) == ([10], 0, 3, 0)
+    assert (quick.sft_steps, quick.paft_steps, quick.n, quick.rl_steps, quick.episodes) == ([15], 0, 4, 0, 120)
     assert quick.task_families == list(QUICK_FAMILIES)
     assert DemoConfig(quick=True, task_families=["phone"]).scaled().task_families == ["phone"]
     assert {"base", "paft", "rl"}.isdisjoint(quick.agents) and "sft" in quick.agents

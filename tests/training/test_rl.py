@@ -297,3 +297,21 @@ def test_the_reward_curve_compares_whole_epochs(tmp_path):
     assert points == pytest.approx(25.0) and (low, high) == pytest.approx((25 - half, 25 + half))
     (tmp_path / "openagent-train.json").write_text(json.dumps({"history": history}))
     assert "last minus first +25.0 points, 95% interval [-24.0, +74.0]" in curve_text(tmp_path)
+
+
+@pytest.mark.slow
+def test_the_rl_experiment_measures_both_agents_against_their_start_with_intervals(tiny_base, tmp_path, capsys):
+    from training.rl_demo import main as rl_demo_main
+
+    out = tmp_path / "rl"
+    argv = ["--sft", str(tiny_base), "--out", str(out), "--steps", "2", "--group", "2", "--tasks", "2",
+            "--tasks-per-step", "1", "--n", "2", "--json", str(tmp_path / "rl.json")]  # fmt: skip
+    assert rl_demo_main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "tier-4 refusal minus SFT" in printed and "RL (completion)" in printed and "RL (refusal-aware)" in printed
+    figures = json.loads((tmp_path / "rl.json").read_text())["figures"]
+    for name in ("SFT", "RL (completion)", "RL (refusal-aware)"):
+        refusal = figures[name]["tier4_refusal"]
+        assert refusal["n"] >= 1 and refusal["interval"][0] <= refusal["value"] <= refusal["interval"][1]
+    assert "[" in figures["RL (completion)"]["tier4_refusal_minus_sft"]
+    assert figures["RL (completion)"]["reward_by_epoch"]  # 2 steps of 1 task over 2 tasks: one whole epoch
