@@ -74,8 +74,10 @@ class DemoConfig:
     retrain: bool = field(default=False, metadata={"help": "train again even if checkpoints exist"})
     quick: bool = field(
         default=False,
-        metadata={"help": "a few minutes: SFT-15 on 120 episodes of the one- and two-call task families, 4 cases "
-                  "a tier; no base, PAFT or RL row"},
+        metadata={
+            "help": "a few minutes: SFT-15 on 120 episodes of the one- and two-call task families, 4 cases "
+            "a tier; no base, PAFT or RL row"
+        },
     )
     json: str = field(default="", metadata={"help": "also write the table (and each agent's report) to this file"})
     figure: str = field(

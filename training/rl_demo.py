@@ -249,7 +249,7 @@ def run(cfg: RLDemoConfig) -> int:
     reports = {}
     for name, directory in agents.items():
         rates, reports[name] = measure(directory, cfg.n)
-        figures[name] = {key: {"k": r.k, "n": r.n, "value": r.value, "interval": r.interval} for key, r in rates.items()}
+        figures[name] = {k: {"k": r.k, "n": r.n, "value": r.value, "interval": r.interval} for k, r in rates.items()}
         if name != "SFT":
             history = _history(directory)
             figures[name].update(reward_curve=reward_curve(directory), reward_by_epoch=epoch_rewards(history),
