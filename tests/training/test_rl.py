@@ -305,7 +305,7 @@ def test_the_rl_experiment_measures_both_agents_against_their_start_with_interva
 
     out = tmp_path / "rl"
     argv = ["--sft", str(tiny_base), "--out", str(out), "--steps", "2", "--group", "2", "--tasks", "2",
-            "--tasks-per-step", "1", "--n", "2", "--json", str(tmp_path / "rl.json")]  # fmt: skip
+            "--tasks-per-step", "1", "--sft-coef", "0", "--n", "2", "--json", str(tmp_path / "rl.json")]  # fmt: skip
     assert rl_demo_main(argv) == 0
     printed = capsys.readouterr().out
     assert "tier-4 refusal minus SFT" in printed and "RL (completion)" in printed and "RL (refusal-aware)" in printed
