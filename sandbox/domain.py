@@ -99,7 +99,7 @@ class Domain:
         that lists its tasks gives its list (the first ``n``) for every split and seed."""
         if split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-        only = self._only(families)
+        only = checked_families(families, [f.name for f in self.families] or [t.family for t in self.listed])
         if self.listed:
             listed = [t for t in _listed(self, split) if only is None or t.family in only]
             if n is not None and n > len(listed):
@@ -109,19 +109,6 @@ class Domain:
             size = self.sizes.get(split, DEFAULT_SIZES[split])
             return list(_tasks(self, split, size, seed, exact=False, families=only))
         return list(_tasks(self, split, n, seed, exact=True, families=only))
-
-    def _only(self, families: Sequence[str] | None) -> frozenset[str] | None:
-        """``families`` as a set, or ``None`` for all; :class:`~sandbox.errors.UnknownName` (with "did you mean")
-        for a name that is not one of this domain's task families."""
-        if families is None:
-            return None
-        known = [f.name for f in self.families] or sorted({t.family for t in self.listed})
-        for name in families:
-            if name not in known:
-                raise UnknownName(f"task family of {self.name}", name, known)
-        if not families:
-            raise UsageError(f"task families: none given; name some of {self.name}'s ({', '.join(known)})")
-        return frozenset(families)
 
     def draw(self, split: Split, index: int, seed: int = 0) -> Task | None:
         """Task number ``index`` of the stream behind :meth:`tasks`; ``None`` if that draw is void."""
@@ -166,6 +153,20 @@ class Domain:
 def _world(domain: Domain, seed: int) -> Any:
     assert domain.build_world is not None
     return domain.build_world(seed)
+
+
+def checked_families(families: Sequence[str] | None, known: Sequence[str]) -> frozenset[str] | None:
+    """``families`` as a set (``None``: all), each one of the task families ``known``; else
+    :class:`~sandbox.errors.UnknownName` (with "did you mean") or, for none at all, a usage error."""
+    if families is None:
+        return None
+    known = list(dict.fromkeys(known))
+    if not families:
+        raise UsageError(f"task families: none given; name some of {', '.join(known)}")
+    for name in families:
+        if name not in known:
+            raise UnknownName("task family", name, known)
+    return frozenset(families)
 
 
 @lru_cache(maxsize=32)

@@ -12,7 +12,6 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Union
 
-from sandbox.errors import UnknownName, UsageError
 from sandbox.perturbations import registry
 from sandbox.perturbations.base import Perturbation, Pool, Tier
 from sandbox.seeds import child_seed
@@ -52,21 +51,15 @@ def domain_label(domain: DomainSpec) -> str | list[str]:
 def task_pool(domains: tuple[str, ...], split: str, families: Sequence[str] | None = None) -> tuple[Task, ...]:
     """The split's tasks of ``domains`` (of the task ``families`` named, if given): solvable first, then by
     number of calls (the order shrinking follows)."""
+    from sandbox.domain import checked_families
     from sandbox.domains import get_domain
 
     if split not in SPLITS:
         raise ValueError(f"Unknown split {split!r}. Use one of {', '.join(SPLITS)}.")
     # Kept per Domain object, not per name: a name registered again (a re-imported module) gets its own pool.
     pool = _pool(tuple(get_domain(d) for d in domains), split)
-    if families is None:
-        return pool
-    known = sorted({t.family for t in pool})
-    if not families:
-        raise UsageError(f"task families: none given; name some of {', '.join(known)}")
-    for name in families:
-        if name not in known:
-            raise UnknownName("task family", name, known)
-    return tuple(t for t in pool if t.family in families)
+    only = checked_families(families, sorted({t.family for t in pool}))
+    return pool if only is None else tuple(t for t in pool if t.family in only)
 
 
 @lru_cache(maxsize=16)
