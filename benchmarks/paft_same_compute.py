@@ -36,7 +36,8 @@ def main() -> None:
     from sandbox.evaluation.specs import load_agent
     from training import sft
     from training.config import SFTConfig
-    from training.demo import DemoConfig, paired, train_settings
+    from training.demo import DemoConfig, train_settings
+    from training.paired import paired
 
     families = args.families.split(",")
     common = dict(base=args.start, steps=args.steps, **train_settings(DemoConfig()))

@@ -23,6 +23,7 @@ from typing import Any
 from sandbox.errors import UsageError
 from training.config import SFTConfig
 from training.figure import SCOPES
+from training.paired import paired
 
 QUICK_FAMILIES = ("phone", "hours", "weather", "best_rated", "unknown_place")
 """The POI task families of one or two calls (one of them to refuse), which ``--quick`` trains and tests on."""
@@ -213,29 +214,6 @@ def clean_success(agent: Any, n: int, seed: int = 0, batch_size: int = 32, domai
 
     episodes = run_in_batches(agent, [Case(t) for t in tasks(domain, "test", n, seed)], batch_size)
     return success_rate(episodes), episodes
-
-
-def paired(report: Any, baseline: Any) -> dict[str, Any]:
-    """``report``'s success minus ``baseline``'s on the same cases, per scope (clean: the clean twins; a tier:
-    its perturbed cases), and ``"refusal"``: refusals on tier 4's unsolvable cases; as Newcombe's paired
-    difference (:class:`~sandbox.metrics.PairedDelta`)."""
-    from sandbox.metrics import PairedDelta
-
-    mine = {r.case: r for r in report.records}
-    common = [r for r in baseline.records if r.case in mine]
-    out: dict[str, Any] = {}
-    for scope, _ in SCOPES:
-        if scope == "clean":
-            twins = {r.task: r for r in common}
-            pairs = [(mine[r.case].clean_success, r.clean_success) for r in twins.values()]
-        else:
-            pairs = [(mine[r.case].success, r.success) for r in common if r.tier == scope]
-        if pairs:
-            out[scope] = PairedDelta.of(pairs)
-    unsolvable = [r for r in common if r.tier == "internalization" and not r.solvable and not mine[r.case].solvable]
-    if unsolvable:
-        out["refusal"] = PairedDelta.of((mine[r.case].outcome == "refused", r.outcome == "refused") for r in unsolvable)
-    return out
 
 
 def format_paired(label: str, baseline: str, deltas: dict[str, Any]) -> str:

@@ -239,28 +239,30 @@ def run(cfg: RLDemoConfig) -> int:
     """Train (or reuse) both RL agents from ``cfg.sft``, measure them and it, print the table: each rate with its
     95% interval, and each RL agent's tier-4 refusal minus the SFT start's, paired on the same cases."""
     from sandbox.errors import UsageError
-    from training.demo import paired
+    from training.paired import paired
 
     if not cfg.sft or not cfg.out:
         raise UsageError("give --sft SFT_DIR (the checkpoint both runs start from) and --out DIR")
     settings = RLDemoSettings(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(RLDemoSettings)})
     agents = {"SFT": Path(cfg.sft), **rl_agents(cfg.sft, cfg.out, settings, cfg.retrain)}
     figures: dict[str, dict[str, Any]] = {}
-    reports = {}
+    rates, reports = {}, {}
     for name, directory in agents.items():
-        rates, reports[name] = measure(directory, cfg.n)
-        figures[name] = {k: {"k": r.k, "n": r.n, "value": r.value, "interval": r.interval} for k, r in rates.items()}
+        rates[name], reports[name] = measure(directory, cfg.n)
+        figures[name] = {
+            k: {"k": r.k, "n": r.n, "value": r.value, "interval": r.interval} for k, r in rates[name].items()
+        }
         if name != "SFT":
             history = _history(directory)
             figures[name].update(reward_curve=reward_curve(directory), reward_by_epoch=epoch_rewards(history),
                                  reward_change=epoch_change(history))  # fmt: skip
             figures[name]["tier4_refusal_minus_sft"] = str(paired(reports[name], reports["SFT"]).get("refusal"))
-        print(f"{name}: " + "; ".join(f"{key} {rate}" for key, rate in rates.items()), file=sys.stderr)
-    print(f"{'agent':<22} {'clean success':>14} {'tier-4 refusal':>15}  tier-4 refusal minus SFT; training reward")
+        print(f"{name}: " + "; ".join(f"{key} {rate}" for key, rate in rates[name].items()), file=sys.stderr)
+    print(f"{'agent':<20} {'clean success':<28} {'tier-4 refusal':<28} tier-4 refusal minus SFT; training reward")
     for name, f in figures.items():
-        clean, refusal = f["clean_success"]["value"], f["tier4_refusal"]["value"]
+        clean, refusal = rates[name]["clean_success"], rates[name]["tier4_refusal"]
         rest = f"{f['tier4_refusal_minus_sft']}; {curve_text(agents[name])}" if name != "SFT" else ""
-        print(f"{name:<22} {clean:>14.1%} {refusal:>15.1%}  {rest}")
+        print(f"{name:<20} {clean!s:<28} {refusal!s:<28} {rest}")
     if cfg.json:
         from training.runs import write_json
 

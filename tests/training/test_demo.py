@@ -122,7 +122,7 @@ def _record(case: str, task: str, tier: str, success: bool, clean_success: bool)
 
 def test_paired_compares_the_same_cases_per_scope_and_counts_each_clean_twin_once():
     from sandbox.evaluation.report import Report
-    from training.demo import paired
+    from training.paired import paired
 
     # Agent A fixes cases 1 and 2 of tier 1 and breaks case 3; task t1 has two cases, its clean twin counts once.
     a = Report(
@@ -155,7 +155,7 @@ def test_paired_counts_refusals_on_the_unsolvable_cases_of_tier_4_only():
     from dataclasses import replace
 
     from sandbox.evaluation.report import Report
-    from training.demo import paired
+    from training.paired import paired
 
     def tier4(case: str, outcome: str, solvable: bool = False):
         r = _record(case, case, "internalization", outcome == "refused", True)
