@@ -64,9 +64,9 @@ def main() -> None:
         result[f"eval_{label}_s"] = round(time.perf_counter() - start, 1)
         rows = [row for row in reports[label].to_dict()["rows"] if row["kind"] in ("clean", "tier")]
         result[label] = {row["scope"]: f"{row['success']['k']}/{row['success']['n']}" for row in rows}
-        if any(row["scope"] == "internalization" for row in rows):
-            refusal = next(row["refusal"] for row in rows if row["scope"] == "internalization")
-            result[label]["tier-4 refusal"] = f"{refusal['k']}/{refusal['n']}"
+        tier4 = next((row for row in rows if row["scope"] == "internalization"), None)
+        if tier4 is not None:
+            result[label]["tier-4 refusal"] = f"{tier4['refusal']['k']}/{tier4['refusal']['n']}"
         print(label, result[label], flush=True)
     result["paft_minus_sft"] = {k: str(v) for k, v in paired(reports["paft"], reports["sft"]).items()}
     result["reports"] = {k: r.to_dict() for k, r in reports.items()}

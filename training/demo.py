@@ -106,10 +106,11 @@ def checked(cfg: DemoConfig) -> DemoConfig:
         raise UsageError(f"--sft-steps {','.join(map(str, cfg.sft_steps))!r}: give step counts of at least 1")
     agents = list(dict.fromkeys(["base", *cfg.agents, "rl"])) if cfg.full else cfg.agents
     cfg = dataclasses.replace(cfg, sft_steps=steps, agents=agents).scaled()
-    if cfg.task_families:
-        from sandbox import tasks
+    if cfg.task_families:  # an unknown family stops the demo before it trains
+        from sandbox.domain import checked_families
+        from sandbox.domains import get_domain
 
-        tasks("poi", "train", 1, cfg.seed, cfg.task_families)  # an unknown family stops the demo before it trains
+        checked_families(cfg.task_families, [f.name for f in get_domain("poi").families])
     if cfg.paft_steps and "paft" in cfg.agents and cfg.paft_from and cfg.paft_from not in cfg.sft_steps:
         raise UsageError(
             f"--paft-from {cfg.paft_from} is not one of --sft-steps {cfg.sft_steps}: "
