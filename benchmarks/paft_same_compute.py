@@ -25,6 +25,7 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--alpha", type=float, default=0.5)
     p.add_argument("--families", default="symbolic,semantic")
+    p.add_argument("--perturbations", default="", help="perturbation names, joined by commas (instead of families)")
     p.add_argument("--n", type=int, default=20, help="cases per tier")
     p.add_argument("--dir", required=True, help="folder for both runs and the episode cache")
     p.add_argument("--tiers", default="perception,interaction", help="tiers to evaluate, joined by commas")
@@ -40,17 +41,19 @@ def main() -> None:
     from training.paired import paired
 
     families = args.families.split(",")
+    names = [n for n in args.perturbations.split(",") if n]
+    data = "+".join(names or families)
     common = dict(base=args.start, steps=args.steps, **train_settings(DemoConfig()))
     arms = {
         "sft": SFTConfig(out=str(Path(args.dir) / f"sft-{args.steps}"), **common),
         "paft": SFTConfig(
-            out=str(Path(args.dir) / f"paft-{args.steps}-{'+'.join(families)}-a{args.alpha}"), alpha=args.alpha,
-            families=families, **common,
+            out=str(Path(args.dir) / f"paft-{args.steps}-{data}-a{args.alpha}"), alpha=args.alpha,
+            families=families, perturbations=names, **common,
         ),
     }  # fmt: skip
     tiers = args.tiers.split(",")
-    result: dict = {"start": args.start, "steps": args.steps, "alpha": args.alpha, "families": families, "n": args.n,
-                    "tiers": tiers, "eval_seed": args.seed}  # fmt: skip
+    result: dict = {"start": args.start, "steps": args.steps, "alpha": args.alpha, "families": families,
+                    "perturbations": names, "n": args.n, "tiers": tiers, "eval_seed": args.seed}  # fmt: skip
     reports = {}
     for label, cfg in arms.items():
         start = time.perf_counter()
