@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox.errors import UsageError
-from training.config import SFTConfig
+from training.config import PERTURBATION_FAMILIES, SFTConfig
 from training.figure import SCOPES
 from training.paired import paired
 
@@ -59,7 +59,11 @@ class DemoConfig:
     )  # fmt: skip
     lr: float = field(default=1e-3, metadata={"help": "peak learning rate (LoRA)"})
     lora_layers: int = field(default=0, metadata={"help": "LoRA on the last N decoder layers only (0: all)"})
-    alpha: float = field(default=0.3, metadata={"help": "PAFT share of perturbed episodes (train pool)"})
+    alpha: float = field(default=0.5, metadata={"help": "PAFT share of perturbed episodes (train pool)"})
+    paft_families: list[str] = field(
+        default_factory=lambda: ["error_feedback"],
+        metadata={"help": "PAFT perturbation families (error_feedback, symbolic, semantic)", "items": "families"},
+    )
     n: int = field(default=10, metadata={"help": "evaluation cases per tier (test split, eval pool), plus clean twins"})
     eval_batch: int = field(
         default=32, metadata={"help": "evaluation: cases (and their clean twins) generated for at once"}
@@ -111,6 +115,11 @@ def checked(cfg: DemoConfig) -> DemoConfig:
         from sandbox.domains import get_domain
 
         checked_families(cfg.task_families, [f.name for f in get_domain("poi").families])
+    unknown = sorted(set(cfg.paft_families) - set(PERTURBATION_FAMILIES))
+    if unknown or not cfg.paft_families:
+        raise UsageError(
+            f"--paft-families {','.join(cfg.paft_families)!r}: give some of {','.join(PERTURBATION_FAMILIES)}"
+        )
     if cfg.paft_steps and "paft" in cfg.agents and cfg.paft_from and cfg.paft_from not in cfg.sft_steps:
         raise UsageError(
             f"--paft-from {cfg.paft_from} is not one of --sft-steps {cfg.sft_steps}: "
@@ -138,13 +147,14 @@ def _train_configs(cfg: DemoConfig, root: Path) -> dict[str, SFTConfig]:
     runs = {"sft": sft}
     if cfg.paft_steps and "paft" in cfg.agents:
         start = str(sft_dir(cfg, runs, cfg.paft_from)) if cfg.paft_from else cfg.base
-        runs["paft"] = SFTConfig(out=str(root / "paft"), base=start, steps=cfg.paft_steps, alpha=cfg.alpha, **common)
+        paft = dict(steps=cfg.paft_steps, alpha=cfg.alpha, families=cfg.paft_families)
+        runs["paft"] = SFTConfig(out=str(root / "paft"), base=start, **paft, **common)
     return runs
 
 
 def paft_label(cfg: DemoConfig) -> str:
     start = f", from SFT-{cfg.paft_from}" if cfg.paft_from else ""
-    return f"PAFT-{cfg.paft_steps} (α={cfg.alpha}{start})"
+    return f"PAFT-{cfg.paft_steps} (α={cfg.alpha}, {'+'.join(cfg.paft_families)}{start})"
 
 
 def rl_start(cfg: DemoConfig) -> int:

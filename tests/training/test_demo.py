@@ -68,7 +68,7 @@ def test_demo_on_named_task_families_trains_and_evaluates_on_them_only(tiny_base
     assert not (tmp_path / "typo").exists()  # stopped before it trained
 
 
-def test_paft_must_start_from_an_sft_row_and_full_adds_the_rl_rows():
+def test_paft_must_start_from_an_sft_row_and_name_known_families_and_full_adds_the_rl_rows():
     from dataclasses import replace
 
     from sandbox.errors import UsageError
@@ -80,6 +80,8 @@ def test_paft_must_start_from_an_sft_row_and_full_adds_the_rl_rows():
     with pytest.raises(UsageError, match=r"--paft-from 30 is not one of --sft-steps \[20, 40\]"):
         checked(replace(cfg, paft_from=30))
     checked(replace(cfg, paft_from=0))  # from the base
+    with pytest.raises(UsageError, match=r"--paft-families 'errors': give some of error_feedback,symbolic,semantic"):
+        checked(replace(cfg, paft_families=["errors"]))
 
 
 def test_quick_scales_everything_down_and_leaves_out_the_slow_rows():
