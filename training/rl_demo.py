@@ -237,7 +237,8 @@ def measure(directory: str | Path, n: int, seed: int = 0, batch_size: int = 64) 
 
 def run(cfg: RLDemoConfig) -> int:
     """Train (or reuse) both RL agents from ``cfg.sft``, measure them and it, print the table: each rate with its
-    95% interval, and each RL agent's tier-4 refusal minus the SFT start's, paired on the same cases."""
+    95% interval, each RL agent's tier-4 refusal minus the SFT start's, and the refusal-aware agent's minus the
+    completion agent's, paired on the same cases."""
     from sandbox.errors import UsageError
     from training.paired import paired
 
@@ -263,6 +264,11 @@ def run(cfg: RLDemoConfig) -> int:
         clean, refusal = rates[name]["clean_success"], rates[name]["tier4_refusal"]
         rest = f"{f['tier4_refusal_minus_sft']}; {curve_text(agents[name])}" if name != "SFT" else ""
         print(f"{name:<20} {clean!s:<28} {refusal!s:<28} {rest}")
+    aware, completion = (f"RL ({reward})" for reward in reversed(REWARDS))
+    if aware in reports and completion in reports:  # boundary blindness: the two rewards on the same cases
+        change = str(paired(reports[aware], reports[completion]).get("refusal"))
+        figures[aware]["tier4_refusal_minus_completion"] = change
+        print(f"tier-4 refusal, refusal-aware minus completion, paired: {change}")
     if cfg.json:
         from training.runs import write_json
 

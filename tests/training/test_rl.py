@@ -300,7 +300,7 @@ def test_the_reward_curve_compares_whole_epochs(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_rl_experiment_measures_both_agents_against_their_start_with_intervals(tiny_base, tmp_path, capsys):
+def test_the_rl_experiment_measures_both_agents_against_their_start_and_each_other(tiny_base, tmp_path, capsys):
     from training.rl_demo import main as rl_demo_main
 
     out = tmp_path / "rl"
@@ -314,4 +314,6 @@ def test_the_rl_experiment_measures_both_agents_against_their_start_with_interva
         refusal = figures[name]["tier4_refusal"]
         assert refusal["n"] >= 1 and refusal["interval"][0] <= refusal["value"] <= refusal["interval"][1]
     assert "[" in figures["RL (completion)"]["tier4_refusal_minus_sft"]
+    assert "[" in figures["RL (refusal-aware)"]["tier4_refusal_minus_completion"]
+    assert "refusal-aware minus completion, paired: " in printed
     assert figures["RL (completion)"]["reward_by_epoch"]  # 2 steps of 1 task over 2 tasks: one whole epoch
