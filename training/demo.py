@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox.errors import UsageError
-from training.config import PERTURBATION_FAMILIES, SFTConfig
+from training.config import SFTConfig
 from training.figure import SCOPES
 from training.paired import paired
 
@@ -115,11 +115,10 @@ def checked(cfg: DemoConfig) -> DemoConfig:
         from sandbox.domains import get_domain
 
         checked_families(cfg.task_families, [f.name for f in get_domain("poi").families])
-    unknown = sorted(set(cfg.paft_families) - set(PERTURBATION_FAMILIES))
-    if unknown or not cfg.paft_families:
-        raise UsageError(
-            f"--paft-families {','.join(cfg.paft_families)!r}: give some of {','.join(PERTURBATION_FAMILIES)}"
-        )
+    if cfg.paft_steps and "paft" in cfg.agents:  # an unknown PAFT family too
+        from training.dataset import train_perturbations
+
+        train_perturbations(cfg.paft_families)
     if cfg.paft_steps and "paft" in cfg.agents and cfg.paft_from and cfg.paft_from not in cfg.sft_steps:
         raise UsageError(
             f"--paft-from {cfg.paft_from} is not one of --sft-steps {cfg.sft_steps}: "

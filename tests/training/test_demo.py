@@ -25,7 +25,7 @@ def test_demo_trains_evaluates_writes_the_table_and_figure_and_reuses_its_checkp
     assert main(argv) == 0
     first = capsys.readouterr()
     assert "sft: training 2 steps" in first.err and "paft: training 1 steps" in first.err
-    paft = "PAFT-1 (α=0.3, from SFT-1)"
+    paft = "PAFT-1 (α=0.5, error_feedback, from SFT-1)"
     for row in ("SFT-1", "SFT-2", paft, "oracle", "static"):
         assert row in first.out
     # PAFT continued from SFT-1 for one step has SFT-2's compute: the two are compared case by case.
@@ -80,7 +80,7 @@ def test_paft_must_start_from_an_sft_row_and_name_known_families_and_full_adds_t
     with pytest.raises(UsageError, match=r"--paft-from 30 is not one of --sft-steps \[20, 40\]"):
         checked(replace(cfg, paft_from=30))
     checked(replace(cfg, paft_from=0))  # from the base
-    with pytest.raises(UsageError, match=r"--paft-families 'errors': give some of error_feedback,symbolic,semantic"):
+    with pytest.raises(UsageError, match=r"unknown PAFT families \['errors'\]; expected some of"):
         checked(replace(cfg, paft_families=["errors"]))
 
 
