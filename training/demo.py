@@ -103,8 +103,8 @@ class DemoConfig:
 
 def checked(cfg: DemoConfig) -> DemoConfig:
     """``cfg`` with its step counts sorted and unique, the base and RL rows added for ``--full``, scaled for
-    ``--quick``;
-    a :class:`UsageError` if a step count is below 1 or ``--paft-from`` is not one of them."""
+    ``--quick``; a :class:`UsageError` if a step count is below 1, a task or PAFT family is unknown, or
+    ``--paft-from`` is not one of the step counts."""
     steps = sorted(set(cfg.sft_steps))
     if not steps or steps[0] < 1:
         raise UsageError(f"--sft-steps {','.join(map(str, cfg.sft_steps))!r}: give step counts of at least 1")
@@ -115,15 +115,15 @@ def checked(cfg: DemoConfig) -> DemoConfig:
         from sandbox.domains import get_domain
 
         checked_families(cfg.task_families, [f.name for f in get_domain("poi").families])
-    if cfg.paft_steps and "paft" in cfg.agents:  # an unknown PAFT family too
+    if cfg.paft_steps and "paft" in cfg.agents:
         from training.dataset import train_perturbations
 
-        train_perturbations(cfg.paft_families)
-    if cfg.paft_steps and "paft" in cfg.agents and cfg.paft_from and cfg.paft_from not in cfg.sft_steps:
-        raise UsageError(
-            f"--paft-from {cfg.paft_from} is not one of --sft-steps {cfg.sft_steps}: "
-            "give one of them (0: from the base)"
-        )
+        train_perturbations(cfg.paft_families)  # an unknown PAFT family too
+        if cfg.paft_from and cfg.paft_from not in cfg.sft_steps:
+            raise UsageError(
+                f"--paft-from {cfg.paft_from} is not one of --sft-steps {cfg.sft_steps}: "
+                "give one of them (0: from the base)"
+            )
     return cfg
 
 

@@ -264,7 +264,7 @@ def run(cfg: RLDemoConfig) -> int:
         clean, refusal = rates[name]["clean_success"], rates[name]["tier4_refusal"]
         rest = f"{f['tier4_refusal_minus_sft']}; {curve_text(agents[name])}" if name != "SFT" else ""
         print(f"{name:<20} {clean!s:<28} {refusal!s:<28} {rest}")
-    aware, completion = (f"RL ({reward})" for reward in reversed(REWARDS))
+    aware, completion = "RL (refusal-aware)", "RL (completion)"
     if aware in reports and completion in reports:  # boundary blindness: the two rewards on the same cases
         change = str(paired(reports[aware], reports[completion]).get("refusal"))
         figures[aware]["tier4_refusal_minus_completion"] = change
