@@ -17,7 +17,7 @@ import sys
 from sandbox.errors import UsageError
 from training.config import RLConfig, SFTConfig, add_options, from_options
 
-SHARED = ("out", "steps", "lr", "lora", "seed", "save_every", "resume", "overwrite", "threads")
+SHARED = ("out", "steps", "lr", "lora", "bf16", "seed", "save_every", "resume", "overwrite", "threads")
 """The options of every ``openagent train`` method."""
 SFT_OPTIONS = ("base", "batch_size", "episodes", *SHARED)
 PAFT_DATA = ("alpha", "families", "perturbations")

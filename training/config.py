@@ -121,6 +121,12 @@ class RLConfig(TrainConfig):
 
     steps: int = field(default=20, metadata={"help": "RL steps (one rollout batch and one optimizer step each)"})
     lr: float = field(default=2e-4, metadata={"help": "learning rate (LoRA); use about 1e-5 for a full fine-tune"})
+    bf16: bool = field(
+        default=False,
+        metadata={"help": "bf16 autocast where the hardware computes in it and a training pass is measured faster "
+                  "in it; off for RL, whose updates collapsed under it where the same run in fp32 did not "
+                  "(docs/experiments.md)"},
+    )  # fmt: skip
     warmup: int = field(default=2, metadata={"help": "linear warm-up steps, then constant"})
     save_every: int = field(default=5, metadata={"help": "write a resumable checkpoint every N steps (0: end only)"})
     init: str = field(default="", metadata={"help": "the checkpoint to start from (an SFT output directory)"})

@@ -244,6 +244,7 @@ def test_openagent_train_rl_command(tiny, tmp_path, capsys):
     assert capsys.readouterr().out.strip().endswith(str(out))
     meta = json.loads((out / "openagent-train.json").read_text())
     assert meta["reward"] == "refusal-aware" and meta["steps"] == 2 and not meta["config"]["lora"]
+    assert meta["bf16"] is False and meta["config"]["bf16"] is False  # RL trains in fp32 unless --bf16
     with pytest.raises(SystemExit) as exited:
         main(["train", "rl", "--out", str(out)])
     assert exited.value.code == 2
