@@ -148,6 +148,11 @@ class RLConfig(TrainConfig):
     )
     clip: float = field(default=0.2, metadata={"help": "PPO clip range ε of the probability ratio"})
     kl: float = field(default=0.0, metadata={"help": "weight β of the KL term to the initial policy (0: off)"})
+    loss_norm: str = field(
+        default="token",
+        metadata={"help": "the policy loss's mean: token (every generated token counts once) or sequence (every "
+                  "episode's reply tokens count once together, whatever their number)"},
+    )  # fmt: skip
     micro_batch: int = field(default=4, metadata={"help": "rows per forward/backward pass (memory, not maths)"})
     perturbed: float = field(
         default=0.0,

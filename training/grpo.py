@@ -24,6 +24,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from sandbox.episode import Episode
 
+LOSS_NORMS = ("token", "sequence")
+"""How the policy loss averages: over the step's generated tokens, or over its rows (see :func:`token_weights`)."""
+
 
 @dataclass
 class Row:
@@ -135,36 +138,47 @@ def logprob_module(model: Any) -> Any:
 
 
 def policy_loss(
-    new: Any, old: Any, advantages: Any, clip: float, ref: Any | None = None, kl: float = 0.0
+    new: Any, old: Any, advantages: Any, clip: float, weights: Any, ref: Any | None = None, kl: float = 0.0
 ) -> tuple[Any, dict[str, float]]:
-    """Per-token clipped surrogate (PPO) plus ``kl`` × the k3 KL estimate to ``ref``, summed (not averaged)."""
+    """Per-token clipped surrogate (PPO) plus ``kl`` × the k3 KL estimate to ``ref``, each token's term times its
+    weight in the step's mean (:func:`token_weights`), summed."""
     import torch
 
     ratio = torch.exp(new - old)
     surrogate = torch.minimum(ratio * advantages, torch.clamp(ratio, 1 - clip, 1 + clip) * advantages)
-    loss = -surrogate.sum()
+    loss = -(weights * surrogate).sum()
     stats = {"clipped": float(((ratio - 1).abs() > clip).float().sum())}
     if ref is not None and kl > 0:
         log_r = ref - new
         k3 = torch.exp(log_r) - log_r - 1
-        loss = loss + kl * k3.sum()
+        loss = loss + kl * (weights * k3).sum()
         stats["kl"] = float(k3.detach().sum())
     return loss, stats
 
 
+def token_weights(rows: Sequence[Row], chunk: Sequence[Row], norm: str) -> list[float]:
+    """Each of ``chunk``'s scored tokens' weight in the mean over all ``rows`` of the step: ``"token"``, every
+    generated token counts once (DAPO); ``"sequence"``, every row counts once whatever its length (GRPO's
+    original mean), so a long failing reply weighs no more than a short success."""
+    if norm == "token":
+        n_tokens = sum(len(r.old_logprobs) for r in rows)
+        return [1 / n_tokens for r in chunk for _ in r.old_logprobs]
+    return [1 / (len(rows) * len(r.old_logprobs)) for r in chunk for _ in r.old_logprobs]
+
+
 def backward(loop: Any, policy: Any, reference: Any | None, rows: Sequence[Row], pad_id: int, cfg: Any) -> Counter:
     """The policy-gradient backward pass over ``rows``, ``cfg.micro_batch`` at a time (the loss is a mean over all
-    their scored tokens); the summed loss, clipped tokens and KL. ``loop`` is the run's
+    their scored tokens, or of their rows: ``cfg.loss_norm``); the loss, clipped tokens and KL. ``loop`` is the run's
     :class:`~training.loop.Loop`; the KL's reference is ``reference``, else ``policy`` with its adapters off."""
     import torch
 
     device = loop.accelerator.device
-    n_tokens = sum(len(r.old_logprobs) for r in rows)
     totals: Counter = Counter()
     for i in range(0, len(rows), cfg.micro_batch):
         chunk = rows[i : i + cfg.micro_batch]
         old = torch.tensor([lp for r in chunk for lp in r.old_logprobs], device=device)
         adv = torch.tensor([r.advantage for r in chunk for _ in r.old_logprobs], device=device)
+        weights = torch.tensor(token_weights(rows, chunk, cfg.loss_norm), device=device)
         ref = None
         if cfg.kl > 0:
             with torch.no_grad(), loop.accelerator.autocast():
@@ -175,8 +189,8 @@ def backward(loop: Any, policy: Any, reference: Any | None, rows: Sequence[Row],
                         ref = row_logprobs(policy, chunk, pad_id, cfg.temperature)
         with loop.accelerator.autocast():
             new = loop.module(chunk, pad_id, cfg.temperature)
-            loss, stats = policy_loss(new, old, adv, cfg.clip, ref, cfg.kl)
-        loop.accelerator.backward(loss / n_tokens)
+            loss, stats = policy_loss(new, old, adv, cfg.clip, weights, ref, cfg.kl)
+        loop.accelerator.backward(loss)
         totals.update(stats)
         totals["loss"] += float(loss.detach())
     return totals

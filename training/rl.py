@@ -197,6 +197,8 @@ def check_config(cfg: RLConfig) -> None:
             f"temperature, kl and sft_coef must not be negative and clip must be positive (got temperature="
             f"{cfg.temperature}, clip={cfg.clip}, kl={cfg.kl}, sft_coef={cfg.sft_coef})"
         )
+    if cfg.loss_norm not in grpo.LOSS_NORMS:
+        problems.append(f"loss_norm must be one of {', '.join(grpo.LOSS_NORMS)}, got {cfg.loss_norm!r}")
     if not 0 <= cfg.perturbed <= 1:
         problems.append(f"perturbed must be in [0, 1], got {cfg.perturbed}")
     if problems:
@@ -225,7 +227,7 @@ def step_record(
         "outcomes": dict(Counter(ep.outcome for ep in episodes)),
         "rows": len(rows),
         "scored_tokens": n_tokens,
-        "loss": round(totals["loss"] / n_tokens, 5) if n_tokens else 0.0,
+        "loss": round(totals["loss"], 5),
         "clip_frac": round(totals["clipped"] / n_tokens, 4) if n_tokens else 0.0,
         **({"kl": round(totals["kl"] / n_tokens, 5)} if "kl" in totals and n_tokens else {}),
         **({"sft_loss": round(totals["sft_loss"], 5)} if "sft_loss" in totals else {}),

@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
-from training.grpo import episode_rows, group_advantages, row_logprobs, scored_rows  # noqa: E402
+from training.grpo import Row, episode_rows, group_advantages, row_logprobs, scored_rows, token_weights  # noqa: E402
 from training.inference.model_dir import CheckpointError  # noqa: E402
 from training.rewards import completion, get_reward, refusal_aware, reward_name  # noqa: E402
 from training.rl import RLConfig, train  # noqa: E402
@@ -75,6 +75,15 @@ def test_turns_that_extend_the_conversation_merge_into_one_row():
     assert [r.ids for r in rows] == [[1, 2, 3, 4, 5, 6, 7], [1, 2, 9, 8]]
     assert [r.spans for r in rows] == [[(3, 5), (6, 7)], [(3, 4)]]
     assert [r.old_logprobs for r in rows] == [[-0.1, -0.2, -0.3], [-0.4]]
+
+
+def test_the_loss_averages_over_tokens_or_over_rows():
+    long, short = Row([], [], [-0.1] * 6, 1.0), Row([], [], [-0.2] * 2, -1.0)
+    rows = [long, short]
+    assert token_weights(rows, rows, "token") == pytest.approx([1 / 8] * 8)
+    by_row = token_weights(rows, rows, "sequence")
+    assert by_row == pytest.approx([1 / 12] * 6 + [1 / 4] * 2)  # each row weighs 1/2 in all, however long
+    assert token_weights(rows, [short], "sequence") == pytest.approx([1 / 4] * 2)  # a micro-batch keeps the step's mean
 
 
 def test_episodes_without_signal_are_scored_only_for_the_kl_term():
