@@ -34,6 +34,29 @@ class Rate:
         return f"{self.value:.1%} [{low:.1%}, {high:.1%}] ({self.k}/{self.n})"
 
 
+def t95(df: int) -> float:
+    """The two-sided 95% quantile of Student's t with ``df`` degrees of freedom (12.706 for 1, 2.201 for 11).
+
+    Computed by bisection on the density's integral (Simpson's rule) rather than taken from scipy, which the
+    plugin does not otherwise need."""
+    if df < 1:
+        raise ValueError(f"t95 needs at least 1 degree of freedom, got {df}")
+    c = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
+
+    def mass(x: float, n: int = 400) -> float:  # the density's integral from 0 to x
+        h = x / n
+        f = [c * (1 + (i * h) ** 2 / df) ** (-(df + 1) / 2) for i in range(n + 1)]
+        return h / 3 * (f[0] + f[n] + 4 * sum(f[1:n:2]) + 2 * sum(f[2:n:2]))
+
+    low, high = 0.0, Z95
+    while mass(high) < 0.475:
+        high *= 2
+    for _ in range(40):
+        mid = (low + high) / 2
+        low, high = (mid, high) if mass(mid) < 0.475 else (low, mid)
+    return (low + high) / 2
+
+
 def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
     """The Wilson score interval of a binomial proportion; (nan, nan) for n = 0."""
     if n == 0:

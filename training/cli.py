@@ -26,8 +26,8 @@ PAFT_OPTIONS = (*SFT_OPTIONS, *PAFT_DATA)
 DATA_OPTIONS = {"sft": ("episodes", "seed"), "paft": ("episodes", "seed", *PAFT_DATA)}
 """The options of ``openagent train sft|paft`` that decide its data: ``openagent data export`` takes these."""
 RL_OPTIONS = (
-    "init", "group", "tasks_per_step", "reward", "tasks", "temperature", "max_new_tokens", "clip", "kl", "loss_norm",
-    "perturbed", "sft_coef", "sft_batch", "families", *SHARED,
+    "init", "group", "tasks_per_step", "reward", "tasks", "temperature", "max_new_tokens", "iterations", "clip", "kl",
+    "loss_norm", "perturbed", "sft_coef", "sft_batch", "families", *SHARED,
 )  # fmt: skip
 PAFT_ALPHA = 0.3
 """PAFT's default share of perturbed episodes (the paper's best)."""

@@ -146,6 +146,11 @@ class RLConfig(TrainConfig):
     max_turns: int = field(
         default=6, metadata={"help": "cap on an episode's turns (a case's own budget if lower): loops cost the most"}
     )
+    iterations: int = field(
+        default=1,
+        metadata={"help": "μ: optimizer steps on each step's rollouts (TRL's num_iterations); past the first, the "
+                  "probability ratio moves off 1 and the clip range bounds it"},
+    )  # fmt: skip
     clip: float = field(default=0.2, metadata={"help": "PPO clip range ε of the probability ratio"})
     kl: float = field(default=0.0, metadata={"help": "weight β of the KL term to the initial policy (0: off)"})
     loss_norm: str = field(

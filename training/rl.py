@@ -27,7 +27,7 @@ from training import grpo, runs
 from training.config import RLConfig
 from training.loop import Loop, begin, load_model
 from training.rewards import get_reward, reward_name
-from training.rollouts import epoch_of, rollout, run_cases, step_cases
+from training.rollouts import epoch_of, rollout, run_cases, step_indices
 
 if TYPE_CHECKING:
     from sandbox.episode import Episode
@@ -71,20 +71,26 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
     t_start = time.perf_counter()
     for step in range(start, cfg.steps):
         t0 = time.perf_counter()
-        episodes, agent_stats = rollout(policy, tokenizer, step_cases(cfg, pool, step), cfg, step)
+        cases = step_indices(cfg, len(pool), step)
+        episodes, agent_stats = rollout(policy, tokenizer, [pool[i] for i in cases], cfg, step)
         t_rollout = time.perf_counter() - t0
         rewards = [float(reward_fn(ep)) for ep in episodes]
         rows = grpo.scored_rows(episodes, grpo.group_advantages(rewards, cfg.group), cfg.kl)
-        totals = grpo.backward(loop, policy, reference, rows, pad_id, cfg)
-        if gold:
-            totals["sft_loss"] = sft_term_backward(loop, gold, gold_plan[step], cfg.sft_coef)
-        if rows or gold:
-            loop.optimizer_step()
+        totals: Counter = Counter()
+        for _ in range(cfg.iterations):  # μ: optimizer steps on the same rollouts, the ratio clipped past the first
+            totals.update(grpo.backward(loop, policy, reference, rows, pad_id, cfg))
+            if gold:
+                totals["sft_loss"] += sft_term_backward(loop, gold, gold_plan[step], cfg.sft_coef)
+            if rows or gold:
+                loop.optimizer_step()
 
         done, t_step = step + 1, time.perf_counter() - t0
         seconds = {"rollout": t_rollout, "step": t_step}
         epoch = epoch_of(cfg, len(pool), step) + 1
-        history.append(step_record(done, epoch, episodes, rewards, cfg.group, rows, totals, seconds, agent_stats))
+        record = step_record(
+            done, epoch, episodes, rewards, cfg.group, rows, totals, seconds, agent_stats, cfg.iterations
+        )
+        history.append({**record, "cases": cases})
         if bar is not None:
             last = history[-1]
             bar.set_postfix(
@@ -188,6 +194,8 @@ def check_config(cfg: RLConfig) -> None:
                                  ("max_turns", cfg.max_turns, 1))
         if value < low
     ]  # fmt: skip
+    if cfg.iterations < 1:
+        problems.append(f"iterations must be at least 1 (optimizer steps per rollout batch), got {cfg.iterations}")
     if cfg.group < 2:
         problems.append(f"group must be at least 2 (GRPO compares episodes within a group), got {cfg.group}")
     if not cfg.lr > 0:
@@ -207,9 +215,11 @@ def check_config(cfg: RLConfig) -> None:
 
 def step_record(
     step: int, epoch: int, episodes: list[Episode], rewards: list[float], group: int, rows: list[grpo.Row],
-    totals: Counter, seconds: dict[str, float], agent_stats: dict[str, Any],
+    totals: Counter, seconds: dict[str, float], agent_stats: dict[str, Any], iterations: int = 1,
 ) -> dict[str, Any]:  # fmt: skip
-    """The history's record of one step: rewards, outcomes, loss terms, tokens, timings (``rollout``, ``step``)."""
+    """The history's record of one step: rewards, outcomes, loss terms (each a mean over the ``iterations`` passes),
+    tokens, timings (``rollout``, ``step``)."""
+    totals = Counter({k: v / iterations for k, v in totals.items()})
     n_tokens = sum(len(r.old_logprobs) for r in rows)
     t_rollout, t_step = seconds["rollout"], seconds["step"]
     unsolvable = [ep for ep in episodes if not ep.solvable]

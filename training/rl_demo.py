@@ -21,9 +21,9 @@ import statistics
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from sandbox.metrics import Z95
+from sandbox.metrics import Z95, t95
 
 REWARDS = ("completion", "refusal-aware")
 
@@ -167,8 +167,9 @@ def curve_text(directory: str | Path) -> str:
         change = epoch_change(history)
         change_text = ""
         if change is not None:
-            points, low, high = change
-            change_text = f"; last minus first {points:+.1f} points, 95% interval [{low:+.1f}, {high:+.1f}]"
+            paired = f"paired over {change.tasks} tasks" if change.tasks else "unpaired"
+            change_text = (f"; last minus first {change.points:+.1f} points, 95% interval [{change.low:+.1f}, "
+                           f"{change.high:+.1f}], {paired}")  # fmt: skip
         text = f"by epoch {' '.join(f'{r:.2f}' for r in epochs)} (the same cases each{change_text}); by step {text}"
     else:
         text = f"by step {text}"
@@ -191,17 +192,49 @@ def epoch_rewards(history: list[dict[str, Any]]) -> list[float]:
     return [sum(h["reward"] for h in steps) / len(steps) for steps in _epochs(history)]
 
 
-def epoch_change(history: list[dict[str, Any]]) -> tuple[float, float, float] | None:
-    """The last complete epoch's mean episode reward minus the first's, in points (rewards scaled by 100),
-    with a 95% normal interval of the difference of two means (unpaired, so wider than the same cases
-    need); ``None`` without two epochs of per-episode rewards."""
+class EpochChange(NamedTuple):
+    """The last complete epoch's mean episode reward minus the first's, in points, with its 95% interval;
+    ``tasks``: the number of tasks it was paired over (``None``: unpaired)."""
+
+    points: float
+    low: float
+    high: float
+    tasks: int | None
+
+
+def epoch_change(history: list[dict[str, Any]]) -> EpochChange | None:
+    """The last complete epoch's mean reward minus the first's (rewards scaled by 100). Where the steps recorded their
+    cases, paired by task: each task's mean reward in the last epoch minus the first, with Student's t interval over
+    the tasks; else a normal interval of the difference of two means (unpaired, so wider than the same cases need).
+    ``None`` without two epochs of per-episode rewards."""
     epochs = _epochs(history)
     if len(epochs) < 2 or not all("rewards" in h for steps in epochs for h in steps):
         return None
-    first, last = ([r for h in steps for r in h["rewards"]] for steps in (epochs[0], epochs[-1]))
-    diff = statistics.fmean(last) - statistics.fmean(first)
-    half = Z95 * math.sqrt(statistics.variance(first) / len(first) + statistics.variance(last) / len(last))
-    return 100 * diff, 100 * (diff - half), 100 * (diff + half)
+    first, last = epochs[0], epochs[-1]
+    if all("cases" in h for h in first + last):
+        a, b = _task_means(first), _task_means(last)
+        diffs = [b[t] - a[t] for t in a if t in b]
+        if len(diffs) >= 2:
+            diff = statistics.fmean(diffs)
+            half = t95(len(diffs) - 1) * statistics.stdev(diffs) / math.sqrt(len(diffs))
+            return EpochChange(100 * diff, 100 * (diff - half), 100 * (diff + half), len(diffs))
+    a_rewards, b_rewards = ([r for h in steps for r in h["rewards"]] for steps in (first, last))
+    diff = statistics.fmean(b_rewards) - statistics.fmean(a_rewards)
+    half = Z95 * math.sqrt(
+        statistics.variance(a_rewards) / len(a_rewards) + statistics.variance(b_rewards) / len(b_rewards)
+    )
+    return EpochChange(100 * diff, 100 * (diff - half), 100 * (diff + half), None)
+
+
+def _task_means(steps: list[dict[str, Any]]) -> dict[int, float]:
+    """Each task's mean reward over its group's episodes in these steps (each step's ``rewards`` are its ``cases``'
+    groups, in order)."""
+    by_task: dict[int, list[float]] = {}
+    for h in steps:
+        group = len(h["rewards"]) // len(h["cases"])
+        for i, task in enumerate(h["cases"]):
+            by_task.setdefault(task, []).extend(h["rewards"][i * group : (i + 1) * group])
+    return {task: statistics.fmean(rewards) for task, rewards in by_task.items()}
 
 
 def reward_curve(directory: str | Path) -> list[float]:
@@ -255,8 +288,9 @@ def run(cfg: RLDemoConfig) -> int:
         }
         if name != "SFT":
             history = _history(directory)
+            change = epoch_change(history)
             figures[name].update(reward_curve=reward_curve(directory), reward_by_epoch=epoch_rewards(history),
-                                 reward_change=epoch_change(history))  # fmt: skip
+                                 reward_change=change._asdict() if change else None)  # fmt: skip
             figures[name]["tier4_refusal_minus_sft"] = str(paired(reports[name], reports["SFT"]).get("refusal"))
         print(f"{name}: " + "; ".join(f"{key} {rate}" for key, rate in rates[name].items()), file=sys.stderr)
     print(f"{'agent':<20} {'clean success':<28} {'tier-4 refusal':<28} tier-4 refusal minus SFT; training reward")

@@ -36,17 +36,23 @@ def run_cases(cfg: RLConfig, perturbations: list[str]) -> list[Case]:
 
 
 def step_cases(cfg: RLConfig, cases: Sequence[Case], step: int) -> list[Case]:
-    """The step's cases. Each epoch visits every case of the run once, in an order drawn by ``(seed, epoch)``,
-    so one epoch's reward against the next compares the same cases, and a resumed run sees the same ones."""
-    per = min(cfg.tasks_per_step, len(cases))
+    """The step's cases (:func:`step_indices`)."""
+    return [cases[i] for i in step_indices(cfg, len(cases), step)]
+
+
+def step_indices(cfg: RLConfig, n_cases: int, step: int) -> list[int]:
+    """The indices of the step's cases among the run's ``n_cases``. Each epoch visits every case once, in an order
+    drawn by ``(seed, epoch)``, so one epoch's reward against the next compares the same cases, and a resumed run
+    sees the same ones."""
+    per = min(cfg.tasks_per_step, n_cases)
     orders: dict[int, list[int]] = {}
     picked = []
     for position in range(step * per, (step + 1) * per):
-        epoch, i = divmod(position, len(cases))
+        epoch, i = divmod(position, n_cases)
         if epoch not in orders:
-            orders[epoch] = list(range(len(cases)))
+            orders[epoch] = list(range(n_cases))
             random.Random(child_seed(cfg.seed, "rl", epoch)).shuffle(orders[epoch])
-        picked.append(cases[orders[epoch][i]])
+        picked.append(orders[epoch][i])
     return picked
 
 

@@ -4,7 +4,17 @@ import pytest
 
 import sandbox
 from sandbox import OracleAgent, ScriptedAgent, make_env, run_episodes
-from sandbox.metrics import Delta, Rate, delta, pass_hat_k, refusal_rate, success_rate, tool_error_rate, wilson
+from sandbox.metrics import (
+    Delta,
+    Rate,
+    delta,
+    pass_hat_k,
+    refusal_rate,
+    success_rate,
+    t95,
+    tool_error_rate,
+    wilson,
+)
 
 
 def test_wilson_matches_known_values():
@@ -77,3 +87,10 @@ def test_pairing_narrows_the_interval_and_nothing_measured_is_nan():
     assert paired.points == pytest.approx(unpaired.points) == pytest.approx(-20.0)
     assert paired.interval[1] - paired.interval[0] < unpaired.interval[1] - unpaired.interval[0]
     assert all(math.isnan(x) for x in PairedDelta(0, 0, 0, 0).interval)
+
+
+def test_t95_is_students_quantile():
+    for df, table in ((1, 12.7062), (3, 3.1824), (11, 2.2010), (30, 2.0423), (120, 1.9799)):
+        assert t95(df) == pytest.approx(table, abs=1e-3)
+    with pytest.raises(ValueError, match="at least 1 degree"):
+        t95(0)

@@ -195,6 +195,19 @@ def test_grpo_raises_the_reward_of_a_tiny_model_within_seconds(tiny, tmp_path):
     assert (out / "config.json").is_file() and not (out / "checkpoints").exists()
 
 
+def test_iterations_take_more_optimizer_steps_on_each_steps_rollouts_and_the_clip_then_acts(tiny, tmp_path):
+    from training.rollouts import step_indices
+
+    histories = {}
+    for mu in (1, 3):
+        cfg = _cfg(tiny, tmp_path / f"mu{mu}", steps=2, tasks=4, lr=2e-2, iterations=mu)
+        histories[mu] = _history(train(cfg, reward=digit_share))
+        assert [h["cases"] for h in histories[mu]] == [step_indices(cfg, 4, s) for s in range(2)]
+    # one pass scores the tokens with the log-probs they were sampled with; later ones have moved the policy
+    assert all(h["clip_frac"] == 0 for h in histories[1]), histories[1]
+    assert all(h["clip_frac"] > 0 for h in histories[3] if h["rows"]), histories[3]
+
+
 def test_the_supervised_term_trains_on_the_sft_data_of_the_init_checkpoint(tiny, tmp_path):
     import shutil
 
@@ -301,12 +314,34 @@ def test_the_reward_curve_compares_whole_epochs(tmp_path):
     episodes = {0.25: [1, 0, 0, 0], 0.75: [1, 1, 1, 0], 0.5: [1, 1, 0, 0], 1.0: [1, 1, 1, 1]}
     for h in history:
         h["rewards"] = episodes[h["reward"]]
-    points, low, high = epoch_change(history)
+    points, low, high, tasks = epoch_change(history)
     # 4/8 against 6/8: +25 points; each epoch's sample variance is 2/7 and 3/14 over 8 episodes
     half = 100 * 1.959964 * ((2 / 7 + 3 / 14) / 8) ** 0.5
-    assert points == pytest.approx(25.0) and (low, high) == pytest.approx((25 - half, 25 + half))
+    assert points == pytest.approx(25.0) and (low, high) == pytest.approx((25 - half, 25 + half)) and tasks is None
     (tmp_path / "openagent-train.json").write_text(json.dumps({"history": history}))
-    assert "last minus first +25.0 points, 95% interval [-24.0, +74.0]" in curve_text(tmp_path)
+    assert "last minus first +25.0 points, 95% interval [-24.0, +74.0], unpaired" in curve_text(tmp_path)
+
+
+def test_the_reward_change_is_paired_by_task_where_the_steps_recorded_their_cases():
+    from training.rl_demo import epoch_change
+
+    # 2 steps an epoch, 2 tasks a step, groups of 2: tasks 0-3, visited in another order in epoch 2
+    history = [
+        {"step": 1, "epoch": 1, "reward": 0, "cases": [0, 1], "rewards": [0, 0, 1, 0]},
+        {"step": 2, "epoch": 1, "reward": 0, "cases": [2, 3], "rewards": [1, 1, 0, 1]},
+        {"step": 3, "epoch": 2, "reward": 0, "cases": [3, 1], "rewards": [1, 1, 1, 1]},
+        {"step": 4, "epoch": 2, "reward": 0, "cases": [0, 2], "rewards": [0, 1, 1, 1]},
+    ]
+    # by task, last minus first: 0: 0.5 - 0, 1: 1 - 0.5, 2: 1 - 1, 3: 1 - 0.5
+    diffs = [0.5, 0.5, 0.0, 0.5]
+    mean, sd = sum(diffs) / 4, (sum((d - 0.375) ** 2 for d in diffs) / 3) ** 0.5
+    half = 3.182446 * sd / 2  # t(3), 95%
+    change = epoch_change(history)
+    assert change.tasks == 4 and change.points == pytest.approx(100 * mean)
+    assert (change.low, change.high) == pytest.approx((100 * (mean - half), 100 * (mean + half)), abs=1e-3)
+    unpaired = epoch_change([{k: v for k, v in h.items() if k != "cases"} for h in history])
+    assert unpaired.tasks is None and unpaired.points == pytest.approx(change.points)
+    assert unpaired.high - unpaired.low != pytest.approx(change.high - change.low)
 
 
 @pytest.mark.slow
