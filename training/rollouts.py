@@ -35,11 +35,6 @@ def run_cases(cfg: RLConfig, perturbations: list[str]) -> list[Case]:
     return paft_cases(pool, cfg.perturbed, perturbations, child_seed(cfg.seed, "rl-perturb"))
 
 
-def step_cases(cfg: RLConfig, cases: Sequence[Case], step: int) -> list[Case]:
-    """The step's cases (:func:`step_indices`)."""
-    return [cases[i] for i in step_indices(cfg, len(cases), step)]
-
-
 def step_indices(cfg: RLConfig, n_cases: int, step: int) -> list[int]:
     """The indices of the step's cases among the run's ``n_cases``. Each epoch visits every case once, in an order
     drawn by ``(seed, epoch)``, so one epoch's reward against the next compares the same cases, and a resumed run
