@@ -87,10 +87,11 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
         done, t_step = step + 1, time.perf_counter() - t0
         seconds = {"rollout": t_rollout, "step": t_step}
         epoch = epoch_of(cfg, len(pool), step) + 1
-        record = step_record(
-            done, epoch, episodes, rewards, cfg.group, rows, totals, seconds, agent_stats, cfg.iterations
+        history.append(
+            step_record(
+                done, epoch, cases, episodes, rewards, cfg.group, rows, totals, seconds, agent_stats, cfg.iterations
+            )
         )
-        history.append({**record, "cases": cases})
         if bar is not None:
             last = history[-1]
             bar.set_postfix(
@@ -191,11 +192,9 @@ def check_config(cfg: RLConfig) -> None:
         for name, value, low in (("steps", cfg.steps, 1), ("tasks", cfg.tasks, 1),
                                  ("tasks_per_step", cfg.tasks_per_step, 1), ("max_new_tokens", cfg.max_new_tokens, 1),
                                  ("micro_batch", cfg.micro_batch, 1), ("save_every", cfg.save_every, 0),
-                                 ("max_turns", cfg.max_turns, 1))
+                                 ("max_turns", cfg.max_turns, 1), ("iterations", cfg.iterations, 1))
         if value < low
     ]  # fmt: skip
-    if cfg.iterations < 1:
-        problems.append(f"iterations must be at least 1 (optimizer steps per rollout batch), got {cfg.iterations}")
     if cfg.group < 2:
         problems.append(f"group must be at least 2 (GRPO compares episodes within a group), got {cfg.group}")
     if not cfg.lr > 0:
@@ -214,11 +213,11 @@ def check_config(cfg: RLConfig) -> None:
 
 
 def step_record(
-    step: int, epoch: int, episodes: list[Episode], rewards: list[float], group: int, rows: list[grpo.Row],
-    totals: Counter, seconds: dict[str, float], agent_stats: dict[str, Any], iterations: int = 1,
+    step: int, epoch: int, cases: list[int], episodes: list[Episode], rewards: list[float], group: int,
+    rows: list[grpo.Row], totals: Counter, seconds: dict[str, float], agent_stats: dict[str, Any], iterations: int = 1,
 ) -> dict[str, Any]:  # fmt: skip
-    """The history's record of one step: rewards, outcomes, loss terms (each a mean over the ``iterations`` passes),
-    tokens, timings (``rollout``, ``step``)."""
+    """The history's record of one step: its ``cases`` (indices among the run's), rewards, outcomes, loss terms (each
+    a mean over the ``iterations`` passes), tokens, timings (``rollout``, ``step``)."""
     totals = Counter({k: v / iterations for k, v in totals.items()})
     n_tokens = sum(len(r.old_logprobs) for r in rows)
     t_rollout, t_step = seconds["rollout"], seconds["step"]
@@ -227,6 +226,7 @@ def step_record(
     return {
         "step": step,
         "epoch": epoch,
+        "cases": cases,
         "reward": round(sum(rewards) / len(rewards), 4),
         "rewards": [round(r, 4) for r in rewards],
         "groups": len(groups),
