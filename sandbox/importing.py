@@ -1,25 +1,47 @@
-"""``module:attribute`` specs, imported from the current folder as a user's own modules are."""
+"""``module:attribute`` specs the user names, found in installed packages first, then in the current folder.
+
+The current folder goes at the end of ``sys.path``, not the front: a file there named like a dependency
+(``tabulate.py``) must not replace that dependency for the rest of the run. A user's own module in the
+current folder is still found, unless an installed one has its name; then the error says so.
+"""
 
 from __future__ import annotations
 
 import importlib
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 
 def import_attribute(spec: str, what: str) -> Any:
     """The object ``module:attr.sub`` names; a ``ValueError`` that says which part failed, about ``what``."""
     module_name, _, attr = spec.partition(":")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.append(cwd)
     try:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ValueError(f"{what}: cannot import module {module_name!r} ({exc})") from exc
+        raise ValueError(f"{what}: cannot import module {module_name!r} ({exc}){_shadowed(module_name)}") from exc
     for part in attr.split("."):
         try:
             obj = getattr(obj, part)
         except AttributeError:
-            raise ValueError(f"{what}: module {module_name!r} has no attribute {attr!r}") from None
+            raise ValueError(
+                f"{what}: module {module_name!r} has no attribute {attr!r}{_shadowed(module_name)}"
+            ) from None
     return obj
+
+
+def _shadowed(module_name: str) -> str:
+    """A note when a file of the current folder named ``module_name`` lost to an installed module of that name."""
+    top = module_name.split(".")[0]
+    local = [p.resolve() for p in (Path.cwd() / f"{top}.py", Path.cwd() / top) if p.exists()]
+    where = getattr(sys.modules.get(top), "__file__", None)
+    if not local or not where or any(Path(where).resolve().is_relative_to(p) for p in local):
+        return ""
+    return (
+        f"; note: {local[0].name} in the current folder is not the {top!r} imported ({where}): installed "
+        f"packages come first, so give your module another name"
+    )

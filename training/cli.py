@@ -141,6 +141,11 @@ def configure_data(p: argparse.ArgumentParser) -> None:
         "--per-failure", type=int, default=2, help="train cases drawn for each failing case (default 2)"
     )
     report.add_argument("--seed", type=int, default=0, help="seed of the train tasks and perturbation seeds drawn")
+    report.add_argument(
+        "--domain", action="append", default=[], metavar="SPEC",
+        help="a domain to load first (repeatable): a name, or module:attribute naming a sandbox.Domain (a user's "
+        "domain: the spec its run used). A report's own module:attribute domain is imported only if named here",
+    )  # fmt: skip
 
 
 def _out_file(p: argparse.ArgumentParser) -> None:
@@ -164,12 +169,19 @@ def run_data(args: argparse.Namespace) -> int:
     else:
         from training.from_report import REASONS, from_report
 
-        summary = from_report(args.report, args.out, args.per_failure, args.seed)
+        summary = from_report(args.report, args.out, args.per_failure, args.seed, args.domain)
         print(
             f"openagent data from-report: {summary['failures']} failing cases of {summary['records']} records; "
             f"{summary['rows']} rows from {summary['failures_with_rows']} of them written to {args.out}",
             file=sys.stderr,
         )
+        if summary["domain_from_report"]:
+            print(
+                f"  {summary['domain_from_report']} failing records name no domain (a report written before records "
+                f"kept theirs): the report's domain ({summary['report_domain'] or 'every one known here'}) was "
+                f"used for them",
+                file=sys.stderr,
+            )
         for reason, count in summary["skipped"].items():
             print(f"  {count} skipped: {REASONS[reason]}", file=sys.stderr)
         if summary["cases_failed_by_oracle"]:

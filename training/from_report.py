@@ -8,6 +8,11 @@ case itself is not replayed: its task is from a held-out split and its texts fro
 training on either would leak what a later gate measures. The rows are the perturbation-aware oracle's
 trajectories on those cases, kept only where the oracle succeeds, written as :mod:`training.export` rows.
 
+A record names its task's domain. A record of a report written before records did has the report's
+domain instead (its measurement's, or every one known here when it names none), and the summary counts
+them. A report never decides what code runs: a ``module:attribute`` domain it names is imported only when
+the user names the same spec (``--domain``); else the conversion stops with an error saying so.
+
 A failure gives no row, and is counted under a reason, when its domain is not available here, a
 perturbation of its stack is not registered or cannot be rebuilt from the record, its family has no
 train-split task the stack applies to, its tasks are solvable but have no gold plan (a user's domain
@@ -46,12 +51,15 @@ class Conversion:
     rows: list[dict[str, Any]] = field(default_factory=list)
     skipped: Counter = field(default_factory=Counter)
     cases_failed_by_oracle: int = 0
+    domain_from_report: int = 0
+    """Failures whose record names no domain (an older report): the report's domain stood in for theirs."""
 
     def summary(self) -> dict[str, Any]:
         used = len({r["meta"]["failure"]["case"] for r in self.rows})
         return {
             "records": self.records, "failures": self.failures, "failures_with_rows": used, "rows": len(self.rows),
             "cases_failed_by_oracle": self.cases_failed_by_oracle, "skipped": dict(sorted(self.skipped.items())),
+            "domain_from_report": self.domain_from_report,
         }  # fmt: skip
 
 
@@ -65,22 +73,32 @@ def failures(report: Any) -> list[Any]:
     return list(unique.values())
 
 
-def convert(report: Any, per_failure: int = 2, seed: int = 0) -> Conversion:
-    """The PAFT rows of ``report``'s failures (see the module's docstring), with what was skipped and why."""
+def convert(report: Any, per_failure: int = 2, seed: int = 0, domains: Sequence[str] = ()) -> Conversion:
+    """The PAFT rows of ``report``'s failures (see the module's docstring), with what was skipped and why.
+
+    ``domains`` are the user's domain specs (names or ``module:attribute``), loaded first; only these may
+    import code. A ``module:attribute`` domain the report names and ``domains`` does not is a ``UsageError``.
+    """
     from sandbox.case import Case
     from training.dataset import gold_trajectories
     from training.export import chat_row
 
     if per_failure < 1:
         raise UsageError(f"--per-failure must be at least 1, got {per_failure}")
+    _load_domains(domains)
+    fallback = _report_domains(report.meta.get("domain"), domains)
     failing = failures(report)
     n_records = len(report.records) + (len(report.search.records) if report.search is not None else 0)
     result = Conversion(records=n_records, failures=len(failing))
-    domains = _domains(report.meta.get("domain"))
     cases: list[Any] = []
     source: dict[int, Any] = {}
     for record in failing:
-        planned = _train_cases(record, domains, per_failure, seed)
+        if record.domain is None:
+            result.domain_from_report += 1
+            domain = _domain_of(record.task, fallback) if fallback else None
+        else:
+            domain = record.domain if _available(record.domain) else None
+        planned = _train_cases(record, domain, per_failure, seed)
         if isinstance(planned, str):
             result.skipped[planned] += 1
             continue
@@ -104,31 +122,64 @@ def convert(report: Any, per_failure: int = 2, seed: int = 0) -> Conversion:
     return result
 
 
-def from_report(report_path: str | Path, out: str | Path, per_failure: int = 2, seed: int = 0) -> dict[str, Any]:
-    """Read the report at ``report_path``, write its failures' PAFT rows to ``out``; the summary."""
+def from_report(
+    report_path: str | Path, out: str | Path, per_failure: int = 2, seed: int = 0, domains: Sequence[str] = ()
+) -> dict[str, Any]:
+    """Read the report at ``report_path``, write its failures' PAFT rows to ``out``; the summary (with the
+    report's own ``domain``, which stood in for records that name none)."""
     from sandbox.evaluation.report import Report
     from training.export import write_jsonl
 
-    conversion = convert(Report.load(report_path), per_failure, seed)
+    report = Report.load(report_path)
+    conversion = convert(report, per_failure, seed, domains)
     write_jsonl(conversion.rows, out)
-    return {**conversion.summary(), "path": str(out)}
+    return {**conversion.summary(), "path": str(out), "report_domain": report.meta.get("domain")}
 
 
 # --- from a record to train cases ------------------------------------------------------------------
 
 
-def _domains(spec: Any) -> tuple[str, ...] | None:
-    """The report's domains by name: every one known here (registered or loadable) if it names none;
-    ``None`` if its domain cannot be loaded here."""
+def _load_domains(specs: Sequence[str]) -> None:
+    """Register the domains the user named (a ``module:attribute`` is imported: the user chose it)."""
+    from sandbox.domains import get_domain
+
+    for spec in specs:
+        try:
+            get_domain(spec)
+        except (LookupError, ValueError, TypeError) as exc:
+            raise UsageError(f"--domain {spec!r}: {exc}") from None
+
+
+def _report_domains(spec: Any, allowed: Sequence[str]) -> tuple[str, ...] | None:
+    """The report's domains by name, for records that name none: every one known here if it names none;
+    ``None`` if one cannot be loaded here. A ``module:attribute`` is used only if it is one of ``allowed``."""
     from sandbox.domains import domain_names as known
     from sandbox.evaluation.draw import domain_names
 
     if not spec:
         return tuple(known())
+    items = [spec] if isinstance(spec, str) else spec
+    if not isinstance(items, list) or not all(isinstance(d, str) for d in items):
+        raise UsageError(f"the report's meta.domain is neither a domain's name nor a list of names: {spec!r}")
+    for item in items:
+        if ":" in item and item not in allowed:
+            module = item.partition(":")[0]
+            raise UsageError(
+                f"the report names the domain {item!r}, which would import the module {module!r}; a report does "
+                f"not choose what code runs here: if you trust {module!r}, pass --domain {item}"
+            )
     try:
-        return domain_names(spec)
+        return domain_names(items)
     except (LookupError, ValueError, ImportError):
         return None
+
+
+def _available(name: str) -> bool:
+    """Whether ``name`` is a domain known here by name (registered, built in, or an installed entry point);
+    a record's domain is a name, never a module to import."""
+    from sandbox.domains import domain_names
+
+    return ":" not in name and name in domain_names()
 
 
 def _domain_of(task_id: str, domains: Sequence[str]) -> str | None:
@@ -168,9 +219,8 @@ def _stacks(record: Any, count: int, seed: int) -> list[tuple[Any, ...]] | None:
         return None
 
 
-def _train_cases(record: Any, domains: tuple[str, ...] | None, k: int, seed: int) -> list[tuple] | Reason:
-    """Up to ``k`` (task, stack) pairs of train-split tasks for the record, or why there are none."""
-    domain = _domain_of(record.task, domains) if domains else None
+def _train_cases(record: Any, domain: str | None, k: int, seed: int) -> list[tuple] | Reason:
+    """Up to ``k`` (task, stack) pairs of train-split tasks of ``domain`` for the record, or why there are none."""
     pool = _train_pool(domain) if domain is not None else None
     if pool is None:
         return "unknown_domain"

@@ -24,8 +24,9 @@ if TYPE_CHECKING:
     from sandbox.episode import Episode
 
 SCHEMA = "pytest-openagent/report"
-SCHEMA_VERSION = 2
-"""2: rows hold ``wrong_refusal``; a report may hold its ``search`` (the examples property tests explored)."""
+SCHEMA_VERSION = 3
+"""2: rows hold ``wrong_refusal``; a report may hold its ``search`` (the examples property tests explored).
+3: each record names its task's domain (``domain``); a record of an older report has ``domain=None``."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,8 @@ class Record:
     clean_calls: int
     stack: tuple[dict[str, Any], ...] = ()
     """The perturbations as ``Perturbation.to_dict()`` gives them, so that a tool can rebuild them."""
+    domain: str | None = None
+    """The registered name of the task's domain; ``None`` in a report written before records kept it."""
 
     @classmethod
     def of(cls, test: str, agent: str, case: Case, episode: Episode, clean: Episode) -> Record:
@@ -66,7 +69,7 @@ class Record:
             tool_errors=episode.tool_errors, calls=len(episode.calls),
             clean_outcome=clean.outcome, clean_success=clean.success, clean_solvable=case.task.solvable,
             clean_tool_errors=clean.tool_errors, clean_calls=len(clean.calls),
-            stack=tuple(p.to_dict() for p in case.perturbations),
+            stack=tuple(p.to_dict() for p in case.perturbations), domain=case.task.domain,
         )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:

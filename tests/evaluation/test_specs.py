@@ -48,3 +48,40 @@ def test_hf_specs_import_training_only_when_asked(monkeypatch):
     monkeypatch.setitem(sys.modules, "training.inference.model_agent", None)  # as if it were not installed
     with pytest.raises(AgentSpecError, match=r"pip install 'pytest-openagent\[train\]'"):
         load_agent("hf:some/checkpoint")
+
+
+SHADOW = """
+from pathlib import Path
+
+Path("shadowed").write_text("the local tabulate.py ran")
+
+
+def tabulate(*args, **kwargs):
+    return "SHADOWED TABLE"
+"""
+
+MINE = """
+def agent(messages, tools):
+    return "I cannot help with that."
+"""
+
+
+def test_a_users_module_is_found_after_installed_packages(tmp_path):
+    from commands import openagent
+
+    (tmp_path / "tabulate.py").write_text(SHADOW)  # named like a dependency of the report's table
+    (tmp_path / "mine.py").write_text(MINE)
+    run = openagent("eval", "--agent", "mine:agent", "--tiers", "perception", "--n", "2", "--no-cache", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "SHADOWED" not in run.stdout and "perception" in run.stdout
+    assert not (tmp_path / "shadowed").exists()
+
+
+def test_a_local_file_that_loses_to_an_installed_package_is_named_in_the_error(tmp_path):
+    from commands import openagent
+
+    (tmp_path / "tabulate.py").write_text(SHADOW + MINE)
+    run = openagent("eval", "--agent", "tabulate:agent", "--n", "2", "--no-cache", cwd=tmp_path)
+    assert run.returncode == 2 and "module 'tabulate' has no attribute 'agent'" in run.stderr
+    assert "note: tabulate.py in the current folder is not the 'tabulate' imported" in run.stderr
+    assert "installed packages come first, so give your module another name" in run.stderr

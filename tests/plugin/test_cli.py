@@ -15,7 +15,7 @@ def test_the_command_prints_the_table_writes_json_and_gates(tmp_path, capsys):
     argv = ["eval", "--agent", "oracle", "--names", "toy_shout,toy_pad", "--n", "4", "--cache-dir", str(tmp_path)]
     assert main([*argv, "--json", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "perception" in printed and "Δ points" in printed and json.loads(out.read_text())["schema_version"] == 2
+    assert "perception" in printed and "Δ points" in printed and json.loads(out.read_text())["schema_version"] == 3
     assert main(argv) == 0
     assert "; 0 episodes run, " in capsys.readouterr().out  # the second run is served from the cache
     assert main([*argv[:-2], "--no-cache"]) == 0

@@ -111,7 +111,7 @@ def test_the_search_and_the_measurement_are_shown_apart_and_the_json_holds_both(
         ]
     )
     data = json.loads((project.path / "out" / "report.json").read_text())
-    assert data["schema"] == "pytest-openagent/report" and data["schema_version"] == 2
+    assert data["schema"] == "pytest-openagent/report" and data["schema_version"] == 3
     assert data["meta"]["agent"] == "conftest:Fragile" and data["meta"]["seed"] == 0
     assert data["meta"]["kind"] == "measurement" and data["meta"]["n"] == 30
     assert {r["test"] for r in data["records"]} == {"evaluate"}

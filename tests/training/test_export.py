@@ -156,7 +156,7 @@ def test_from_report_counts_what_it_cannot_convert(brittle_report, tmp_path, cap
     unknown_name = {**failing[0], "case": "x1", "perturbations": ["no_such_shift"],
                     "stack": [{"name": "no_such_shift", "severity": 1, "pool": "eval", "seed": 0}],
                     "label": failing[0]["label"].rpartition(" | ")[0] + " | no_such_shift(s=1,eval)"}  # fmt: skip
-    unknown_domain = {**failing[0], "case": "x2", "task": "nowhere-test-phone-0"}
+    unknown_domain = {**failing[0], "case": "x2", "task": "nowhere-test-phone-0", "domain": "nowhere"}
     report["records"] = [failing[1], unknown_name, unknown_domain]
     report["meta"].pop("domain")  # a search-only report names no domain: every registered one is tried
     edited = tmp_path / "edited.json"
@@ -166,6 +166,97 @@ def test_from_report_counts_what_it_cannot_convert(brittle_report, tmp_path, cap
     summary = json.loads(capsys.readouterr().out)
     assert summary["failures"] == 3 and summary["failures_with_rows"] == 1 and summary["rows"] == len(rows(out)) == 1
     assert summary["skipped"] == {"unknown_domain": 1, "unknown_perturbation": 1}
+
+
+@pytest.fixture(scope="module")
+def two_domain_report(brittle_report, tmp_path_factory) -> Path:
+    """A session's report as a poi measurement with property tests on medical: the search's records are
+    medical, the measurement's domain poi."""
+    folder = tmp_path_factory.mktemp("two-domains")
+    medical = folder / "medical.json"
+    argv = ["eval", "--agent", "static", "--names", "tool_name_noise,runtime_error", "--n", "6", "--no-cache"]
+    assert main([*argv, "--domain", "medical", "--json", str(medical)]) == 0
+    report = json.loads(brittle_report.read_text())
+    searched = json.loads(medical.read_text())
+    report["search"] = {"meta": {**searched["meta"], "kind": "search"}, "records": searched["records"]}
+    out = folder / "report.json"
+    out.write_text(json.dumps(report))
+    return out
+
+
+def test_from_report_takes_each_failures_domain_from_its_record(two_domain_report, tmp_path, capsys):
+    report = json.loads(two_domain_report.read_text())
+    medical = [r for r in report["search"]["records"] if not r["success"]]
+    assert report["meta"]["domain"] == "poi" and medical and {r["domain"] for r in medical} == {"medical"}
+    out = tmp_path / "rows.jsonl"
+    assert main(["data", "from-report", str(two_domain_report), "--out", str(out), "--per-failure", "1"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["skipped"] == {} and summary["domain_from_report"] == 0
+    assert summary["failures_with_rows"] == summary["failures"]
+    medical_train = {t.id for t in task_pool(("medical",), "train")}
+    by_failure = {r["meta"]["failure"]["case"]: r["meta"]["task"] for r in rows(out)}
+    assert all(by_failure[r["case"]] in medical_train for r in medical)
+
+
+def test_a_report_whose_records_name_no_domain_uses_its_own_and_says_so(two_domain_report, tmp_path, capsys):
+    report = json.loads(two_domain_report.read_text())
+    for record in [*report["records"], *report["search"]["records"]]:
+        del record["domain"]  # as a report written before records kept their domain
+    report["schema_version"] = 2
+    older = tmp_path / "older.json"
+    older.write_text(json.dumps(report))
+    out = tmp_path / "rows.jsonl"
+    assert main(["data", "from-report", str(older), "--out", str(out), "--per-failure", "1"]) == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    medical = len({r["case"] for r in report["search"]["records"] if not r["success"]})
+    assert summary["domain_from_report"] == summary["failures"] and summary["skipped"] == {"unknown_domain": medical}
+    assert f"{summary['failures']} failing records name no domain" in captured.err
+    assert "the report's domain (poi) was used for them" in captured.err
+
+
+EVIL = """
+from pathlib import Path
+
+Path("imported").write_text("evil.py ran")
+
+from sandbox.domains import DOMAINS
+
+X = DOMAINS["poi"]
+"""
+
+
+def test_a_report_never_chooses_a_module_to_import(brittle_report, tmp_path):
+    from commands import openagent
+
+    report = json.loads(brittle_report.read_text())
+    report["meta"]["domain"] = "evil:X"
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    (tmp_path / "evil.py").write_text(EVIL)
+    refused = openagent("data", "from-report", "report.json", "--out", "rows.jsonl", cwd=tmp_path)
+    assert refused.returncode == 2, refused.stderr
+    assert "the report names the domain 'evil:X', which would import the module 'evil'" in refused.stderr
+    assert "pass --domain evil:X" in refused.stderr
+    assert not (tmp_path / "imported").exists() and not (tmp_path / "rows.jsonl").exists()
+
+    other = openagent("data", "from-report", "report.json", "--out", "rows.jsonl", "--domain", "poi", cwd=tmp_path)
+    assert other.returncode == 2 and not (tmp_path / "imported").exists()  # only the same spec allows it
+
+    allowed = openagent("data", "from-report", "report.json", "--out", "rows.jsonl", "--domain", "evil:X", cwd=tmp_path)
+    assert allowed.returncode == 0, allowed.stderr
+    assert (tmp_path / "imported").exists() and rows(tmp_path / "rows.jsonl")
+
+
+def test_a_record_domain_is_a_name_never_a_module(brittle_report, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "evil.py").write_text(EVIL)
+    report = json.loads(brittle_report.read_text())
+    failing = next(r for r in report["records"] if not r["success"])
+    report["records"] = [{**failing, "domain": "evil:X"}]
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    assert main(["data", "from-report", "report.json", "--out", "rows.jsonl"]) == 0
+    assert json.loads(capsys.readouterr().out)["skipped"] == {"unknown_domain": 1}
+    assert not (tmp_path / "imported").exists()
 
 
 def test_a_report_without_failures_writes_an_empty_file(brittle_report, tmp_path, capsys):
