@@ -13,6 +13,7 @@ from sandbox.agent import Message, Reply, RequestFailed, ToolSpec, Turn, as_agen
 from sandbox.env import Env
 from sandbox.judge import Ending, judge
 from sandbox.parse import ToolCall, clean_text, parse_reply
+from sandbox.redact import redact
 from sandbox.task import Task
 from sandbox.trajectory import Episode, Step
 
@@ -91,12 +92,12 @@ def _preview(value: Any, limit: int = 2000) -> str:
 
 
 def _error_text(exc: BaseException) -> str:
-    """``Type: message`` of an exception, storable and short; never raises."""
+    """``Type: message`` of an exception, storable and short, secrets redacted; never raises."""
     try:
         message = str(exc)
     except Exception:
         message = "<unprintable>"
-    return _cut(clean_text(f"{type(exc).__name__}: {message}"), 2000)
+    return _cut(redact(clean_text(f"{type(exc).__name__}: {message}")), 2000)
 
 
 def _failed(live: _Live, error: str) -> Episode:
@@ -254,7 +255,7 @@ def _apply(ep: _Live, reply: Reply | str, max_steps: int) -> Episode | None:
     if isinstance(reply, str):
         reply = Reply(text=reply)
     elif isinstance(reply, RequestFailed):
-        return _failed(ep, _cut(clean_text(f"request failed: {reply.error}"), 2000))
+        return _failed(ep, _cut(redact(clean_text(f"request failed: {reply.error}")), 2000))
     elif not isinstance(reply, Reply):
         ep.steps.append(Step(reply=_preview(reply, 200), error=f"not a reply: {clean_text(type(reply).__name__)}"))
         return _finish(ep, "agent_error")

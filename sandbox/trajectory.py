@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from sandbox.judge import GOOD_OUTCOMES, Ending, Outcome
 from sandbox.parse import ToolCall
+from sandbox.redact import redact
 from sandbox.task import Task
 from sandbox.tools import AGENT_ERRORS, ToolResult
 
@@ -95,4 +96,4 @@ def explain(episode: Episode) -> str:
             lines.append(f"    -> {_short(result.render())}" + ("  !! " + result.error if result.error else ""))
     if episode.ending == "step_limit":
         lines.append(f"  (stopped at the step limit, {len(episode.steps)} turns)")
-    return "\n".join(lines)
+    return redact("\n".join(lines))

@@ -87,6 +87,7 @@ def convert(report: Any, per_failure: int = 2, seed: int = 0, domains: Sequence[
         raise UsageError(f"--per-failure must be at least 1, got {per_failure}")
     _load_domains(domains)
     fallback = _report_domains(report.meta.get("domain"), domains)
+    known = _known_names()
     failing = failures(report)
     n_records = len(report.records) + (len(report.search.records) if report.search is not None else 0)
     result = Conversion(records=n_records, failures=len(failing))
@@ -97,7 +98,7 @@ def convert(report: Any, per_failure: int = 2, seed: int = 0, domains: Sequence[
             result.domain_from_report += 1
             domain = _domain_of(record.task, fallback) if fallback else None
         else:
-            domain = record.domain if _available(record.domain) else None
+            domain = record.domain if record.domain in known else None
         planned = _train_cases(record, domain, per_failure, seed)
         if isinstance(planned, str):
             result.skipped[planned] += 1
@@ -174,12 +175,12 @@ def _report_domains(spec: Any, allowed: Sequence[str]) -> tuple[str, ...] | None
         return None
 
 
-def _available(name: str) -> bool:
-    """Whether ``name`` is a domain known here by name (registered, built in, or an installed entry point);
-    a record's domain is a name, never a module to import."""
+def _known_names() -> set[str]:
+    """The domains known here by name (registered, built in, or an installed entry point): a record's
+    domain is looked up among these, never imported as a module."""
     from sandbox.domains import domain_names
 
-    return ":" not in name and name in domain_names()
+    return {name for name in domain_names() if ":" not in name}
 
 
 def _domain_of(task_id: str, domains: Sequence[str]) -> str | None:

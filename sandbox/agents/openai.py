@@ -32,8 +32,8 @@ from typing import Any
 
 from sandbox.agent import Message, Reply, RequestFailed, ToolSpec, Turn
 from sandbox.agents import http
+from sandbox.redact import API_KEY_VARS, redact
 
-API_KEY_VARS = ("OPENAGENT_API_KEY", "OPENAI_API_KEY")
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
 MODELS_TIMEOUT = 5.0
 """The deadline of the one ``GET /models`` that the fingerprint asks (the server's identity)."""
@@ -205,7 +205,8 @@ class OpenAIAgent:
             entry = next(e for e in entries if isinstance(e, dict) and e.get("id") == self.model)
         except Exception:  # the server's identity is best effort; a run never fails for it
             return "unreported"
-        kept = {k: v for k, v in entry.items() if k != "object" and (v is None or isinstance(v, str | int | float))}
+        kept = {k: redact(v) if isinstance(v, str) else v for k, v in entry.items()
+                if k != "object" and (v is None or isinstance(v, str | int | float))}  # fmt: skip
         created = kept.get("created")
         if isinstance(created, int | float) and abs(created - asked) < 600:
             del kept["created"]
@@ -221,7 +222,7 @@ class OpenAIAgent:
         try:
             data = self.complete(turn.messages, turn.tools)
         except (OSError, ValueError) as exc:
-            return RequestFailed(str(exc))
+            return RequestFailed(redact(str(exc)))
         return read_reply(data)
 
     def complete(self, messages: Sequence[Message], tools: list[ToolSpec]) -> Any:
@@ -249,10 +250,12 @@ class OpenAIAgent:
                     f"reply); raise the agent's timeout if the server is just slow"
                 ) from None
             except (httpx.UnsupportedProtocol, httpx.DecodingError) as exc:
-                raise ValueError(f"{url}: {type(exc).__name__}: {exc}") from None
+                raise ValueError(redact(f"{url}: {type(exc).__name__}: {exc}")) from None
             except httpx.TransportError as exc:  # refused, reset, closed early: worth another try
                 if attempt == retries:
-                    raise OSError(f"{url} unreachable after {attempt + 1} tries: {type(exc).__name__}: {exc}") from None
+                    raise OSError(
+                        redact(f"{url} unreachable after {attempt + 1} tries: {type(exc).__name__}: {exc}")
+                    ) from None
             else:
                 if status < 300:
                     try:
@@ -305,5 +308,6 @@ class OpenAIAgent:
 
 
 def _clip(value: Any, n: int = 300) -> str:
-    text = value.decode(errors="replace") if isinstance(value, bytes) else repr(value)
+    """The start of a server's text for a message, secrets redacted first (so a cut never leaves half a key)."""
+    text = redact(value.decode(errors="replace") if isinstance(value, bytes) else repr(value))
     return text if len(text) <= n else text[:n] + "..."

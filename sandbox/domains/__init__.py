@@ -4,8 +4,8 @@ multi-turn, when the ``bfcl-eval`` wheel is installed, and ``mcp``, the MCP serv
 
 A registry that is a dict (:data:`DOMAINS`): :func:`register_domain` adds to it, :func:`get_domain`
 reads it, and also finds a domain named ``module:attribute`` (imported on the spot, the working folder
-on the path, so a user need not package anything) or published by an installed package under the
-``openagent.domains`` entry-point group (read only when a name is not found)::
+on the path after installed packages, so a user need not package anything) or published by an installed
+package under the ``openagent.domains`` entry-point group (read only when a name is not found)::
 
     [project.entry-points."openagent.domains"]
     library = "my_package.library:DOMAIN"

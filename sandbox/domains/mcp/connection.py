@@ -29,6 +29,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Literal
 
 from sandbox.domains.mcp.target import ServerTarget
+from sandbox.redact import redact
 from sandbox.tools import ErrorKind
 
 DEFAULT_TIMEOUT = 10.0
@@ -259,7 +260,7 @@ async def _settle(task: asyncio.Future[None]) -> None:
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         return _describe(exc.exceptions[0])
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    text = redact(str(exc).strip().splitlines()[0]) if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
 
 
