@@ -16,10 +16,9 @@ from collections import Counter
 
 from _common import write
 
-from sandbox.domains import get_domain
+from sandbox.domains import get_domain, make_env
 from sandbox.domains.bfcl import CATEGORIES
 from sandbox.domains.bfcl.replayer import GoldReplayer
-from sandbox.env import make_env
 from sandbox.episode import run_episodes
 
 

@@ -14,7 +14,7 @@ The upstream is a small notes server built with the SDK (``notes_server`` below)
   each spends per call is read from /proc too, which says what the proxy's own work costs whatever the
   scheduler does on a busy machine.
 - **episodes per second**: a scripted MCP client plays the clean tasks against the upstream directly, and
-  as :class:`~sandbox.domains.mcp.agent.McpAgent` through a per-episode proxy inside the episode loop
+  as :class:`~sandbox.agents.mcp.McpAgent` through a per-episode proxy inside the episode loop
   (judged, as a test runs it); the oracle over the upstream as a domain, for scale.
 """
 
@@ -191,7 +191,7 @@ def per_call_http(url: str, n: int) -> dict:
     import sandbox
     from sandbox.case import Case
     from sandbox.domains.mcp import mcp_domain
-    from sandbox.domains.mcp.proxy import EnvBackend, HttpThread, build_server
+    from sandbox.proxy.server import EnvBackend, HttpThread, build_server
 
     # held as openagent mcp-proxy holds its upstream: the calling thread (the proxy's worker) runs the loop
     upstream = mcp_domain(url, tasks(), name="bench-mcp", reset=None, loop="caller")
@@ -258,9 +258,9 @@ def play(url: str, query: str) -> str:
 def episodes_per_second(url: str, n: int) -> dict:
     import sandbox
     from sandbox.agents import OracleAgent
+    from sandbox.agents.mcp import McpAgent
     from sandbox.case import Case, run_cases
     from sandbox.domains.mcp import mcp_domain
-    from sandbox.domains.mcp.agent import McpAgent
 
     domain = sandbox.register_domain(mcp_domain(url, tasks(), name="bench-mcp", reset=None), replace=True)
     cases = [Case(domain.listed[i % len(domain.listed)]) for i in range(n)]

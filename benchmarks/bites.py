@@ -1,7 +1,7 @@
 """Does every perturbation bite? The static baseline, clean vs perturbed, at each top severity.
 
 ``python benchmarks/bites.py [--per-family N] [--json PATH]`` prints the table of
-:mod:`sandbox.perturbations.strength` and exits 1 if a perturbation that is not mild by design
+:mod:`sandbox.audits.strength` and exits 1 if a perturbation that is not mild by design
 does not bite.
 """
 
@@ -12,8 +12,8 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+from sandbox.audits.strength import Bite, bite, sample_tasks
 from sandbox.perturbations.registry import names
-from sandbox.perturbations.strength import Bite, bite, sample_tasks
 
 
 def table(rows: list[Bite]) -> str:

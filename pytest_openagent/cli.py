@@ -193,7 +193,7 @@ def _run_mcp_proxy(args: argparse.Namespace) -> int:
     from sandbox.domains.mcp import require_sdk
 
     require_sdk()
-    from sandbox.domains.mcp.serve import run_proxy
+    from sandbox.proxy.serve import run_proxy
 
     return run_proxy(
         args.upstream, args.perturb, seed=args.seed, pool=args.pool, tasks=args.tasks, task=args.task,

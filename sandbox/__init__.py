@@ -7,8 +7,8 @@ from sandbox.agent import Agent, FunctionAgent, Reply, Turn, as_agent
 from sandbox.agents import OracleAgent, ScriptedAgent, StaticAgent
 from sandbox.define import UserTask, define_domain, load_tasks, snapshot
 from sandbox.domain import Domain
-from sandbox.domains import DOMAINS, get_domain, register_domain
-from sandbox.env import Env, Wrapper, make_env
+from sandbox.domains import DOMAINS, EAGER, get_domain, make_env, register_domain
+from sandbox.env import Env, Wrapper
 from sandbox.episode import Episode, Step, run_episode, run_episodes
 from sandbox.judge import OUTCOMES, Outcome, judge
 from sandbox.metrics import Delta, Rate, delta, pass_hat_k, refusal_rate, success_rate, tool_error_rate, wilson
@@ -17,6 +17,10 @@ from sandbox.task import Call, Source, Task
 from sandbox.tools import Tool, ToolFailure, ToolResult, tool
 
 __version__ = "0.1.0"
+
+for _name in EAGER:
+    get_domain(_name)
+del _name
 
 
 def tasks(

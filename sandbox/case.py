@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sandbox.env import Env, make_env
+from sandbox.domains import get_domain, make_env
+from sandbox.env import Env
 from sandbox.episode import DEFAULT_MAX_STEPS, Episode, run_episodes
 from sandbox.perturbations.base import Perturbation, apply_stack, step_budget
 from sandbox.perturbations.registry import from_dict
@@ -156,8 +157,6 @@ def run_cases(
 
 def _domain_version(name: str) -> str:
     """``SANDBOX_VERSION``, plus the version of a user's domain (``Domain.version``): its code is in the key."""
-    from sandbox.domains import get_domain
-
     try:
         extra = get_domain(name).version()
     except LookupError:  # a task of a domain that is not registered (built by hand): the task's JSON is all

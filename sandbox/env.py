@@ -181,14 +181,3 @@ class Wrapper(Env):
 
     def wrappers(self) -> list[Wrapper]:
         return [*self.env.wrappers(), self]
-
-
-def make_env(domain: Domain | str, task: Task) -> Env:
-    """The clean env of ``task`` in ``domain`` (a Domain, or a name :func:`sandbox.get_domain` resolves)."""
-    if isinstance(domain, str):
-        from sandbox.domains import get_domain
-
-        domain = get_domain(domain)
-    if callable(getattr(type(domain), "make_env", None)):  # a domain with its own env (bfcl)
-        return domain.make_env(task)
-    return Env(domain, task)

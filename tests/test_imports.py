@@ -139,7 +139,7 @@ def test_the_walk_finds_what_it_looks_for():
     assert _cycles({"a": {"b"}, "b": set()}) == []
     graph = _graph(_modules())
     assert "sandbox.task" in graph["sandbox.domain"]
-    assert "sandbox.domains" in graph["sandbox.env"], "a function-level import is an edge"
+    assert "sandbox.domains" in graph["sandbox.perturbations.plan"], "a function-level import is an edge"
     assert "sandbox.perturbations" not in graph["sandbox.perturbations.base"]
 
 
@@ -185,17 +185,97 @@ def test_the_plugin_uses_no_pytest_internals():
     assert offenders == []
 
 
+KERNEL = ("agent", "define", "domain", "env", "episode", "errors", "family", "files", "fingerprint", "importing",
+          "judge", "metrics", "parse", "prompt", "seeds", "state", "task", "tools", "trajectory")  # fmt: skip
+"""The kernel: the modules at the top of ``sandbox/`` (tools, tasks, state, env, episode, judge, parse, errors...)."""
+ROOMS = {"sandbox.domains": "registry", "sandbox.domains.": "domains", "sandbox.perturbations": "perturbations",
+         "sandbox.case": "case", "sandbox.proxy": "proxy", "sandbox.agents": "agents", "sandbox.audits": "audits",
+         "sandbox.evaluation": "evaluation", "sandbox": "face"}  # fmt: skip
+"""Module prefix → room; the longest prefix wins (``sandbox.domains`` alone is the registry, its subpackages the
+domains). A room imports its own floor's modules only within itself: side by side, neither imports the other."""
+FLOOR = {"kernel": 0, "registry": 1, "domains": 2, "perturbations": 2, "case": 3, "proxy": 4, "agents": 5,
+         "audits": 6, "evaluation": 6, "face": 7}  # fmt: skip
+"""DESIGN.md's floors inside the sandbox: kernel → domain registry → domains beside perturbations → case →
+proxy (serves any perturbed env) → agents → audits beside the evaluation core → the package's face."""
+BLIND_AGENTS = {"domains", "perturbations"}
+"""What an agent may not read, though it sits below: an agent sees what any agent sees (the conversation and the
+tool specs), so it knows no concrete domain and no perturbation's workings."""
+ORACLE_READS = {
+    "sandbox.agents.oracle.agent -> sandbox.perturbations.plan":
+        "the oracle is briefed with the gold plan: it reads the user turns of a task of several turns as the "
+        "perturbations do",
+    "sandbox.agents.oracle.planner -> sandbox.perturbations.plan":
+        "the dependencies of the briefed gold plan (which result feeds which argument), read as the perturbations "
+        "read them",
+    "sandbox.agents.oracle.observations -> sandbox.perturbations.formats":
+        "the result formats format_shift writes, parsed back, so the oracle reads any rendering of a result",
+    "sandbox.agents.oracle.observations -> sandbox.perturbations.vocab":
+        "the key renames, envelopes and notes of the observation perturbations, undone to read results",
+    "sandbox.agents.oracle.tools -> sandbox.perturbations.vocab":
+        "the decoy markers and parameter forms of the tool perturbations, and a domain's vocabulary, to tell "
+        "each visible tool's capability",
+    "sandbox.agents.oracle.choice -> sandbox.perturbations.vocab":
+        "a domain's vocabulary (its finder and the tools that take the finder's id)",
+    "sandbox.agents.oracle.planner -> sandbox.perturbations.vocab":
+        "a domain's vocabulary (its finder and the tools that take the finder's id)",
+}  # fmt: skip
+"""The oracle's deliberate reads below its floor's rule, each with why: it is the reference agent that proves
+every perturbation keeps a task solvable, so it reads what the perturbations write, never the task's answer."""
+
+
+def _room(module: str) -> str:
+    if module.count(".") == 1 and module.split(".")[1] in KERNEL:
+        return "kernel"
+    prefix = max((p for p in ROOMS if module == p or module.startswith(p if p.endswith(".") else p + ".")), key=len)
+    return ROOMS[prefix]
+
+
+def _floor_breaches(graph: dict[str, set[str]]) -> set[str]:
+    """``module -> target`` for every import inside ``sandbox/`` that does not point down the floors."""
+    out = set()
+    for module, targets in graph.items():
+        if _layer(module) != "sandbox":
+            continue
+        for target in (t for t in targets if _layer(t) == "sandbox"):
+            here, there = _room(module), _room(target)
+            if here != there and (FLOOR[there] >= FLOOR[here] or (here == "agents" and there in BLIND_AGENTS)):
+                out.add(f"{module} -> {target}")
+    return out
+
+
+def test_every_import_inside_the_sandbox_points_down_its_floors():
+    breaches = _floor_breaches(_graph(_modules()))
+    assert sorted(breaches - set(ORACLE_READS)) == [], "move what both need down a floor, or the importer up"
+    assert sorted(set(ORACLE_READS) - breaches) == [], "no longer read: take it off ORACLE_READS"
+
+
+def test_the_floors_see_what_they_look_for():
+    assert {_room(m) for m in ("sandbox.task", "sandbox.domains", "sandbox.domains.poi.tools", "sandbox")} == {
+        "kernel",
+        "registry",
+        "domains",
+        "face",
+    }
+    breaches = _floor_breaches({"sandbox.domains.poi.tools": {"sandbox.perturbations.base", "sandbox.task"},
+                                "sandbox.agents.static": {"sandbox.domains.poi.world", "sandbox.domains"},
+                                "sandbox.perturbations.base": {"sandbox.domains", "sandbox.env"}})  # fmt: skip
+    assert breaches == {"sandbox.domains.poi.tools -> sandbox.perturbations.base",
+                        "sandbox.agents.static -> sandbox.domains.poi.world"}  # fmt: skip
+
+
 MCP_LIBRARIES = {"mcp", "mcp_types", "fastmcp"}
+MCP_PACKAGES = ("sandbox.domains.mcp", "sandbox.proxy")
+"""The MCP domain (a server's tools as a world) and the proxy (an env served as an MCP server)."""
 
 
 def test_only_the_mcp_package_imports_an_mcp_library():
     offenders = sorted(
         f"{module}: {name}"
         for module, path in _modules().items()
-        if not module.startswith("sandbox.domains.mcp")
+        if not module.startswith(MCP_PACKAGES)
         for node in ast.walk(ast.parse(path.read_text()))
         if isinstance(node, ast.ImportFrom | ast.Import)
         for name in ([node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names])
         if name.split(".")[0] in MCP_LIBRARIES
     )
-    assert offenders == [], "import the MCP SDK inside sandbox/domains/mcp, so nothing else loads it"
+    assert offenders == [], "import the MCP SDK inside sandbox/domains/mcp or sandbox/proxy, so nothing else loads it"

@@ -20,7 +20,8 @@ def test_the_evaluation_core_imports_neither_pytest_nor_hypothesis():
 
 def test_no_mcp_library_loads_until_an_mcp_server_is_asked_for():
     loaded = _loaded(
-        "import sandbox, sandbox.domains, sandbox.domains.mcp, sandbox.evaluation, pytest_openagent, "
+        "import sandbox, sandbox.domains, sandbox.domains.mcp, sandbox.proxy.server, sandbox.proxy.serve, "
+        "sandbox.agents.mcp, sandbox.evaluation, pytest_openagent, "
         "pytest_openagent.plugin, pytest_openagent.options, pytest_openagent.cli"
     )
     assert not loaded & {"mcp", "mcp_types", "fastmcp", "anyio", "uvicorn", "starlette"}

@@ -1,5 +1,6 @@
+from sandbox.agents.mcp import McpAgent
 from sandbox.agents.oracle import OracleAgent
 from sandbox.agents.scripted import ScriptedAgent
 from sandbox.agents.static import StaticAgent
 
-__all__ = ["OracleAgent", "ScriptedAgent", "StaticAgent"]
+__all__ = ["McpAgent", "OracleAgent", "ScriptedAgent", "StaticAgent"]

@@ -16,33 +16,31 @@ no arguments that returns one.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sandbox.define import define_domain
 from sandbox.domain import Domain
-from sandbox.domains.medical import families as medical_families
-from sandbox.domains.medical import tools as medical_tools
-from sandbox.domains.medical import world as medical_world
-from sandbox.domains.poi import families as poi_families
-from sandbox.domains.poi import tools as poi_tools
-from sandbox.domains.poi import world as poi_world
+from sandbox.env import Env
 from sandbox.errors import UnknownName
 from sandbox.importing import import_attribute
+
+if TYPE_CHECKING:
+    from sandbox.task import Task
 
 ENTRY_POINTS = "openagent.domains"
 BUILT_IN: tuple[str, ...] = ("poi", "medical", "bfcl")
 
-DOMAINS: dict[str, Domain] = {
-    "poi": define_domain("poi", poi_tools.TOOLS, world=poi_world.build_world, families=poi_families.FAMILIES),
-    "medical": define_domain(
-        "medical", medical_tools.TOOLS, world=medical_world.build_world, families=medical_families.FAMILIES
-    ),
-}
+DOMAINS: dict[str, Domain] = {}
+"""Every domain built so far, by name (``sandbox`` builds ``poi`` and ``medical`` as it loads)."""
 
-LAZY: dict[str, str] = {"bfcl": "sandbox.domains.bfcl:load", "mcp": "sandbox.domains.mcp:load"}
-"""Domains built on first request, as ``module:function`` (an entry point's form): their data and
+LAZY: dict[str, str] = {
+    "poi": "sandbox.domains.poi.domain:DOMAIN", "medical": "sandbox.domains.medical.domain:DOMAIN",
+    "bfcl": "sandbox.domains.bfcl:load", "mcp": "sandbox.domains.mcp:load",
+}  # fmt: skip
+"""Domains built on first request, as ``module:attribute`` (an entry point's form): their code, data and
 packages load only then, and, as with a user's domain registered by entry point, ``sandbox.domains``
-does not import them."""
+imports none of them."""
+EAGER: tuple[str, ...] = ("poi", "medical")
+"""The built-in worlds that ``sandbox`` builds as it loads (cheap, and listed in :data:`DOMAINS` from the start)."""
 
 
 def register_domain(domain: Domain, *, replace: bool = False) -> Domain:
@@ -100,6 +98,15 @@ def get_domain(name: str | Domain) -> Domain:
     raise UnknownName("domain", name, domain_names())
 
 
+def make_env(domain: Domain | str, task: Task) -> Env:
+    """The clean env of ``task`` in ``domain`` (a Domain, or a name :func:`get_domain` resolves)."""
+    if isinstance(domain, str):
+        domain = get_domain(domain)
+    if callable(getattr(type(domain), "make_env", None)):  # a domain with its own env (bfcl)
+        return domain.make_env(task)
+    return Env(domain, task)
+
+
 def domain_names() -> list[str]:
     """Registered domains, then those installed packages publish (not loaded)."""
     lazy = [n for n in LAZY if n not in DOMAINS]
@@ -121,4 +128,5 @@ def _load(what: str, spec: str, load: Any = None) -> Domain:
     return obj
 
 
-__all__ = ["BUILT_IN", "DOMAINS", "ENTRY_POINTS", "LAZY", "domain_names", "get_domain", "register_domain"]
+__all__ = ["BUILT_IN", "DOMAINS", "EAGER", "ENTRY_POINTS", "LAZY", "domain_names", "get_domain", "make_env",
+           "register_domain"]  # fmt: skip

@@ -72,7 +72,7 @@ def gold_results(task: Task) -> dict[str, ToolResult]:
     """Each call of the gold plan as the clean tools answer it, run in order in a fresh episode of the task's own
     env (a domain's, as ``bfcl``'s, where it has one); a call of a later user turn first ends the turns before it.
     Kept per task: a Task does not hash, its id names it."""
-    from sandbox.env import make_env
+    from sandbox.domains import make_env
 
     hit = _RESULTS.get(_key(task))
     if hit is None:

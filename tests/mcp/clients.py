@@ -7,7 +7,7 @@ import asyncio
 from mcp import Client
 from notes_tasks import TASKS
 
-from sandbox.domains.mcp.agent import McpAgent
+from sandbox.agents.mcp import McpAgent
 
 
 def _task(query: str):

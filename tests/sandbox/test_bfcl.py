@@ -23,7 +23,7 @@ def bfcl():
 
 
 def _env(bfcl, task_id):
-    from sandbox.env import make_env
+    from sandbox.domains import make_env
 
     category = task_id.rsplit("_", 1)[0]
     [task] = [t for t in bfcl.tasks(category=category) if t.id == task_id]
@@ -167,7 +167,7 @@ def test_missing_values_leaves_a_writes_answer_whole(bfcl):
 def test_a_tool_list_built_again_in_an_episode_serves_another_task_whole(bfcl):
     # rate_limit's routes are shared by tool list; miss_func_0 builds them again when sort comes, for the list a
     # task of the same backends shows from the start: that task must get the wait tool's name with them
-    from sandbox.env import make_env
+    from sandbox.domains import make_env
     from sandbox.perturbations.registry import get
 
     spec = get("rate_limit")(severity=1, seed=880_001)
@@ -214,7 +214,7 @@ def test_held_back_functions_come_with_their_turn(bfcl):
 
 
 def test_the_replayer_succeeds_on_every_multi_turn_base_task(bfcl):
-    from sandbox.env import make_env
+    from sandbox.domains import make_env
 
     tasks = bfcl.tasks(category="multi_turn_base")
     episodes = run_episodes(_replayer(), [make_env(bfcl, t) for t in tasks])
@@ -244,7 +244,7 @@ def test_the_sample_leaves_out_the_known_broken_task():
 
 @pytest.mark.parametrize("category", ["multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context"])
 def test_the_replayer_succeeds_on_the_other_categories(bfcl, category):
-    from sandbox.env import make_env
+    from sandbox.domains import make_env
 
     tasks = [t for t in bfcl.tasks(category=category) if t.id not in KNOWN_BROKEN]
     episodes = run_episodes(_replayer(), [make_env(bfcl, t) for t in tasks])
@@ -308,7 +308,7 @@ def test_a_wrapper_passes_the_turns_and_the_verdict_through(bfcl):
 
 def test_the_oracle_succeeds_on_every_multi_turn_base_task(bfcl):
     from sandbox.agents.oracle import OracleAgent
-    from sandbox.env import make_env
+    from sandbox.domains import make_env
 
     tasks = bfcl.tasks(category="multi_turn_base")
     episodes = run_episodes(OracleAgent(), [make_env(bfcl, t) for t in tasks])
@@ -350,8 +350,7 @@ def test_unsolvable_perturbations_do_not_apply_to_bfcl_tasks(bfcl):
 
 
 def test_a_tasks_clean_tools_are_its_backends_functions(bfcl):
-    from sandbox.domains import get_domain
-    from sandbox.env import make_env
+    from sandbox.domains import get_domain, make_env
 
     task = bfcl.tasks(category="multi_turn_base", n=1)[0]
     shown = [s["function"]["name"] for s in make_env(bfcl, task).tool_specs()]

@@ -1,4 +1,4 @@
-"""The catalogue on a domain it has no words for: the library (``sandbox.perturbations.library``), built
+"""The catalogue on a domain it has no words for: the library (``sandbox.domains.library``), built
 through the internals. Every perturbation either changes what the agent sees or how tools answer, or says it
 does not apply (and the catalogue says why); the oracle solves every applied solvable case and refuses the rest."""
 
@@ -14,11 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sandbox import OracleAgent
+from sandbox.audits.catalogue import MATRIX_DOC, matrix_markdown
 from sandbox.case import Case, run_cases
 from sandbox.domain import Domain
+from sandbox.domains import library
 from sandbox.family import Draft, family
-from sandbox.perturbations import POOLS, get, library, names
-from sandbox.perturbations.catalogue import MATRIX_DOC, matrix_markdown
+from sandbox.perturbations import POOLS, get, names
 from sandbox.state import Write, verification_code
 from sandbox.task import Call, Source
 from sandbox.tools import Args, Tool, ToolFailure
@@ -68,7 +69,7 @@ def test_every_perturbation_changes_a_case_or_says_it_does_not_apply(name: str, 
 
 @pytest.mark.parametrize("name", names())
 def test_on_our_domains_too_an_applied_perturbation_changes_the_case(name: str) -> None:
-    from sandbox.perturbations.strength import sample_tasks
+    from sandbox.audits.strength import sample_tasks
 
     ours = sample_tasks(per_family=1)
     cases = [Case(t, (spec,)) for spec in _specs(name)[:3] for t in ours if spec.applies_to(t)]
@@ -100,7 +101,7 @@ def test_no_perturbation_or_oracle_names_a_domain_tool() -> None:
 
 
 def test_the_matrix_doc_is_generated() -> None:
-    assert MATRIX_DOC.read_text() == matrix_markdown(), "run: python -m sandbox.perturbations.catalogue --matrix"
+    assert MATRIX_DOC.read_text() == matrix_markdown(), "run: python -m sandbox.audits.catalogue --matrix"
 
 
 @pytest.mark.parametrize("name", ["semantic_renaming", "schema_noise", "description_rewrite", "format_shift"])
@@ -445,8 +446,8 @@ def test_train_and_eval_paraphrases_share_no_words_of_the_rules(plain_tasks, not
 
 
 def test_on_our_domains_severity_1_is_a_held_out_phrasing_and_more_keeps_the_values() -> None:
+    from sandbox.audits.strength import sample_tasks
     from sandbox.domains import get_domain
-    from sandbox.perturbations.strength import sample_tasks
 
     cls = get("query_paraphrase")
     for task in sample_tasks(per_family=1):

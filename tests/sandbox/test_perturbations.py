@@ -9,10 +9,10 @@ from functools import cache
 import pytest
 
 from sandbox import OracleAgent
+from sandbox.audits.strength import sample_tasks
 from sandbox.case import SANDBOX_VERSION, Case, run_cases
 from sandbox.perturbations import POOLS, get, names
 from sandbox.perturbations.registry import from_dict
-from sandbox.perturbations.strength import sample_tasks
 
 ORACLE = OracleAgent()
 
@@ -115,7 +115,7 @@ def test_the_same_case_is_byte_identical_in_another_process() -> None:
     import sys
 
     code = (
-        "import json; from sandbox.perturbations.strength import sample_tasks;"
+        "import json; from sandbox.audits.strength import sample_tasks;"
         "from sandbox.case import Case; from sandbox.perturbations import get, names;"
         "specs = [get(n)(severity=get(n).max_severity, pool='train', seed=11) for n in names()];"
         "print(json.dumps([[Case(t, (s,)).env().tool_specs(), Case(t, (s,)).env().query()]"

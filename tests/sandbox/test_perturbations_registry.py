@@ -11,11 +11,11 @@ import pytest
 
 import sandbox
 from sandbox import StaticAgent
+from sandbox.audits.catalogue import DOC, catalogue_markdown
+from sandbox.audits.strength import bite, sample_tasks
 from sandbox.case import Case, run_cases
 from sandbox.domains import DOMAINS
 from sandbox.perturbations import Perturbation, get, names, register, registry, vocab
-from sandbox.perturbations.catalogue import DOC, catalogue_markdown
-from sandbox.perturbations.strength import bite, sample_tasks
 from sandbox.perturbations.wrappers import QueryWrapper
 
 TIER_OF = {
@@ -133,7 +133,7 @@ def test_rewritten_descriptions_keep_what_the_tool_does() -> None:
 
 
 def test_the_catalogue_doc_is_generated_from_the_registry() -> None:
-    assert DOC.read_text() == catalogue_markdown(), "run: python -m sandbox.perturbations.catalogue"
+    assert DOC.read_text() == catalogue_markdown(), "run: python -m sandbox.audits.catalogue"
     for name in names():
         assert f"`{name}`" in DOC.read_text()
 

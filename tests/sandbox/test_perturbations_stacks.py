@@ -8,10 +8,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sandbox import OracleAgent
+from sandbox.audits.strength import sample_tasks
 from sandbox.case import Case
 from sandbox.perturbations import POOLS, get, names
 from sandbox.perturbations.internalization import held_out_twin
-from sandbox.perturbations.strength import sample_tasks
 
 ORACLE = OracleAgent()
 

@@ -15,9 +15,9 @@ import pytest
 
 from sandbox import OracleAgent, ScriptedAgent, StaticAgent, make_env, run_episodes, tasks
 from sandbox.agent import Reference, Turn
+from sandbox.audits.strength import sample_tasks
 from sandbox.case import Case, run_cases
 from sandbox.perturbations import get, names
-from sandbox.perturbations.strength import sample_tasks
 
 JSON_LEAVES = (str, int, float, bool, type(None))
 UNSOLVABLE_KINDS = ("missing_capability", "nonexistent_entity", "fatal_error")

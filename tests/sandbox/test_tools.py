@@ -3,8 +3,7 @@ import json
 import pytest
 
 import sandbox
-from sandbox.domains import DOMAINS, get_domain
-from sandbox.env import make_env
+from sandbox.domains import DOMAINS, get_domain, make_env
 
 
 def poi_env():

@@ -12,7 +12,8 @@ pytest.importorskip("torch")
 pytest.importorskip("peft")
 
 from sandbox import OracleAgent, run_episodes, tasks
-from sandbox.env import Wrapper, make_env
+from sandbox.domains import make_env
+from sandbox.env import Wrapper
 
 FAMILY, TOOL = "weather", "get_weather"
 

@@ -1,7 +1,7 @@
-"""MCP servers as tool worlds: an MCP server's tools as a domain, and a proxy that serves them perturbed.
+"""MCP servers as tool worlds: an MCP server's tools as a domain (served perturbed by :mod:`sandbox.proxy`).
 
 Needs the ``mcp`` extra (``pip install 'pytest-openagent[mcp]'``). Importing this package imports no
-MCP library; :func:`mcp_domain`, :func:`load` and an :class:`McpAgent`'s first episode do. See docs/mcp.md.
+MCP library; :func:`mcp_domain` and :func:`load` do. See docs/mcp.md.
 
 The domain named ``mcp`` (``--openagent-mcp``, ``openagent eval --mcp``) is built on first request by
 :func:`load` from the server and tasks that :func:`configure` set, or from the ``OPENAGENT_MCP`` and
@@ -14,7 +14,6 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sandbox.domains.mcp.agent import McpAgent
 from sandbox.domains.mcp.target import EXAMPLES, ServerTarget, parse_target
 from sandbox.errors import UsageError
 
@@ -76,5 +75,5 @@ def load() -> McpDomain:
     return mcp_domain(server, os.environ.get(ENV_TASKS) or None, name=NAME)
 
 
-__all__ = ["ENV_SERVER", "ENV_TASKS", "EXAMPLES", "NAME", "McpAgent", "SdkMissing", "ServerTarget", "configure",
+__all__ = ["ENV_SERVER", "ENV_TASKS", "EXAMPLES", "NAME", "SdkMissing", "ServerTarget", "configure",
            "load", "mcp_domain", "parse_target", "require_sdk"]  # fmt: skip

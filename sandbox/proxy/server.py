@@ -9,7 +9,7 @@ proxy nor its transforms could do that without a second implementation of every 
 low-level ``Server`` gives the protocol and both transports (stdio, streamable HTTP).
 
 A :class:`Backend` is what a proxy serves: :class:`EnvBackend` one env, for ``openagent mcp-proxy``;
-:class:`~sandbox.domains.mcp.agent.McpAgent` an episode of the sandbox's own loop.
+:class:`~sandbox.agents.mcp.McpAgent` an episode of the sandbox's own loop.
 """
 
 from __future__ import annotations

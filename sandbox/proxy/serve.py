@@ -77,9 +77,9 @@ def run_proxy(upstream: str, perturb: Sequence[str], *, seed: int = 0, pool: str
     """Build the case and serve it until the client goes (stdio) or the process is stopped (http)."""
     import anyio
 
-    import sandbox
+    from sandbox.domains import register_domain
     from sandbox.domains.mcp import mcp_domain, parse_target
-    from sandbox.domains.mcp.proxy import EnvBackend, build_server, http_app, serve_stdio
+    from sandbox.proxy.server import EnvBackend, build_server, http_app, serve_stdio
 
     parse_target(upstream)
     if tasks is not None and not Path(tasks).is_file():
@@ -94,7 +94,7 @@ def run_proxy(upstream: str, perturb: Sequence[str], *, seed: int = 0, pool: str
             pass  # proxy_case says what is wrong with the file
     # the proxy calls its upstream from one thread at a time: that thread runs the connection's loop (no hop)
     upstream_domain = mcp_domain(upstream, tasks, name=name, timeout=timeout, loop="caller")
-    domain = sandbox.register_domain(upstream_domain, replace=True)
+    domain = register_domain(upstream_domain, replace=True)
     case = proxy_case(domain, specs, task, case_file)
     backend = EnvBackend(case.env())
     label = case.describe()

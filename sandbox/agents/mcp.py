@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sandbox.agent import Reply, RequestFailed, ToolSpec, Turn
-from sandbox.domains.mcp.proxy import HttpThread, build_server, observation_failed
+from sandbox.proxy.server import HttpThread, build_server, observation_failed
 
 Play = Callable[[str, str], str]
 """``play(url, query) -> answer``: an MCP client's whole episode against the server at ``url``."""
