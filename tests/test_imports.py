@@ -185,14 +185,13 @@ def test_the_plugin_uses_no_pytest_internals():
     assert offenders == []
 
 
-KERNEL = ("agent", "define", "domain", "env", "episode", "errors", "family", "files", "fingerprint", "importing",
-          "judge", "metrics", "parse", "prompt", "seeds", "state", "task", "tools", "trajectory")  # fmt: skip
-"""The kernel: the modules at the top of ``sandbox/`` (tools, tasks, state, env, episode, judge, parse, errors...)."""
 ROOMS = {"sandbox.domains": "registry", "sandbox.domains.": "domains", "sandbox.perturbations": "perturbations",
          "sandbox.case": "case", "sandbox.proxy": "proxy", "sandbox.agents": "agents", "sandbox.audits": "audits",
          "sandbox.evaluation": "evaluation", "sandbox": "face"}  # fmt: skip
 """Module prefix → room; the longest prefix wins (``sandbox.domains`` alone is the registry, its subpackages the
-domains). A room imports its own floor's modules only within itself: side by side, neither imports the other."""
+domains). Every other module at the top of ``sandbox/`` is the kernel (tools, tasks, state, env, episode, judge,
+parse, errors...). A room imports its own floor's modules only within itself: side by side, neither imports the
+other."""
 FLOOR = {"kernel": 0, "registry": 1, "domains": 2, "perturbations": 2, "case": 3, "proxy": 4, "agents": 5,
          "audits": 6, "evaluation": 6, "face": 7}  # fmt: skip
 """DESIGN.md's floors inside the sandbox: kernel → domain registry → domains beside perturbations → case →
@@ -224,7 +223,7 @@ every perturbation keeps a task solvable, so it reads what the perturbations wri
 
 
 def _room(module: str) -> str:
-    if module.count(".") == 1 and module.split(".")[1] in KERNEL:
+    if module.count(".") == 1 and module not in ROOMS:
         return "kernel"
     prefix = max((p for p in ROOMS if module == p or module.startswith(p if p.endswith(".") else p + ".")), key=len)
     return ROOMS[prefix]
