@@ -35,6 +35,7 @@ from sandbox.family import Family
 from sandbox.state import State
 from sandbox.task import Call, Source, Task, Unsolvable, read_path
 from sandbox.tools import Tool, Toolbox
+from sandbox.vocabulary import DomainVocabulary
 
 UNSOLVABLE: tuple[str, ...] = get_args(Unsolvable)
 
@@ -113,11 +114,13 @@ def define_domain(
     families: Iterable[Family] | None = None,
     world: Callable[[int], Any] | None = None,
     sizes: Mapping[str, int] | None = None,
+    vocabulary: DomainVocabulary | None = None,
 ) -> Domain:
     """A domain from its tools (:class:`~sandbox.tools.Tool` objects or typed functions, see
     :func:`sandbox.tool`), a state factory ``state(seed)`` (a fresh, deterministic object per episode),
     and its tasks: a list (:class:`UserTask` objects, or a JSONL/YAML file of them; any number, 1 is
-    fine) or task ``families`` drawn over ``world(seed)``, a read-only world shared by episodes.
+    fine) or task ``families`` drawn over ``world(seed)``, a read-only world shared by episodes; ``vocabulary``,
+    what it tells the perturbations and the oracle about its words (:class:`~sandbox.vocabulary.DomainVocabulary`).
 
     Misuse fails here, with what to fix: a gold call naming no tool, a typo'd argument, a source
     path its result lacks. Register the domain (:func:`sandbox.register_domain`) to reach it by name.
@@ -136,7 +139,8 @@ def define_domain(
         families = tuple(families)
         if not families:
             raise UsageError(f"domain {name!r}: no task families given")
-        return Domain(name, world, built, families, new_state=state, sizes=dict(sizes or DEFAULT_SIZES))
+        return Domain(name, world, built, families, new_state=state, sizes=dict(sizes or DEFAULT_SIZES),
+                      vocabulary=vocabulary)  # fmt: skip
     if isinstance(tasks, (str, Path)):
         tasks = load_tasks(tasks)
     specs = list(tasks)  # type: ignore[arg-type]
@@ -145,7 +149,8 @@ def define_domain(
     listed, expectations, writers = _build(name, built, state, world, specs)
     built = tuple(dataclasses.replace(t, role="write") if t.name in writers and t.role == "lookup" else t
                   for t in built)  # fmt: skip
-    return Domain(name, world, built, (), new_state=state, listed=listed, expectations=expectations)
+    return Domain(name, world, built, (), new_state=state, listed=listed, expectations=expectations,
+                  vocabulary=vocabulary)  # fmt: skip
 
 
 def _build(

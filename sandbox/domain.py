@@ -21,6 +21,7 @@ from sandbox.family import Family
 from sandbox.seeds import child_seed, rng
 from sandbox.task import SPLITS, Split, Task
 from sandbox.tools import Tool, Toolbox
+from sandbox.vocabulary import DomainVocabulary
 
 if TYPE_CHECKING:
     from sandbox.judge import Outcome
@@ -58,6 +59,8 @@ class Domain:
     expectations: Mapping[str, Expectation] = field(default_factory=dict)
     """Per listed task id: its end state or user check, when it has one."""
     sizes: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_SIZES))
+    vocabulary: DomainVocabulary | None = None
+    """What the domain tells the perturbations and the oracle about its own words (``None``: the generic rules)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "toolbox", Toolbox({t.name: t for t in self.tools}))

@@ -204,6 +204,8 @@ ORACLE_READS = {
         "the oracle is briefed with the gold plan: it reads the user turns of a task of several turns as the "
         "perturbations do",
     "sandbox.agents.oracle.planner -> sandbox.perturbations.plan":
+        "the values of the briefed gold plan's results (an answer's leaves), read as the perturbations read them",
+    "sandbox.agents.oracle.arguments -> sandbox.perturbations.plan":
         "the dependencies of the briefed gold plan (which result feeds which argument), read as the perturbations "
         "read them",
     "sandbox.agents.oracle.observations -> sandbox.perturbations.formats":

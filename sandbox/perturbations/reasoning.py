@@ -24,6 +24,7 @@ from sandbox.perturbations.wrappers import (
 from sandbox.seeds import child_seed
 from sandbox.task import Task, read_path
 from sandbox.tools import ToolResult
+from sandbox.vocabulary import DomainVocabulary
 
 
 def _links(domain: Any, task: Task, merging: bool = False) -> dict[str, tuple[str, str, str]]:
@@ -308,7 +309,7 @@ class _Restructure(ToolsWrapper):
             routes.append(Route(new, handler=on(self._unpack, name, nested, joined)))
         return routes
 
-    def _slot(self, pair: tuple[str, str], own: vocab.DomainVocabulary | None) -> tuple[str, str, str]:
+    def _slot(self, pair: tuple[str, str], own: DomainVocabulary | None) -> tuple[str, str, str]:
         if own is not None:
             slot, text = self.words(vocab.SLOT_PARAMS)[0]
             return slot, text, text.split("'DAY")[1][0]
@@ -328,7 +329,7 @@ class _Restructure(ToolsWrapper):
         return self.env.call(name, args)
 
 
-def _pair(schema: dict[str, Any], own: vocab.DomainVocabulary | None) -> tuple[str, str] | None:
+def _pair(schema: dict[str, Any], own: DomainVocabulary | None) -> tuple[str, str] | None:
     """The two arguments severity 2 joins into one value: the domain's pair (a day and a time), else a tool's
     last two required string arguments."""
     props = schema["properties"]

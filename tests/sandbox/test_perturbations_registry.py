@@ -111,9 +111,15 @@ def test_other_packages_register_through_the_entry_point(clean_registry, tmp_pat
     sys.modules.pop("acme_shifts", None)
 
 
+def _pooled() -> list:
+    """The perturbations' word pools and the pooled tables of every registered domain's vocabulary."""
+    domains = [d.vocabulary.pooled() for d in DOMAINS.values() if d.vocabulary is not None]
+    return [*vocab.VOCABULARIES.values(), *(table for tables in domains for table in tables.values())]
+
+
 def test_train_and_eval_pools_share_nothing() -> None:
-    train = set().union(*(vocab.pool_words(v, "train") for v in vocab.VOCABULARIES.values()))
-    evaluation = set().union(*(vocab.pool_words(v, "eval") for v in vocab.VOCABULARIES.values()))
+    train = set().union(*(vocab.pool_words(v, "train") for v in _pooled()))
+    evaluation = set().union(*(vocab.pool_words(v, "eval") for v in _pooled()))
     assert train and evaluation and not train & evaluation
     for domain in DOMAINS.values():
         for family in domain.families:
@@ -127,7 +133,8 @@ def test_rewritten_descriptions_keep_what_the_tool_does() -> None:
 
     for domain in DOMAINS.values():
         for tool in domain.tools:
-            texts = [tool.description, *(t for pool in vocab.DESCRIPTION_REWRITES[tool.name].values() for t in pool)]
+            rewrites = domain.vocabulary.description_rewrites[tool.name]
+            texts = [tool.description, *(t for pool in rewrites.values() for t in pool)]
             for text in texts:
                 assert capability(text, ()) == tool.name, text
 

@@ -11,9 +11,9 @@ import pytest
 
 from pytest_openagent.cli import main
 from sandbox.case import Case
+from sandbox.domains.poi.vocabulary import TOOL_SYNONYMS
 from sandbox.evaluation.draw import task_pool
 from sandbox.perturbations.registry import from_dict
-from sandbox.perturbations.vocab import TOOL_SYNONYMS
 from training.config import SFTConfig
 from training.dataset import build_examples, encode
 from training.from_report import failures

@@ -14,7 +14,8 @@ offers, an entity that is not found, a permanent failure).
 
 from sandbox.agents.oracle.agent import OracleAgent
 from sandbox.agents.oracle.observations import View, decode, is_error, lookup, normalize, partial
-from sandbox.agents.oracle.planner import Planner, refuse
+from sandbox.agents.oracle.planner import Planner
+from sandbox.agents.oracle.steps import refuse
 from sandbox.agents.oracle.tools import capability, names_pattern
 
 __all__ = [

@@ -7,7 +7,8 @@ from typing import Any
 
 from sandbox.agent import Briefed, Reply, Turn
 from sandbox.agents.oracle.observations import View
-from sandbox.agents.oracle.planner import Planner, Refusal, refuse
+from sandbox.agents.oracle.planner import Planner
+from sandbox.agents.oracle.steps import Refusal, refuse
 from sandbox.perturbations.plan import user_turns
 from sandbox.task import Task
 

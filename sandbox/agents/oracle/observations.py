@@ -15,9 +15,11 @@ from functools import lru_cache
 from typing import Any
 
 from sandbox.agent import ToolSpec, Turn
+from sandbox.domains import EAGER, get_domain
 from sandbox.perturbations import vocab
 from sandbox.perturbations.formats import parse_lines
 from sandbox.task import Task, read_path
+from sandbox.vocabulary import DomainVocabulary, Pools
 
 _FORMS = re.compile(
     "|".join(
@@ -28,15 +30,24 @@ _FORMS = re.compile(
 """The key renames of ``format_shift`` on a domain without field synonyms, read backwards."""
 
 
+def ours() -> tuple[DomainVocabulary, ...]:
+    """The vocabularies of the built-in worlds (``sandbox.domains.EAGER``), read where no domain is named."""
+    return tuple(v for v in (get_domain(name).vocabulary for name in EAGER) if v is not None)
+
+
 @lru_cache(maxsize=16)
 def _fields(domain: str) -> dict[str, str] | None:
     """Renamed result key → canonical key: the domain's field synonyms (all of ours when ``domain`` is
     empty); ``None`` where the domain has none, and the generic forms are undone instead."""
     words = vocab.vocabulary(domain) if domain else None
-    synonyms = words.field_synonyms if words is not None else {} if domain else vocab.FIELD_SYNONYMS
+    synonyms = words.field_synonyms if words is not None else {} if domain else _all_fields()
     if domain and not synonyms:
         return None
     return {synonym: key for key, pools in synonyms.items() for words in pools.values() for synonym in words}
+
+
+def _all_fields() -> dict[str, Pools]:
+    return {key: pools for words in ours() for key, pools in words.field_synonyms.items()}
 
 
 def _unform(key: str) -> str:

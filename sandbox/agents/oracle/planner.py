@@ -10,11 +10,10 @@ token step, more pages) gets the steps it needs first.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from sandbox.agent import Reply, ToolSpec
+from sandbox.agent import Reply
+from sandbox.agents.oracle.arguments import ArgumentFiller
 from sandbox.agents.oracle.choice import ToolChoice
 from sandbox.agents.oracle.observations import (
     View,
@@ -26,51 +25,18 @@ from sandbox.agents.oracle.observations import (
     rows_key,
     says_error,
 )
-from sandbox.agents.oracle.tools import (
-    SchemaText,
-    clean_params,
-    empty_args,
-    match_param,
-    undocumented_id,
-    unform_param,
-)
-from sandbox.perturbations.plan import carries, leaf_paths
+from sandbox.agents.oracle.steps import Blocked, Refusal, Step
+from sandbox.agents.oracle.tools import clean_params
+from sandbox.perturbations.plan import leaf_paths
 from sandbox.perturbations.vocab import vocabulary
 from sandbox.task import Call
 
 MAX_ATTEMPTS = 8
-_SLOT = re.compile(r"'day(.)hh:mm'")
-_PAIR = re.compile(r"'([A-Z][A-Z0-9_]*)([^A-Z0-9_\s])([A-Z][A-Z0-9_]*)'")
-"""A joined argument's documented form, 'FIRST|SECOND', on a domain without a pair of its own."""
 _SECONDS = re.compile(r"(\d+(?:\.\d+)?)\s*s\b")
 _RETRYABLE = {"runtime_error", "rate_limited", "moved"}
 
 
-def refuse(reason: str) -> Reply:
-    return Reply(text=f"I cannot complete this request: {reason}.")
-
-
-class Refusal(Exception):
-    pass
-
-
-class Blocked(Exception):
-    """A step cannot be built yet; ``needs`` are the steps to (re)run first."""
-
-    def __init__(self, *needs: Step) -> None:
-        self.needs = needs
-
-
-@dataclass
-class Step:
-    id: str
-    tool: str
-    args: dict[str, Any]
-    remap: Callable[[str], dict[str, Any]] | None = None
-    """The same arguments for another tool (a redirect target has its own schema)."""
-
-
-class Planner:
+class Planner(ArgumentFiller):
     """Turns the gold plan into calls on the tools as they now are."""
 
     def __init__(self, view: View) -> None:
@@ -215,154 +181,6 @@ class Planner:
         request = (name, first_string(handle))
         args, _ = self.fill(self.live[finder], find_args, call, request=request)
         return Step(call.id, finder, args, lambda tool: self.fill(self.view.tools[tool], find_args, call, request)[0])
-
-    def unasked(self, value: Any) -> bool:
-        """A detail of the request that the query no longer gives (an underspecified query)."""
-        query = self.view.query.casefold()
-        return isinstance(value, str) and value in self.task.params.values() and value.casefold() not in query
-
-    def omitted(self, call: Call) -> set[str]:
-        return {p for p, v in call.args.items() if self.unasked(v)}
-
-    def fill(
-        self,
-        spec: ToolSpec,
-        own: dict[str, tuple[str, Any]],
-        call: Call,
-        request: tuple[str, str] | None = None,
-    ) -> tuple[dict[str, Any], set[str]]:
-        """Arguments for ``spec`` from canonical ``own`` = {param: (description, value)}, matched by description."""
-        used: set[str] = set()
-        finder_used: set[str] = set()
-        finder_values: dict[str, tuple[str, Any]] | None = None
-        schema_text = SchemaText(spec["function"]["parameters"])
-
-        def build(schema: dict[str, Any]) -> dict[str, Any]:
-            nonlocal finder_values
-            out: dict[str, Any] = {}
-            required = set(schema.get("required", []))
-            for vname, prop in schema.get("properties", {}).items():
-                raw = str(prop.get("description", ""))
-                text = raw.casefold()
-                if prop.get("type") == "object" and "properties" in prop:
-                    whole = match_param(vname, text, own, used)
-                    if whole is not None and isinstance(own[whole][1], dict):  # given whole (bfcl's updates)
-                        used.add(whole)
-                        out[vname] = own[whole][1]
-                    else:
-                        out[vname] = build(prop)
-                    continue
-                joined = self.joined(raw, text, set(own) - used)
-                if joined is not None:
-                    a, separator, b = joined
-                    out[vname] = f"{own[a][1]}{separator}{own[b][1]}"
-                    used.update((a, b))
-                    continue
-                match, source = match_param(vname, text, own, used), own
-                if match is None:
-                    if finder_values is None and self._wants_finder(vname, text, own, used, schema_text, call):
-                        id_param = undocumented_id(own, used, schema_text, lambda v: self.is_id(call, v))
-                        finder_values = self.finder_values(call, own[id_param][1])
-                        used.add(id_param)
-                    if finder_values is not None:
-                        match, source = match_param(vname, text, finder_values, finder_used), finder_values
-                if match is not None:
-                    (used if source is own else finder_used).add(match)
-                    value = source[match][1]
-                    if vname not in required and self.unasked(value):
-                        continue
-                    out[vname] = value
-                    continue
-                if request is not None and re.search(rf"(?<![\w-]){re.escape(request[0])}(?![\w-])", raw):
-                    out[vname] = request[1]
-                    continue
-                tool = self.choice.mentioned(raw, exclude=spec["function"]["name"])
-                if tool is not None and vname in required:
-                    out[vname] = self.token(tool)
-            return out
-
-        return build(spec["function"]["parameters"]), used
-
-    def is_id(self, call: Call, value: Any) -> bool:
-        """Whether ``value`` is one that a call ``call`` comes after returned (an id it was looked up for)."""
-        if isinstance(value, bool) or not isinstance(value, str | int):
-            return False
-        param = next((p for p, v in call.args.items() if v == value and type(v) is type(value)), "")
-        results = [self.result(self.plan[d]) for d in call.after]
-        if any(carries(param, value, path, leaf) for result in results for path, leaf in leaf_paths(result)):
-            return True
-        if any(r is None for r in results):  # not known until the calls before it are in
-            raise Blocked(
-                *(self.final_step(self.plan[d]) for d, r in zip(call.after, results, strict=True) if r is None)
-            )
-        return False
-
-    def lookups(self, call: Call) -> list[str]:
-        """The tools whose arguments may stand for an id ``call`` takes: the domain's lookup by name, else
-        the calls it comes after in the gold plan."""
-        if self.words is not None and self.words.finder:
-            return [self.words.finder]
-        return [self.plan[d].tool for d in call.after]
-
-    def joined(self, raw: str, text: str, free: set[str]) -> tuple[str, str, str] | None:
-        """The two arguments a parameter documents as one joined value, and the separator between them."""
-        pair = self.words.compound if self.words is not None else None
-        if pair is not None:
-            slot = _SLOT.search(text)
-            return (pair[0], slot.group(1), pair[1]) if slot and set(pair) <= free else None
-        m = _PAIR.search(raw)
-        if m is None:
-            return None
-        # the form writes the parameters' names upper-cased: 'CITYA+CITYB' joins bfcl's cityA and cityB
-        names = {p.casefold(): p for p in free}
-        a, b = names.get(m.group(1).casefold()), names.get(m.group(3).casefold())
-        return (a, m.group(2), b) if a is not None and b is not None else None
-
-    def _wants_finder(
-        self,
-        vname: str,
-        text: str,
-        own: dict[str, tuple[str, Any]],
-        used: set[str],
-        schema_text: SchemaText,
-        call: Call,
-    ) -> bool:
-        if undocumented_id(own, used, schema_text, lambda v: self.is_id(call, v)) is None:
-            return False
-        params = [(p, desc) for tool in self.lookups(call) for p, desc in self.clean[tool].items()]
-        return any(desc.casefold() in text if desc else p in (vname, *unform_param(vname)) for p, desc in params)
-
-    def finder_values(self, call: Call, entity: Any) -> dict[str, tuple[str, Any]]:
-        """The arguments of the lookup that found ``entity``: the plan's lookup, or (with a domain's lookup by
-        name) the name and city of an observed search's row."""
-        if self.words is None or not self.words.finder:
-            for dep in (self.plan[d] for d in call.after):
-                if any(leaf == entity and type(leaf) is type(entity) for _, leaf in leaf_paths(self.result(dep))):
-                    descs = self.clean[dep.tool]
-                    return {p: (descs.get(p, ""), v) for p, v in dep.args.items()}
-            raise Blocked(*(self.final_step(self.plan[d]) for d in call.after))
-        finder = self.words.finder
-        descs = self.clean[finder]
-        plan = self.plan
-        for dep in (plan[d] for d in call.after):
-            if dep.tool == finder:
-                result = self.view.done(dep.id)
-                if result is None or result.get("id") in (None, entity):
-                    return {p: (descs[p], dep.args[p]) for p in descs if p in dep.args}
-        for dep in (plan[d] for d in call.after):
-            rows = self.result(dep)
-            rows = rows.get("results") if isinstance(rows, dict) else None
-            for row in rows or []:
-                if isinstance(row, dict) and row.get("id") == entity and row.get("name"):
-                    return {"name": (descs["name"], row["name"]), "city": (descs["city"], dep.args.get("city"))}
-        raise Blocked(*(self.final_step(plan[d]) for d in call.after))
-
-    def token(self, tool: str) -> str:
-        step = Step(f"token~{tool}", tool, empty_args(self.view.tools[tool]), lambda t: empty_args(self.view.tools[t]))
-        value = first_string(self.view.done(step.id))
-        if value is None:
-            raise Blocked(step)
-        return value
 
     def more_pages(self, final: Step, result: Any) -> list[Step]:
         if not isinstance(result, dict) or not isinstance(result.get("pages"), int) or result.get("page") != 1:

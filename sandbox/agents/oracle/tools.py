@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from sandbox.agent import ToolSpec
+from sandbox.agents.oracle.observations import ours
 from sandbox.perturbations import vocab
 from sandbox.task import Task
 from sandbox.tools import Tool
@@ -47,7 +48,11 @@ def _params(tools: tuple[Tool, ...]) -> dict[str, dict[str, str]]:
 
 @lru_cache(maxsize=1)
 def _capabilities() -> list[tuple[str, re.Pattern[str]]]:
-    return [(tool, re.compile("|".join(rf"\b{re.escape(w)}" for w in words))) for tool, words in vocab.CAPABILITIES]
+    """The built-in worlds' capability words, most specific first: each world's in its order, and the finders'
+    ("its id", "patient id") after every other, as they are the vaguest."""
+    ordered = [c for words in ours() for c in words.capabilities if c[0] != words.finder]
+    ordered += [c for words in ours() for c in words.capabilities if c[0] == words.finder]
+    return [(tool, re.compile("|".join(rf"\b{re.escape(w)}" for w in words))) for tool, words in ordered]
 
 
 class _Names:

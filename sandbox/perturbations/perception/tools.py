@@ -21,6 +21,7 @@ from sandbox.perturbations.wrappers import (
     with_description,
 )
 from sandbox.task import Task
+from sandbox.vocabulary import DomainVocabulary, Pools
 
 
 def _names(specs: list[ToolSpec]) -> list[str]:
@@ -80,7 +81,7 @@ class ToolNameNoise(Perturbation):
     wrapper = _NameNoise
 
 
-def synonyms(name: str, words: vocab.DomainVocabulary | None) -> vocab.Pools | None:
+def synonyms(name: str, words: DomainVocabulary | None) -> Pools | None:
     """The pooled synonyms of a tool name: the domain's own, else word for word by ``vocab.WORD_SYNONYMS``
     (``None`` where no word of the name has one)."""
     if words is not None:
@@ -304,7 +305,7 @@ class _Rewrite(ToolsWrapper):
             routes.append(Route(with_description(spec, text), target=spec["function"]["name"]))
         return routes
 
-    def rewrite(self, tool: str, original: str, own: vocab.DomainVocabulary | None) -> str:
+    def rewrite(self, tool: str, original: str, own: DomainVocabulary | None) -> str:
         r = self.rng(tool)
         if own is not None:
             return r.choice(self.words(own.description_rewrites[tool]))
