@@ -27,43 +27,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from sandbox.errors import UsageError
+from sandbox.perturbations import get, names
 from sandbox.seeds import child_seed
 from training.batches import Example
 from training.config import PERTURBATION_FAMILIES, SFTConfig
 
-FAMILY_OF: dict[str, str] = {
-    # error feedback: what comes back changes; the target retries, follows, adapts or refuses
-    **dict.fromkeys(
-        ("missing_values", "format_shift", "runtime_error", "rate_limit", "tool_redirection", "behaviour_change",
-         "verification_code_shift", "fatal_error", "missing_capability"),
-        "error_feedback",
-    ),
-    # symbolic: tool and parameter names change; the target calls the new names
-    **dict.fromkeys(("tool_name_noise", "identity_erasure", "semantic_renaming", "schema_noise"), "symbolic"),
-    # semantic: descriptions and wording change; the target reads them
-    **dict.fromkeys(
-        ("description_rewrite", "semantic_trap", "distractor_tools", "query_paraphrase", "query_noise",
-         "redundant_query", "underspecified_query"),
-        "semantic",
-    ),
-}  # fmt: skip
-"""The catalogue's perturbations by PAFT family. Tier 3 (dependency restructuring) and domain transfer
-are in no family, as in the paper: they stay held-out dimensions (name them with ``perturbations``
-to train on them anyway)."""
+FAMILY_OF: dict[str, str] = {name: get(name).paft_family for name in names() if get(name).paft_family}
+"""The registered perturbations by the PAFT family they declare (``Perturbation.paft_family``). Tier 3
+(dependency restructuring) and domain transfer declare none, as in the paper: they stay held-out dimensions
+(name them with ``perturbations`` to train on them anyway)."""
 
 
 def family_of(cls: type) -> str | None:
     """The PAFT family of a perturbation class, or ``None`` if it belongs to none.
 
-    The catalogue's are listed in ``FAMILY_OF``; a user's perturbation may declare
-    ``paft_family``; otherwise its shift decides (observation: error feedback, action: symbolic,
-    query: semantic; reasoning and domain shifts: none).
+    A perturbation declares it (``paft_family``, as the catalogue's do); otherwise its shift decides
+    (observation: error feedback, action: symbolic, query: semantic; reasoning and domain shifts: none).
     """
     declared = getattr(cls, "paft_family", None)
     if declared is not None:
         return declared or None
-    if cls.name in FAMILY_OF:
-        return FAMILY_OF[cls.name]
     if cls.shift == "domain" or cls.tier == "reasoning":
         return None
     if cls.shift == "observation" or cls.tier == "interaction" or getattr(cls, "unsolvable", False):

@@ -82,6 +82,9 @@ class Perturbation(BaseModel):
     of every domain (with a tool call, for those that act on calls)."""
     layer: ClassVar[Layer] = "descriptions"
     """Where it sits in a stack, one of :data:`LAYERS`: lower layers wrap first (see :func:`apply_stack`)."""
+    paft_family: ClassVar[str | None] = None
+    """The PAFT family whose data it joins (``error_feedback``, ``symbolic``, ``semantic``), ``""`` for none (held
+    out, as the paper holds tier 3 and domain transfer out); ``None``: its shift decides (``training.dataset``)."""
 
     severity: int = 1
     pool: Pool = "eval"

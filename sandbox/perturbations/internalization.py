@@ -46,6 +46,7 @@ class DomainTransfer(Perturbation):
     name: ClassVar[str] = "domain_transfer"
     tier = "internalization"
     shift = "domain"
+    paft_family = ""
     summary = (
         "the POI task is replaced by a medical task of the same split and kind (the clean twin stays the POI task)"
     )
@@ -87,6 +88,7 @@ class MissingCapability(Perturbation):
     name: ClassVar[str] = "missing_capability"
     tier = "internalization"
     shift = "action"
+    paft_family = "error_feedback"
     summary = "a tool the task needs is gone"
     expected = "refuse: say that no available tool can do it"
     unsolvable = True
@@ -173,6 +175,7 @@ class NonexistentEntity(Perturbation):
     name: ClassVar[str] = "nonexistent_entity"
     tier = "internalization"
     shift = "domain"
+    paft_family = ""
     summary = (
         "the place or patient the request names does not exist in this world (elsewhere: what the first call takes "
         "from the request, and the ids its answer gave)"
@@ -217,6 +220,7 @@ class FatalError(Perturbation):
     name: ClassVar[str] = "fatal_error"
     tier = "internalization"
     shift = "observation"
+    paft_family = "error_feedback"
     summary = "a tool the task needs fails for good"
     expected = "refuse after the permanent failure instead of retrying forever or inventing a result"
     unsolvable = True

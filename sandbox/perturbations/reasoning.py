@@ -136,6 +136,7 @@ class DependencyMerge(Perturbation):
     name: ClassVar[str] = "dependency_merge"
     tier = "reasoning"
     shift = "action"
+    paft_family = ""
     summary = "a lookup and the call that needed the id it returns become one tool that takes the lookup's arguments"
     expected = "use the merged tool in one step instead of the remembered two"
     limits = MERGE_LINKS
@@ -207,6 +208,7 @@ class LogicInversion(Perturbation):
     name: ClassVar[str] = "logic_inversion"
     tier = "reasoning"
     shift = "action"
+    paft_family = ""
     summary = "the order reverses: the call that needed an id comes first, and the lookup then runs it"
     expected = "follow the documented new order instead of the remembered one"
     limits = PLAN_LINKS
@@ -268,6 +270,7 @@ class DependencySplit(Perturbation):
     name: ClassVar[str] = "dependency_split"
     tier = "reasoning"
     shift = "action"
+    paft_family = ""
     summary = "a call now needs a token from a new tool first (1: the write or last call; 2: every tool)"
     expected = "get the token as documented, then make the call with it"
     max_severity = 2
@@ -344,6 +347,7 @@ class ArgumentRestructuring(Perturbation):
     name: ClassVar[str] = "argument_restructuring"
     tier = "reasoning"
     shift = "action"
+    paft_family = ""
     summary = (
         "1: every tool takes its arguments nested in one object; 2: + day and time as one compound value (a domain "
         "without its own pair: a tool's last two required strings)"

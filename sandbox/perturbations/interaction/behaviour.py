@@ -147,6 +147,7 @@ class BehaviourChange(Perturbation):
     name: ClassVar[str] = "behaviour_change"
     tier = "interaction"
     shift = "observation"
+    paft_family = "error_feedback"
     summary = (
         "1: distance in miles and temperature in °F, as documented; 2: + searches paginated, A to Z (a domain "
         "without unit tools of its own: keys ending _km, _c, _kg, _cm converted; lists of rows paginated in order)"

@@ -46,6 +46,7 @@ class RuntimeFailure(Perturbation):
     name: ClassVar[str] = "runtime_error"
     tier = "interaction"
     shift = "observation"
+    paft_family = "error_feedback"
     summary = "the first calls fail with a transient error (severity = failures before success)"
     expected = "retry the same call"
     max_severity = 3
@@ -100,6 +101,7 @@ class RateLimit(Perturbation):
     name: ClassVar[str] = "rate_limit"
     tier = "interaction"
     shift = "observation"
+    paft_family = "error_feedback"
     summary = "calls are refused until the agent waits the time given (1: once; 2: twice, and longer)"
     expected = "call the wait tool for the time the error gives, then retry"
     max_severity = 2
@@ -141,6 +143,7 @@ class ToolRedirection(Perturbation):
     name: ClassVar[str] = "tool_redirection"
     tier = "interaction"
     shift = "observation"
+    paft_family = "error_feedback"
     summary = (
         "tools answer that they moved to another tool, which exists (1: about half, each tool drawn on its own, at "
         "least one; 2: all)"
@@ -184,6 +187,7 @@ class VerificationCodeShift(Perturbation):
     name: ClassVar[str] = "verification_code_shift"
     tier = "interaction"
     shift = "action"
+    paft_family = "error_feedback"
     summary = "write actions return their verification code in a new format"
     expected = "quote the code exactly as returned, not in the remembered format"
     limits = (

@@ -77,6 +77,7 @@ class MissingValues(Perturbation):
     name: ClassVar[str] = "missing_values"
     tier = "interaction"
     shift = "observation"
+    paft_family = "error_feedback"
     summary = "a first answer lacks fields (1: a third null; 2: two thirds gone; 3: all gone); asking again gives all"
     expected = "notice what is missing and call again, never invent it"
     mild = "severity 1 and 2 often spare the fields the static agent reads"
@@ -140,6 +141,7 @@ class FormatShift(Perturbation):
     name: ClassVar[str] = "format_shift"
     tier = "interaction"
     shift = "observation"
+    paft_family = "error_feedback"
     summary = (
         "1: result keys renamed (by the domain's synonyms, else all by a pattern); 2: + wrapped in an envelope; "
         "3: + plain 'path = value' lines, not JSON"

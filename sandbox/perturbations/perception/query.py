@@ -41,6 +41,7 @@ class QueryParaphrase(Perturbation):
     name: ClassVar[str] = "query_paraphrase"
     tier = "perception"
     shift = "query"
+    paft_family = "semantic"
     summary = (
         "1: the request in a held-out phrasing of its family (a task of no such family: a sentence restated, a "
         "question as an imperative or the reverse, or an opening sentence); 2: + common words swapped for synonyms; "
@@ -149,6 +150,7 @@ class QueryNoise(Perturbation):
     name: ClassVar[str] = "query_noise"
     tier = "perception"
     shift = "query"
+    paft_family = "semantic"
     summary = "1: casing; 2: + filler words; 3: + typos (never inside the names, places or times asked about)"
     expected = "read through the noise"
     mild = "severity 1 (casing only) leaves the static agent, which ignores case, intact"
@@ -173,6 +175,7 @@ class RedundantQuery(Perturbation):
     name: ClassVar[str] = "redundant_query"
     tier = "perception"
     shift = "query"
+    paft_family = "semantic"
     summary = "irrelevant sentences before or after the request (severity = how many)"
     expected = "ignore what does not bear on the request"
     min_severity = 0
@@ -290,6 +293,7 @@ class UnderspecifiedQuery(Perturbation):
     name: ClassVar[str] = "underspecified_query"
     tier = "perception"
     shift = "query"
+    paft_family = "semantic"
     summary = (
         "the city is left out of the request; lookups by name document it as optional (a domain without entities of "
         "its own: a detail the request gives beside what is looked up, assumed not needed to single it out)"

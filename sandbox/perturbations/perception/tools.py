@@ -73,6 +73,7 @@ class ToolNameNoise(Perturbation):
     name: ClassVar[str] = "tool_name_noise"
     tier = "perception"
     shift = "action"
+    paft_family = "symbolic"
     summary = "1: camelCase or kebab-case names; 2: + a prefix; 3: + abbreviated words"
     expected = "match tools by what they do, not by the exact spelling"
     max_severity = 3
@@ -118,6 +119,7 @@ class SemanticRenaming(Perturbation):
     name: ClassVar[str] = "semantic_renaming"
     tier = "perception"
     shift = "action"
+    paft_family = "symbolic"
     summary = (
         "tools renamed with synonyms (1: about half, each tool drawn on its own, at least one; 2: all); a domain "
         "without its own synonyms gets them word "
@@ -147,6 +149,7 @@ class IdentityErasure(Perturbation):
     name: ClassVar[str] = "identity_erasure"
     tier = "perception"
     shift = "action"
+    paft_family = "symbolic"
     summary = "tool names become opaque identifiers; only descriptions tell what a tool does"
     expected = "choose tools from their descriptions"
     layer = "erasure"
@@ -182,6 +185,7 @@ class SemanticTrap(Perturbation):
     name: ClassVar[str] = "semantic_trap"
     tier = "perception"
     shift = "action"
+    paft_family = "semantic"
     summary = "tool names swapped so that they mislead (1: one pair; 2: all); descriptions stay true"
     expected = "trust the descriptions over the names"
     max_severity = 2
@@ -227,6 +231,7 @@ class DistractorTools(Perturbation):
     name: ClassVar[str] = "distractor_tools"
     tier = "perception"
     shift = "action"
+    paft_family = "semantic"
     summary = "look-alike deprecated decoys beside each tool (1: one; 2: two); 3: the old names become decoys"
     expected = "skip tools documented as deprecated and call the live one"
     mild = "below severity 3 the clean names still work, and the static agent never looks at the others"
@@ -275,6 +280,7 @@ class SchemaNoise(Perturbation):
     name: ClassVar[str] = "schema_noise"
     tier = "perception"
     shift = "action"
+    paft_family = "symbolic"
     summary = (
         "1: parameters reordered, an ignored optional one added; 2: + renamed (by the domain's synonyms, else by "
         "a pattern); 3: + descriptions reworded"
@@ -320,6 +326,7 @@ class DescriptionRewrite(Perturbation):
     name: ClassVar[str] = "description_rewrite"
     tier = "perception"
     shift = "action"
+    paft_family = "semantic"
     summary = (
         "tool descriptions reworded (each keeps the word that says what the tool does); without a domain's own "
         "rewrites, framed and with common words swapped, so most of the words stay"
