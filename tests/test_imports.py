@@ -231,13 +231,17 @@ def _room(module: str) -> str:
     return ROOMS[prefix]
 
 
+def _in_sandbox(module: str) -> bool:
+    return _layer(module) in {"sandbox", "core"}
+
+
 def _floor_breaches(graph: dict[str, set[str]]) -> set[str]:
     """``module -> target`` for every import inside ``sandbox/`` that does not point down the floors."""
     out = set()
     for module, targets in graph.items():
-        if _layer(module) != "sandbox":
+        if not _in_sandbox(module):
             continue
-        for target in (t for t in targets if _layer(t) == "sandbox"):
+        for target in filter(_in_sandbox, targets):
             here, there = _room(module), _room(target)
             if here != there and (FLOOR[there] >= FLOOR[here] or (here == "agents" and there in BLIND_AGENTS)):
                 out.add(f"{module} -> {target}")
