@@ -6,8 +6,8 @@ paraphrases live with their families (``Family.paraphrases[pool]``); a task of n
 by the frames and synonyms of ``REQUEST_FRAMES`` and the tables after it.
 
 A domain's own words (synonyms of its tool and parameter names, rewrites of its descriptions) are its own, declared
-as ``Domain.vocabulary`` (:class:`~sandbox.vocabulary.DomainVocabulary`; ours in ``sandbox/domains/poi`` and
-``medical``); where a domain declares none, the generic rules here stand in.
+as ``Domain.vocabulary`` (:class:`~sandbox.vocabulary.DomainVocabulary`; ours in their own folders under
+``sandbox/domains``); where a domain declares none, the generic rules here stand in.
 """
 
 from __future__ import annotations
