@@ -10,6 +10,7 @@ measure nothing the replayer does not.
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
 from collections import Counter
@@ -38,6 +39,7 @@ def build_times(domain, tasks, repeat: int = 5) -> list[float]:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     start = time.perf_counter()
     domain = get_domain("bfcl")
     tasks = {c: domain.tasks(category=c) for c in CATEGORIES}

@@ -9,6 +9,7 @@ figure is given warm (the cache filled, as in a test session) and cold (the cach
 
 from __future__ import annotations
 
+import argparse
 import time
 from collections.abc import Callable
 
@@ -38,6 +39,7 @@ def best_cpu(fn: Callable[[], object], repeat: int = 7) -> float:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     tasks = sandbox.tasks("poi", "test", 200) + sandbox.tasks("medical", "test", 200)
     oracle = OracleAgent()
     clean_cases = [Case(t) for t in tasks]

@@ -12,6 +12,7 @@ Run: python benchmarks/bench_plugin.py
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import statistics
 import tempfile
@@ -133,6 +134,7 @@ def warm_vs_cold() -> dict:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     figures = {"overhead": overhead(), "warm_vs_cold": warm_vs_cold()}
     install_runner(None)
     o, w = figures["overhead"], figures["warm_vs_cold"]

@@ -49,7 +49,7 @@ def main() -> None:
     from training.inference.model_agent import HFAgent
     from training.rl import RLConfig, load_policy, train
     from training.rl_demo import RLDemoSettings
-    from training.rollouts import rollout, run_cases, step_cases
+    from training.rollouts import rollout, run_cases, step_indices
 
     torch.set_num_threads(args.threads)
     settings = RLDemoSettings(group=args.group, tasks_per_step=args.tasks_per_step)
@@ -57,7 +57,8 @@ def main() -> None:
     cfg.max_new_tokens = args.max_new_tokens or cfg.max_new_tokens
     cfg.max_turns = args.max_turns or cfg.max_turns
     model, tokenizer, _ = load_policy(cfg)
-    cases = step_cases(cfg, run_cases(cfg, []), 0)
+    pool = run_cases(cfg, [])
+    cases = [pool[i] for i in step_indices(cfg, len(pool), 0)]
 
     (episodes, stats), wall, cpu = timed(lambda: rollout(model, tokenizer, cases, cfg, step=0))
     batched = {"episodes": len(episodes), "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),

@@ -7,6 +7,7 @@ the tool, render the observation. Measured on one core (no threads in play).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -52,6 +53,7 @@ def import_time() -> tuple[float, float]:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     pairs = tool_steps()
     run_steps(pairs)  # warm caches (worlds, pydantic validators)
     seconds = best_of(lambda: run_steps(pairs), repeat=7)

@@ -1,14 +1,10 @@
 import os
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from sandbox.case import install_runner
-
-sys.path.insert(0, str(Path(__file__).parent))
-import toys  # tests/toys.py: tests/ is no package (--import-mode=importlib), so put it on the path
+from tests import toys
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

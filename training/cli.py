@@ -1,6 +1,5 @@
-"""The training command line: ``openagent base``, ``openagent train sft|paft|rl``, ``openagent data
-export|from-report`` and ``openagent demo`` (``python -m training.rl_demo`` builds its own parser with the
-same helper).
+"""The training command line: ``openagent base``, ``openagent train sft|paft|rl|rl-demo``, ``openagent data
+export|from-report`` and ``openagent demo``.
 
 ``pytest_openagent/cli.py`` wires each ``configure_*``/``run_*`` pair in as a subcommand. Every option
 comes from a config dataclass through :func:`training.config.add_options`, its help from the field. This
@@ -72,6 +71,13 @@ def configure_train(p: argparse.ArgumentParser) -> None:
             later["alpha"] = f"default {PAFT_ALPHA}"
         add_options(sub, cls, names, chosen_later=later)
         sub.add_argument("--full", dest="lora", action="store_false", help="full fine-tune (same as --no-lora)")
+    from training.rl_demo import RLDemoConfig
+
+    about = (
+        "the RL experiment: the demo's two GRPO agents (completion and refusal-aware rewards) from one SFT "
+        "checkpoint, measured against it on the held-out test split (clean success, tier-4 refusal, reward curves)"
+    )
+    add_options(methods.add_parser("rl-demo", help=about, description=about), RLDemoConfig)
 
 
 def train_config(args: argparse.Namespace) -> SFTConfig | RLConfig:
@@ -100,6 +106,10 @@ def _lr(args: argparse.Namespace, cls: type) -> float:
 
 def run_train(args: argparse.Namespace) -> int:
     offline_by_default()
+    if args.method == "rl-demo":
+        from training.rl_demo import RLDemoConfig, run
+
+        return run(from_options(RLDemoConfig, args))
     cfg = train_config(args)
     if isinstance(cfg, RLConfig):
         from training.rewards import get_reward

@@ -63,7 +63,11 @@ class TrainConfig:
     progress: bool = field(default=True, metadata={"help": "show a progress bar"})
     families: list[str] = field(
         default_factory=lambda: list(PERTURBATION_FAMILIES),
-        metadata={"help": "perturbation families to draw from (error_feedback, symbolic, semantic)"},
+        metadata={
+            "help": "perturbation families to draw from (error_feedback, symbolic, semantic)",
+            "flag": "--perturbation-families",  # --families is task families in `openagent eval`
+            "was": "--families",
+        },
     )
 
     def to_dict(self) -> dict[str, Any]:
@@ -195,29 +199,49 @@ def add_options(
     field to a note on the default the command chooses (the option's default is then ``None``)."""
     chosen_later = chosen_later or {}
     for f in _fields(cls, names):
-        flag = "--" + f.name.replace("_", "-")
+        flag = option_flag(f)
         help_text = f.metadata.get("help", "")
         default = _default(f)
         if f.name in chosen_later:
             kind = typing.get_type_hints(cls)[f.name]
-            p.add_argument(flag, type=kind, default=None, help=f"{help_text} ({chosen_later[f.name]})")
+            p.add_argument(flag, dest=f.name, type=kind, default=None, help=f"{help_text} ({chosen_later[f.name]})")
         elif isinstance(default, bool):
             action = argparse.BooleanOptionalAction if default else "store_true"
-            p.add_argument(flag, action=action, default=default, help=help_text)
+            p.add_argument(flag, dest=f.name, action=action, default=default, help=help_text)
         elif isinstance(default, list):
             joined = ",".join(map(str, default))
             shown = f" (default {joined})" if joined else ""
-            p.add_argument(flag, default=joined, help=f"{help_text}, joined by commas{shown}")
+            p.add_argument(flag, dest=f.name, default=joined, help=f"{help_text}, joined by commas{shown}")
         else:
             shown = f" (default {default!r})" if isinstance(default, str) and default else ""
             shown = f" (default {default})" if not isinstance(default, str) and default != 0 else shown
-            p.add_argument(flag, type=type(default), default=default, help=help_text + shown)
+            p.add_argument(flag, dest=f.name, type=type(default), default=default, help=help_text + shown)
+        if "was" in f.metadata:
+            p.add_argument(f.metadata["was"], action=_Renamed, renamed=flag, nargs="?", help=argparse.SUPPRESS)
+
+
+def option_flag(f: dataclasses.Field) -> str:
+    """The option of a config field: ``--batch-size`` for ``batch_size``, unless its metadata names another."""
+    return f.metadata.get("flag", "--" + f.name.replace("_", "-"))
+
+
+class _Renamed(argparse.Action):
+    """An option's former spelling, which :func:`from_options` turns into a usage error naming the new one."""
+
+    def __init__(self, *args: Any, renamed: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.renamed = renamed
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, *args: Any) -> None:
+        namespace.renamed_option = f"{self.option_strings[0]} is now {self.renamed}"
 
 
 def from_options(cls: type, args: argparse.Namespace, names: typing.Iterable[str] | None = None, **fixed: Any) -> Any:
     """The ``cls`` that ``args`` asks for: the fields in ``names`` (else all) read back from the options that
     :func:`add_options` made, the others at their defaults, ``fixed`` over both. An option left at ``None``
     (see ``chosen_later``) keeps the field's default unless ``fixed`` gives it."""
+    if getattr(args, "renamed_option", None):
+        raise UsageError(args.renamed_option)
     hints = typing.get_type_hints(cls)
     values: dict[str, Any] = {}
     for f in _fields(cls, names):
@@ -226,7 +250,7 @@ def from_options(cls: type, args: argparse.Namespace, names: typing.Iterable[str
             continue
         if isinstance(_default(f), list) and isinstance(value, str):
             (item,) = typing.get_args(hints[f.name])
-            value = _split(value, item, "--" + f.name.replace("_", "-"), f.metadata.get("items", f"{item.__name__}s"))
+            value = _split(value, item, option_flag(f), f.metadata.get("items", f"{item.__name__}s"))
         values[f.name] = value
     return cls(**{**values, **fixed})
 

@@ -1,10 +1,10 @@
 """The RL part of the demo: two GRPO agents from one SFT checkpoint, completion-only and refusal-aware.
 
 ``rl_agents`` trains them (or reuses them) for ``openagent demo``, ``demo_specs`` and ``demo_note``
-give their table rows and the closing note. Run as a module it also measures them against the SFT
-checkpoint they started from, on the held-out test split:
+give their table rows and the closing note. ``openagent train rl-demo`` (:func:`run`) also measures them
+against the SFT checkpoint they started from, on the held-out test split:
 
-    python -m training.rl_demo --sft runs/demo/sft-200 --out runs/demo [--steps 6] [--n 48]
+    openagent train rl-demo --sft runs/demo/sft-200 --out runs/demo [--steps 6] [--n 48]
 
 clean success (greedy, ``n`` clean test tasks), the tier-4 refusal rate (``evaluate`` on the
 internalization tier, eval pool) and each run's reward curve: does a completion-seeking reward make the
@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
 import statistics
 import sys
 from dataclasses import dataclass, field
@@ -57,7 +56,7 @@ class RLDemoSettings:
 
 @dataclass
 class RLDemoConfig(RLDemoSettings):
-    """``python -m training.rl_demo``: the runs' settings, where they start and go, and how they are measured."""
+    """``openagent train rl-demo``: the runs' settings, where they start and go, and how they are measured."""
 
     sft: str = field(default="", metadata={"help": "the SFT checkpoint both RL runs start from (required)"})
     out: str = field(default="", metadata={"help": "folder for rl-completion/ and rl-refusal-aware/ (required)"})
@@ -308,30 +307,3 @@ def run(cfg: RLDemoConfig) -> int:
 
         write_json(cfg.json, {"settings": dataclasses.asdict(cfg), "figures": figures})
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m training.rl_demo``: misuse exits 2 with a message, as ``openagent`` does."""
-    import argparse
-
-    from sandbox.errors import UsageError
-    from training.config import add_options, from_options
-
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the default base comes from a local package
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    p = argparse.ArgumentParser(
-        prog="python -m training.rl_demo",
-        description="Train the demo's two RL agents (completion, refusal-aware) from one SFT checkpoint and "
-        "measure them against it on the held-out test split: clean success, tier-4 refusal, reward curves.",
-    )
-    add_options(p, RLDemoConfig)
-    args = p.parse_args(argv)
-    try:
-        return run(from_options(RLDemoConfig, args))
-    except UsageError as exc:
-        p.error(str(exc))  # exits 2
-    return 2  # pragma: no cover - p.error exits
-
-
-if __name__ == "__main__":
-    sys.exit(main())

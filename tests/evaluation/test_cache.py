@@ -1,10 +1,9 @@
 """The episode cache: it reads back what it stored, stores no agent error, and keys on all that decides an episode."""
 
-import toys
-
 import sandbox
 from sandbox.case import Case
 from sandbox.evaluation.cache import EpisodeCache
+from tests import toys
 
 
 def test_the_cache_reads_back_what_it_stored_and_leaves_no_temporary_file(tmp_path):

@@ -1,9 +1,9 @@
 """evaluate, the report and its gates, without pytest's plugin: what ``openagent eval`` and a user's script get."""
 
 import pytest
-import toys
 
 import sandbox.evaluation as core
+from tests import toys
 
 
 @pytest.mark.usefixtures("toy_perturbations")

@@ -9,7 +9,6 @@ import pytest
 pytest.importorskip("mcp", reason="needs the mcp extra: pip install 'pytest-openagent[mcp]'")
 
 import notes_server
-import toys
 from clients import BY_NAME
 from conftest import proxy_process, stdio, write_tasks
 from notes_tasks import TASKS
@@ -22,6 +21,7 @@ from sandbox.domains.mcp import mcp_domain
 from sandbox.evaluation.draw import severity_floor
 from sandbox.judge import OUTCOMES
 from sandbox.perturbations import registry
+from tests import toys
 
 pytest_plugins = ["pytester"]
 

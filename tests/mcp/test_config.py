@@ -9,10 +9,10 @@ import pytest
 
 pytest.importorskip("mcp", reason="needs the mcp extra: pip install 'pytest-openagent[mcp]'")
 
-import toys
 from conftest import SERVER, stdio, write_tasks
 
 from pytest_openagent.cli import main
+from tests import toys
 
 pytest_plugins = ["pytester"]
 

@@ -1,5 +1,6 @@
 import pytest
-import toys  # tests/toys.py, put on the path by tests/conftest.py
+
+from tests import toys
 
 
 @pytest.fixture

@@ -54,6 +54,6 @@ def test_importing_the_plugin_loads_no_torch():
 
 
 def test_a_dead_agent_exits_4_naming_the_cause_not_a_table_of_zeros(capsys):
-    assert main(["eval", "--agent", "toys:Dead", "--tiers", "1", "--n", "8", "--no-cache"]) == 4
+    assert main(["eval", "--agent", "tests.toys:Dead", "--tiers", "1", "--n", "8", "--no-cache"]) == 4
     captured = capsys.readouterr()
     assert "no measurement: the agent failed on 16 of 16 episodes" in captured.err and "Δ points" not in captured.out

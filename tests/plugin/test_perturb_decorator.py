@@ -30,9 +30,8 @@ def test_agent_reads_a_shouted_query(agent, case):
 def _case(path: Path):
     """A case a pytester run wrote; the run's end unregistered the toys, so register them again
     (the ``toy_perturbations`` fixture removes them after the test)."""
-    import toys
-
     from pytest_openagent import Case
+    from tests import toys
 
     toys.register_toys()
     return Case.from_dict(json.loads(path.read_text()))

@@ -7,13 +7,13 @@ import sys
 import types
 
 import pytest
-import toys
 from hypothesis import given, settings
 
 import sandbox
 from pytest_openagent import strategies
 from pytest_openagent.cli import main
 from sandbox.domains import DOMAINS
+from tests import toys
 
 pytest_plugins = ["pytester"]
 

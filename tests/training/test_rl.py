@@ -347,12 +347,13 @@ def test_the_reward_change_is_paired_by_task_where_the_steps_recorded_their_case
 
 @pytest.mark.slow
 def test_the_rl_experiment_measures_both_agents_against_their_start_and_each_other(tiny_base, tmp_path, capsys):
-    from training.rl_demo import main as rl_demo_main
+    from pytest_openagent.cli import main
 
     out = tmp_path / "rl"
-    argv = ["--sft", str(tiny_base), "--out", str(out), "--steps", "2", "--group", "2", "--tasks", "2",
-            "--tasks-per-step", "1", "--sft-coef", "0", "--n", "2", "--json", str(tmp_path / "rl.json")]  # fmt: skip
-    assert rl_demo_main(argv) == 0
+    argv = ["train", "rl-demo", "--sft", str(tiny_base), "--out", str(out), "--steps", "2", "--group", "2",
+            "--tasks", "2", "--tasks-per-step", "1",
+            "--sft-coef", "0", "--n", "2", "--json", str(tmp_path / "rl.json")]  # fmt: skip
+    assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "tier-4 refusal minus SFT" in printed and "RL (completion)" in printed and "RL (refusal-aware)" in printed
     figures = json.loads((tmp_path / "rl.json").read_text())["figures"]

@@ -209,7 +209,12 @@ def test_misuse_of_every_training_command_exits_2_with_a_message(tiny, tmp_path,
         (_sft_argv(tiny, out, "--batch-size", "0"), "batch_size must be at least 1"),
         (["train", "paft", "--out", out, "--alpha", "0"], "--alpha must be in (0, 1]"),
         (["train", "sft", "--out", out, "--base", str(tmp_path / "nowhere")], "no config.json there"),
-        (["train", "paft", *_sft_argv(tiny, out)[2:], "--families", "nope"], "unknown PAFT families ['nope']"),
+        (["train", "paft", *_sft_argv(tiny, out)[2:], "--perturbation-families", "nope"], "unknown PAFT families"),
+        (["train", "paft", "--out", out, "--families", "semantic"], "--families is now --perturbation-families"),
+        (
+            ["data", "export", "paft", "--out", f"{out}.jsonl", "--families", "semantic"],
+            "--families is now --perturbation-families",
+        ),
         (["train", "paft", *_sft_argv(tiny, out)[2:], "--perturbations", "runtime_eror"], "Did you mean"),
         (["train", "rl", "--out", out], "rl needs --init SFT_DIR"),
         (["train", "rl", "--out", out, "--init", str(tmp_path / "nowhere")], "no config.json there"),
@@ -238,10 +243,7 @@ def test_misuse_of_every_training_command_exits_2_with_a_message(tiny, tmp_path,
     )
 
 
-def test_rl_demo_maps_misuse_to_exit_2(tmp_path, capsys):
-    from training.rl_demo import main as rl_demo_main
-
-    with pytest.raises(SystemExit) as exited:
-        rl_demo_main(["--sft", str(tmp_path / "nowhere"), "--out", str(tmp_path / "rl"), "--steps", "1"])
-    assert exited.value.code == 2
-    assert "no config.json there" in capsys.readouterr().err
+def test_the_rl_experiment_is_an_openagent_command_and_maps_misuse_to_exit_2(tmp_path, capsys):
+    argv = ["train", "rl-demo", "--sft", str(tmp_path / "nowhere"), "--out", str(tmp_path / "rl"), "--steps", "1"]
+    assert "no config.json there" in _usage_error(capsys, argv)
+    assert "give --sft SFT_DIR" in _usage_error(capsys, ["train", "rl-demo", "--out", str(tmp_path / "rl")])
