@@ -31,3 +31,49 @@ def test_the_cache_cap_is_the_documented_one():
 
     assert f"`MAX_EPISODE_BYTES` ({MAX_EPISODE_BYTES >> 20} MiB)" in DOC
     assert f"older than {STALE_TEMP_SECONDS // 60} minutes" in DOC
+
+
+def _environment_variables() -> set[str]:
+    """The variables our packages read or set through ``os.environ`` or ``os.getenv``: each name as a literal,
+    a module constant (a name or a tuple of names), or the loop variable over one of those."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1]
+    found: set[str] = set()
+    for path in [p for package in ("sandbox", "training", "pytest_openagent") for p in (root / package).rglob("*.py")]:
+        tree = ast.parse(path.read_text())
+        constants: dict[str, ast.expr] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                constants[node.targets[0].id] = node.value
+            elif isinstance(node, ast.For | ast.comprehension) and isinstance(node.target, ast.Name):
+                constants[node.target.id] = node.iter
+
+        def names(expr: ast.expr, depth: int = 0) -> set[str]:
+            if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+                return {expr.value}
+            if isinstance(expr, ast.Tuple | ast.List):
+                return {n for e in expr.elts for n in names(e, depth + 1)}
+            if isinstance(expr, ast.Name) and expr.id in constants and depth < 3:
+                return names(constants[expr.id], depth + 1)
+            return set()
+
+        for node in ast.walk(tree):
+            key = None
+            if isinstance(node, ast.Call) and node.args and isinstance(node.func, ast.Attribute):
+                owner = ast.unparse(node.func.value)
+                if owner == "os.environ" or (owner == "os" and node.func.attr == "getenv"):
+                    key = node.args[0]
+            elif isinstance(node, ast.Subscript) and ast.unparse(node.value) == "os.environ":
+                key = node.slice
+            if key is not None:
+                found |= names(key)
+    return found
+
+
+def test_every_environment_variable_is_documented():
+    variables = _environment_variables()
+    assert {"OPENAGENT_HOME", "OPENAI_BASE_URL", "OPENAGENT_API_KEY", "HF_HUB_OFFLINE"} <= variables, variables
+    section = DOC[DOC.index("## Environment variables") :]
+    for name in sorted(variables):
+        assert f"`{name}`" in section, name
