@@ -7,7 +7,7 @@ import functools
 import inspect
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import pytest
 from hypothesis import HealthCheck, Phase, assume, event, given, settings
@@ -15,11 +15,15 @@ from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
 from pytest_openagent.strategies import DomainSpec, TierSpec, cases
-from sandbox.case import Case, current_runner
+from sandbox.agent import fingerprint
+from sandbox.case import Case, current_runner, install_runner
 from sandbox.evaluation.cache import DEFAULT_CACHE_DIR, EpisodeCache
 from sandbox.evaluation.draw import domain_label
 from sandbox.evaluation.runner import Runner
 from sandbox.task import Task
+
+if TYPE_CHECKING:
+    from sandbox.episode import Episode
 
 F = TypeVar("F", bound=Callable[..., Any])
 Relation = Literal["invariant"]
@@ -101,7 +105,8 @@ def perturb(
     ``domain`` is a name, ``module:attribute`` or a :class:`~sandbox.domain.Domain` (registered on the
     way); ``tasks`` narrows its tasks (a strategy, or tasks or task ids), however few.
     ``relation="invariant"`` keeps only tasks the agent solves clean and asserts that it also
-    solves the perturbed twin (a metamorphic test); the test body may add its own checks.
+    solves the perturbed twin (a metamorphic test): each agent the body runs on the case, else the
+    ``agent`` fixture; the test body may add its own checks.
     """
     if relation is not None and relation not in RELATIONS:
         raise ValueError(f"relation={relation!r} is not known; use None or one of {RELATIONS}")
@@ -144,6 +149,22 @@ def perturb(
     return decorate
 
 
+class _Watch:
+    """A runner in front of the installed one that keeps the runs of one case: which agent, its episode and its
+    clean twin's. The invariant relation checks the agents the test body ran, not the ``agent`` fixture."""
+
+    def __init__(self, inner: Any, case: Case) -> None:
+        self.inner = inner
+        self.case = case
+        self.runs: list[tuple[Any, Episode, Episode]] = []
+
+    def run(self, agent: Any, case: Case, max_steps: int | None = None) -> tuple[Episode, Episode]:
+        episode, clean = self.inner.run(agent, case, max_steps)
+        if case is self.case or case.key() == self.case.key():
+            self.runs.append((agent, episode, clean))
+        return episode, clean
+
+
 def _invariant(fn: Callable[..., Any], signature: inspect.Signature) -> Callable[..., Any]:
     wants_agent = "agent" in signature.parameters
     if not wants_agent:
@@ -157,16 +178,28 @@ def _invariant(fn: Callable[..., Any], signature: inspect.Signature) -> Callable
         __tracebackhide__ = True
         bound = outer.bind(*args, **kwargs)
         case: Case = bound.arguments["case"]
-        agent = bound.arguments["agent"] if wants_agent else bound.arguments.pop("agent")
+        fixture = bound.arguments["agent"] if wants_agent else bound.arguments.pop("agent")
         _events(case)
         with _runner():
-            episode, clean = case.run_with_clean(agent)
+            watch = _Watch(current_runner(), case)
+            previous = install_runner(watch)
+            try:
+                result = fn(*bound.args, **bound.kwargs)
+            except Exception:
+                # A case that an agent of the body fails clean is outside the relation, whatever the body asserted.
+                assume(all(clean.success for _, _, clean in watch.runs or [(fixture, *case.run_with_clean(fixture))]))
+                raise
+            finally:
+                install_runner(previous)
+            # A body that runs no agent on the case leaves the relation to the ``agent`` fixture.
+            runs = watch.runs or [(fixture, *case.run_with_clean(fixture))]
+        for agent, episode, clean in runs:
             assume(clean.success)
-            result = fn(*bound.args, **bound.kwargs)
-        assert episode.success, (
-            f"invariant broken: the agent solves {case.task.id} clean but not under "
-            f"{' + '.join(p.label() for p in case.perturbations)}\n{episode.explain()}"
-        )
+            who = "" if agent is fixture else f" (agent {fingerprint(agent)})"
+            assert episode.success, (
+                f"invariant broken: the agent solves {case.task.id} clean but not under "
+                f"{' + '.join(p.label() for p in case.perturbations)}{who}\n{episode.explain()}"
+            )
         return result
 
     body.__signature__ = outer  # type: ignore[attr-defined]

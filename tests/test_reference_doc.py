@@ -49,13 +49,13 @@ def _environment_variables() -> set[str]:
             elif isinstance(node, ast.For | ast.comprehension) and isinstance(node.target, ast.Name):
                 constants[node.target.id] = node.iter
 
-        def names(expr: ast.expr, depth: int = 0) -> set[str]:
+        def names(expr: ast.expr, depth: int = 0, constants: dict[str, ast.expr] = constants) -> set[str]:
             if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
                 return {expr.value}
             if isinstance(expr, ast.Tuple | ast.List):
-                return {n for e in expr.elts for n in names(e, depth + 1)}
+                return {n for e in expr.elts for n in names(e, depth + 1, constants)}
             if isinstance(expr, ast.Name) and expr.id in constants and depth < 3:
-                return names(constants[expr.id], depth + 1)
+                return names(constants[expr.id], depth + 1, constants)
             return set()
 
         for node in ast.walk(tree):

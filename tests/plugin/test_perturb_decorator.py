@@ -95,6 +95,56 @@ def test_invariant_relation_skips_tasks_failed_clean_and_checks_the_twin(project
     project.runpytest("--openagent-agent", "oracle").assert_outcomes(passed=1)
 
 
+def test_invariant_relation_checks_the_agent_the_test_runs_not_the_fixture(project):
+    project.makepyfile(
+        test_inv="""
+        import pytest_openagent as openagent
+        from sandbox.evaluation.specs import load_agent
+
+        FRAGILE = load_agent("conftest:Fragile")
+
+        @openagent.perturb(names=["toy_shout", "toy_pad"], relation="invariant", max_examples=30)
+        def test_fragile(case):
+            case.run(FRAGILE)
+
+        @openagent.perturb(names=["toy_shout", "toy_pad"], relation="invariant", max_examples=30)
+        def test_fragile_asserting(agent, case):
+            assert case.run(FRAGILE).success
+        """
+    )
+    result = project.runpytest("--openagent-agent", "oracle")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*invariant broken: the agent solves poi-test-* clean but not under toy_shout(s=2*"
+                                 "(agent fragile-v1)*"])  # fmt: skip
+    project.runpytest("--openagent-agent", "conftest:Fragile", "-k", "not asserting").assert_outcomes(failed=1)
+
+
+def test_invariant_relation_leaves_out_cases_an_agent_of_the_body_fails_clean(project):
+    project.makepyfile(
+        test_inv="""
+        import pytest_openagent as openagent
+        from sandbox.agent import Reply
+        from sandbox.agents import OracleAgent
+
+        class NoOneCallTask(OracleAgent):
+            def fingerprint(self):
+                return "no-one-call-task-v1"
+
+            def reply(self, turn):
+                if self.task_for(turn.episode_id).n_calls == 1:
+                    return Reply(text="no idea")
+                return super().reply(turn)
+
+        AGENT = NoOneCallTask()
+
+        @openagent.perturb(names=["toy_pad"], relation="invariant", max_examples=20)
+        def test_clean_failures_are_out_of_scope(case):
+            assert case.run(AGENT).success, "a task the agent fails clean is not the relation's"
+        """
+    )
+    project.runpytest("--openagent-agent", "oracle").assert_outcomes(passed=1)
+
+
 def test_events_name_each_perturbation_for_hypothesis_statistics(project):
     project.makepyfile(test_user=USER_TEST)
     result = project.runpytest("--openagent-agent", "oracle", "--hypothesis-show-statistics")
