@@ -228,20 +228,27 @@ class OpenAgentSession:
         if self.is_worker or (self.report is None and self.problem is None):
             return
         tr = terminalreporter
-        tr.write_sep("=", f"openagent: agent={self.options.agent}, seed={self.options.seed}")
+        agents = sorted({r.agent for r in self.search.records}) if self.search is not None else []
+        shown = [self._name(a) for a in agents]
+        if (self.report is not None and self.report is not self.search) or not shown:
+            shown.append(self.options.agent)  # the measurement's agent, or the one a broken run could not measure
+        shown = list(dict.fromkeys(shown))
+        who = f"agent={shown[0]}" if len(shown) == 1 else f"agents={', '.join(shown)}"
+        tr.write_sep("=", f"openagent: {who}, seed={self.options.seed}")
         if self.search is not None:
             meta = self.search.meta
             tr.write_line(f"search: {meta['episodes_run']} episodes run, {meta['episodes_cached']} from the cache")
-            agents = sorted({r.agent for r in self.search.records})
             for agent in agents:
                 records = [r for r in self.search.records if r.agent == agent]
-                who = f", agent {agent}" if len(agents) > 1 else ""
+                who = f", agent {self._name(agent)}" if len(shown) > 1 else ""
                 tr.write_line(
                     f"search: {len(records)} cases the property tests explored{who} (not gated: Hypothesis chose them)"
                 )
                 tr.write_line(Report(records).table())
         if self.report is not None and self.report is not self.search:
             meta = self.report.meta
+            if len(shown) > 1:
+                tr.write_line(f"measurement: of agent {self.options.agent} (--openagent-agent)")
             tr.write_line(
                 f"measurement: {meta['n']} cases per tier and their clean twins, seed {meta['seed']}, "
                 f"domain {meta['domain']} (what gates read); {meta['episodes_run']} episodes run, "
@@ -265,6 +272,10 @@ class OpenAgentSession:
                     f"  inconclusive counts as {policy} (--openagent-inconclusive); a larger --openagent-n narrows the "
                     "intervals"
                 )
+
+    def _name(self, agent_fingerprint: str) -> str:
+        """An agent of the records by its spec where it is the configured agent, else by its fingerprint."""
+        return self.options.agent if agent_fingerprint == self._agent_fingerprint else agent_fingerprint
 
     def pytest_unconfigure(self) -> None:
         from pytest_openagent.decorator import SessionDatabase

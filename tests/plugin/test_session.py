@@ -29,6 +29,32 @@ def test_header_names_agent_and_seed(project):
     result.stdout.fnmatch_lines(["openagent: agent=oracle, seed=7, cache=*"])
 
 
+def test_the_summary_names_the_agents_whose_episodes_it_shows(project):
+    project.makepyfile(
+        test_own="""
+        import pytest_openagent as openagent
+
+        def mine(messages, tools):
+            return "I cannot help with that."
+
+        @openagent.perturb(names="toy_shout", max_examples=5)
+        def test_mine(case):
+            case.run(mine)
+        """
+    )
+    result = project.runpytest()
+    result.stdout.fnmatch_lines(["*= openagent: agent=[Ff]unction:test_own.mine@*, seed=0 =*"])
+    result.stdout.no_fnmatch_line("*openagent: agent=oracle, seed=0 =*")
+    result = project.runpytest("--openagent-n", "2", "--openagent-tiers", "perception")
+    result.stdout.fnmatch_lines(
+        [
+            "*= openagent: agents=[Ff]unction:test_own.mine@*, oracle, seed=0 =*",
+            "search: * cases the property tests explored, agent [Ff]unction:test_own.mine@*",
+            "measurement: of agent oracle (--openagent-agent)",
+        ]
+    )
+
+
 def test_options_come_from_ini_and_from_tool_openagent(project):
     project.makepyfile("def test_nothing(): pass")
     project.makepyprojecttoml('[tool.openagent]\nagent = "conftest:Fragile"\nseed = 11\n')
