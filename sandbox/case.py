@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -147,12 +147,16 @@ def current_runner() -> CaseRunner | None:
 
 
 def run_cases(
-    agent: Any, cases: Sequence[Case], max_steps: int | Sequence[int] | None = None, window: int | None = None
+    agent: Any,
+    cases: Sequence[Case],
+    max_steps: int | Sequence[int] | None = None,
+    window: int | None = None,
+    on_end: Callable[[Episode], None] | None = None,
 ) -> list[Episode]:
     """Run the cases in lockstep, at most ``window`` at a time (see :func:`~sandbox.episode.run_episodes`);
     ``max_steps=None`` gives each case its own budget (``case.max_steps``)."""
     budgets = [c.max_steps for c in cases] if max_steps is None else max_steps
-    return run_episodes(agent, [c.env() for c in cases], budgets, window)
+    return run_episodes(agent, [c.env() for c in cases], budgets, window, on_end)
 
 
 def _domain_version(name: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -176,7 +176,11 @@ def _start(agent: Any, env: Env) -> _Live | Episode:
 
 
 def run_episodes(
-    agent: Any, envs: Sequence[Env], max_steps: int | Sequence[int] = DEFAULT_MAX_STEPS, window: int | None = None
+    agent: Any,
+    envs: Sequence[Env],
+    max_steps: int | Sequence[int] = DEFAULT_MAX_STEPS,
+    window: int | None = None,
+    on_end: Callable[[Episode], None] | None = None,
 ) -> list[Episode]:
     """Run one episode per env, in lockstep: each round asks the agent for one batch of replies.
 
@@ -190,7 +194,7 @@ def run_episodes(
 
     Garbage from the agent is an outcome, never an exception: a reply that cannot be read ends
     its episode as ``parse_error``; an agent that raises ends the episodes it was asked about as
-    ``agent_error``.
+    ``agent_error``. ``on_end`` is called with each episode as it ends (to show progress).
     """
     agent = as_agent(agent)
     budgets = [max_steps] * len(envs) if isinstance(max_steps, int) else list(max_steps)
@@ -199,16 +203,21 @@ def run_episodes(
     if window is not None and window < 1:
         raise ValueError(f"window must be at least 1 episode, got {window}")
     if (workers := _concurrency(agent)) > 1 and len(envs) > 1:
-        return _run_independently(agent, envs, budgets, workers)
+        return _run_independently(agent, envs, budgets, workers, on_end)
     done: dict[int, Episode] = {}
     live: dict[int, _Live] = {}
     waiting = iter(range(len(envs)))
+
+    def end(i: int, episode: Episode) -> None:
+        done[i] = episode
+        if on_end is not None:
+            on_end(episode)
 
     def fill() -> None:
         while len(live) < (window or len(envs)) and (i := next(waiting, None)) is not None:
             started = _start(agent, envs[i])
             if isinstance(started, Episode):
-                done[i] = started
+                end(i, started)
             else:
                 live[i] = started
 
@@ -221,7 +230,7 @@ def run_episodes(
         except Exception as exc:  # the agent raised, or gave no batch: each of its episodes ends
             error = _error_text(exc)
             for i in order:
-                done[i] = _failed(live.pop(i), error)
+                end(i, _failed(live.pop(i), error))
             _close(agent, [t.episode_id for t in turns])
             fill()
             continue
@@ -230,7 +239,7 @@ def run_episodes(
             ep = live[i]
             ended = _advance(ep, reply, budgets[i])
             if ended is not None:
-                done[i] = ended
+                end(i, ended)
                 finished.append(ep.episode_id)
                 del live[i]
         _close(agent, finished)
@@ -300,7 +309,13 @@ def _concurrency(agent: Any) -> int:
     return n if isinstance(n, int) and not isinstance(n, bool) else 1
 
 
-def _run_independently(agent: Any, envs: Sequence[Env], budgets: Sequence[int], workers: int) -> list[Episode]:
+def _run_independently(
+    agent: Any,
+    envs: Sequence[Env],
+    budgets: Sequence[int],
+    workers: int,
+    on_end: Callable[[Episode], None] | None = None,
+) -> list[Episode]:
     """Run one episode per env, each advancing as soon as its own reply arrives.
 
     For agents whose ``concurrency > 1`` says they answer turns independently (an HTTP agent sends
@@ -323,7 +338,9 @@ def _run_independently(agent: Any, envs: Sequence[Env], budgets: Sequence[int], 
                 ended = _advance(ep, reply, max_steps)
             if ended is not None:
                 _close(agent, [ep.episode_id])
-                return ended
+                ep = ended
+        if on_end is not None:
+            on_end(ep)
         return ep
 
     with ThreadPoolExecutor(max_workers=min(workers, len(started)), thread_name_prefix="episode") as pool:

@@ -27,7 +27,6 @@ from training.paired import paired
 
 QUICK_FAMILIES = ("phone", "hours", "weather", "best_rated", "unknown_place")
 """The POI task families of one or two calls (one of them to refuse), which ``--quick`` trains and tests on."""
-TIER_COLUMNS = (("perception", "Δ tier 1"), ("interaction", "Δ tier 2"), ("reasoning", "Δ tier 3"))
 
 
 @dataclass
@@ -195,14 +194,14 @@ def _agent_dirs(cfg: DemoConfig, runs: dict[str, SFTConfig]) -> dict[str, str]:
 
 
 def summarize(report: Any) -> dict[str, Any]:
-    """The table's figures from a plugin report: clean success, Δ per tier 1-3, tier-4 refusal, tool errors."""
+    """The table's figures from a plugin report: clean success, success and Δ per tier, tier-4 refusal, tool errors."""
 
     def value(rate: Any) -> float | None:
         return None if rate is None or rate.n == 0 else round(rate.value, 4)
 
     clean = report.row("clean")
     row: dict[str, Any] = {"clean": value(clean.clean) if clean else None, "clean_n": clean.clean.n if clean else 0}
-    for tier, _ in TIER_COLUMNS:
+    for tier, _ in SCOPES[1:]:
         r = report.row(tier)
         row[f"delta_{tier}"] = None if r is None else round(r.delta.points, 1)
     for scope, _ in SCOPES:
@@ -231,22 +230,29 @@ def format_paired(label: str, baseline: str, deltas: dict[str, Any]) -> str:
     return f"{label} minus {baseline}, paired on the same cases (points, 95% interval): " + "; ".join(parts)
 
 
+def pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
 def format_table(rows: dict[str, dict[str, Any]]) -> str:
+    """The demo's table: clean success; each tier's success with its Δ against the same tasks' clean twins (a Δ of
+    +0.0 at 0% success is an agent that fails clean too); tier-4 refusal (of its unsolvable cases); tool errors.
+    The tiers are named as the figure names them."""
     from tabulate import tabulate
 
-    def pct(x: float | None) -> str:
-        return "-" if x is None else f"{100 * x:.1f}%"
+    def beside(row: dict[str, Any], scope: str) -> str:
+        delta = row.get(f"delta_{scope}")
+        return pct(row.get(f"success_{scope}")) + ("" if delta is None else f" ({delta:+.1f})")
 
-    def pts(x: float | None) -> str:
-        return "-" if x is None else f"{x:+.1f}"
-
-    headers = ["agent", "clean success", *[h for _, h in TIER_COLUMNS], "tier-4 refusal", "tool errors"]
+    tiers = [(scope, f"{name} (Δ)") for scope, name in SCOPES if scope != "clean"]
+    headers = ["agent", "clean", *[h for _, h in tiers], "tier-4 refusal", "tool errors"]
     body = [
-        [label, pct(r["clean"]), *[pts(r[f"delta_{t}"]) for t, _ in TIER_COLUMNS], pct(r["refusal_t4"]),
+        [label, pct(r["clean"]), *[beside(r, scope) for scope, _ in tiers], pct(r["refusal_t4"]),
          pct(r["tool_errors"])]
         for label, r in rows.items()
     ]  # fmt: skip
-    return tabulate(body, headers=headers, disable_numparse=True)
+    legend = "success per tier (Δ: points against the same tasks' clean twins); tier-4 refusal: its unsolvable cases"
+    return tabulate(body, headers=headers, disable_numparse=True) + "\n" + legend
 
 
 def run(cfg: DemoConfig) -> int:
@@ -371,11 +377,28 @@ def evaluate_agents(
         agent = load_agent(spec)
         report = evaluate(
             agent, "all", n=cfg.n, seed=cfg.seed, domain="poi", split="test", batch_size=cfg.eval_batch,
-            cache_dir=root / "eval-cache", families=cfg.task_families or None,
+            cache_dir=root / "eval-cache", families=cfg.task_families or None, progress=Progress(label),
         )  # fmt: skip
         del agent
         timings[f"eval_{label}_s"] = round(time.perf_counter() - t, 1)
-        rows[label] = summarize(report)
+        rows[label] = row = summarize(report)
         reports[label] = report
-        _say(f"{label}: clean {rows[label]['clean']} in {timings[f'eval_{label}_s']} s")
+        tiers = ", ".join(f"{name} {pct(row[f'success_{scope}'])}" for scope, name in SCOPES[1:])
+        _say(f"{label}: clean {pct(row['clean'])}, {tiers} in {timings[f'eval_{label}_s']} s")
     return rows, reports
+
+
+class Progress:
+    """``evaluate``'s progress as lines of the demo: the first episode, then one line every ``every`` seconds,
+    and the last."""
+
+    def __init__(self, label: str, every: float = 30.0) -> None:
+        self.label = label
+        self.every = every
+        self.start = self.last = time.perf_counter()
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if done in (1, total) or now - self.last >= self.every:
+            self.last = now
+            _say(f"{self.label}: {done} of {total} episodes in {now - self.start:.0f} s")

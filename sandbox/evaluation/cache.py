@@ -26,7 +26,7 @@ import itertools
 import os
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -179,13 +179,19 @@ class EpisodeCache:
         _close_all(self._packs)
 
     def run(
-        self, agent: Any, cases: Sequence[Case], max_steps: int | None = None, window: int | None = None
+        self,
+        agent: Any,
+        cases: Sequence[Case],
+        max_steps: int | None = None,
+        window: int | None = None,
+        on_end: Callable[[Episode], None] | None = None,
     ) -> list[Episode]:
         """One episode per case: cached ones read back, the others run and stored.
 
         ``max_steps=None`` gives each case its own step budget (``case.max_steps``), so an episode never
         depends on which cases shared its batch. The misses run together, at most ``window`` at a time
-        (see :func:`~sandbox.episode.run_episodes`).
+        (see :func:`~sandbox.episode.run_episodes`). ``on_end`` gets each distinct episode read back, then
+        each one run as it ends.
         """
         fp = fingerprint(agent)
         budgets = [_budget(c, max_steps) for c in cases]
@@ -197,8 +203,11 @@ class EpisodeCache:
                 todo.setdefault(key, (case, budget))
         self.misses += len(todo)
         self.hits += len(keys) - len(todo)
+        if on_end is not None:
+            for key in found:
+                on_end(found[key])
         if todo:
-            ran = run_cases(agent, [c for c, _ in todo.values()], [b for _, b in todo.values()], window)
+            ran = run_cases(agent, [c for c, _ in todo.values()], [b for _, b in todo.values()], window, on_end)
             for key, episode in zip(todo, ran, strict=True):
                 self.put(key, episode, fp)
                 found[key] = episode

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ def evaluate(
     max_steps: int | None = None,
     pool: Pool = "eval",
     families: Sequence[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Report:
     """Evaluate ``agent`` (an object or a spec such as ``"oracle"``) on ``n`` cases per tier and their clean twins.
 
@@ -38,7 +39,8 @@ def evaluate(
     episodes are cached under ``cache_dir`` (``None`` turns the disk cache off). ``pool`` picks the
     perturbations' names and texts: ``"eval"`` (held out from training) or ``"train"`` (what PAFT trains on).
     Raises :class:`~sandbox.evaluation.runner.AgentFailure` when most episodes end as ``agent_error``
-    of one cause: a dead server is not a 0% agent.
+    of one cause: a dead server is not a 0% agent. ``progress(done, total)`` counts the episodes (the cases
+    and their clean twins) as each ends or is read back from the cache.
     """
     spec = agent if isinstance(agent, str) else None
     if spec is not None:
@@ -51,9 +53,13 @@ def evaluate(
     cache = EpisodeCache(prepare(Path(cache_dir)) / "episodes" if cache_dir is not None else None)
     runner = Runner(cache)
     runner.test = "evaluate"
-    records = runner.run_batches(agent, cases, batch_size, max_steps)
+    records = runner.run_batches(agent, cases, batch_size, max_steps, progress)
+    asked = registry.normalize_tiers(tiers)
+    named = None if names is None else {registry.get(name).tier for name in names}
+    drawn = {p.tier for c in cases for p in c.perturbations}
     meta = {
-        "agent": spec or fingerprint(agent), "seed": seed, "n": n, "tiers": registry.normalize_tiers(tiers),
+        "agent": spec or fingerprint(agent), "seed": seed, "n": n, "tiers": asked,
+        "tiers_skipped": [t for t in asked if t not in drawn and (named is None or t in named)],
         "names": names, "domain": domain_label(domain), "split": split, "pool": pool, "max_stack": max_stack,
         "families": families, "sandbox_version": SANDBOX_VERSION, "episodes_run": cache.misses,
         "episodes_cached": cache.hits,

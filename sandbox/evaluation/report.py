@@ -234,9 +234,16 @@ class Report:
         headers = ["scope", "episodes", "clean", "perturbed", "Δ points [95% CI]", "tool errors", "refusal"]
         headers.append("refused solvable")
         try:
-            return tabulate(body, headers=headers, disable_numparse=True, preserve_whitespace=True)
+            text = tabulate(body, headers=headers, disable_numparse=True, preserve_whitespace=True)
         except TypeError:  # tabulate < 0.10 strips the indent of perturbation rows
-            return tabulate(body, headers=headers, disable_numparse=True)
+            text = tabulate(body, headers=headers, disable_numparse=True)
+        skipped = self.meta.get("tiers_skipped")
+        if skipped:
+            domain = self.meta.get("domain")
+            domain = domain if isinstance(domain, str) else ", ".join(map(str, domain or ()))
+            them = "it" if len(skipped) == 1 else "them"
+            text += f"\nskipped: {', '.join(skipped)} (no perturbation of {them} applies to {domain}'s tasks)"
+        return text
 
     def to_dict(self) -> dict[str, Any]:
         data = {

@@ -6,6 +6,8 @@ or :func:`sandbox.case.install_runner` as the pytest session does), it serves ev
 
 from __future__ import annotations
 
+import itertools
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -76,18 +78,25 @@ class Runner:
         return episode, clean
 
     def run_batches(
-        self, agent: Any, cases: Sequence[Case], batch_size: int = 64, max_steps: int | None = None
+        self,
+        agent: Any,
+        cases: Sequence[Case],
+        batch_size: int = 64,
+        max_steps: int | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> list[Record]:
         """Many cases and their clean twins, ``batch_size`` cases (and their twins) at a time: a model agent
         generates for them at once, and as an episode ends the next starts in its place. The first batch runs
-        alone, so that an agent that looks broken raises :class:`AgentFailure` before the rest runs."""
+        alone, so that an agent that looks broken raises :class:`AgentFailure` before the rest runs.
+        ``progress(done, total)`` counts the episodes as each ends or is read back from the cache."""
         fp = fingerprint(agent)
         records: list[Record] = []
-        for part in (cases[:batch_size], cases[batch_size:]):
-            if not part:
-                continue
-            twins = [c.clean() for c in part]
-            episodes = self.cache.run(agent, [*part, *twins], max_steps, window=2 * batch_size)
+        parts = [(part, [c.clean() for c in part]) for part in (cases[:batch_size], cases[batch_size:]) if part]
+        on_end = (
+            None if progress is None else _counter(progress, sum(len({c.key() for c in [*p, *t]}) for p, t in parts))
+        )
+        for part, twins in parts:
+            episodes = self.cache.run(agent, [*part, *twins], max_steps, window=2 * batch_size, on_end=on_end)
             self.health.add(episodes)
             for case, episode, clean in zip(part, episodes[: len(part)], episodes[len(part) :], strict=True):
                 records.append(record := Record.of(self.test, fp, case, episode, clean))
@@ -110,6 +119,18 @@ class Runner:
         self.episodes_this_test.append(record)
         if self.record is not None:
             self.record(record)
+
+
+def _counter(progress: Callable[[int, int], None], total: int) -> Callable[[Episode], None]:
+    """An ``on_end`` that calls ``progress(done, total)``; a threaded agent's episodes end on several threads."""
+    done = itertools.count(1)
+    lock = threading.Lock()
+
+    def on_end(_episode: Episode) -> None:
+        with lock:
+            progress(next(done), total)
+
+    return on_end
 
 
 def run_in_batches(

@@ -18,6 +18,31 @@ def test_evaluate_is_deterministic_batched_and_cached(tmp_path):
     assert core.check(report, "clean.success>=1").verdict == "INCONCLUSIVE"  # no interval of 12 cases reaches 1
 
 
+@pytest.mark.parametrize("batch_size", [64, 5])
+def test_evaluate_reports_progress_episode_by_episode_to_the_total(tmp_path, batch_size):
+    from sandbox.agents import OracleAgent
+
+    threaded = OracleAgent()
+    threaded.concurrency = 4  # its episodes run on threads, each ending on its own
+    for agent in ("oracle", "oracle", threaded):
+        seen: list[tuple[int, int]] = []
+        cache = tmp_path if isinstance(agent, str) else None  # the second oracle run reads its episodes back
+        report = core.evaluate(
+            agent, tiers=[1, 2], n=6, cache_dir=cache, batch_size=batch_size, progress=lambda *a, s=seen: s.append(a)
+        )
+        total = len({r.case for r in report.records}) + len({r.task for r in report.records})
+        if batch_size == 64:
+            assert seen == [(done, total) for done in range(1, total + 1)], (agent, seen)
+        else:  # a clean twin of both batches counts in each
+            assert [d for d, _ in seen] == list(range(1, len(seen) + 1)) and seen[-1][0] == seen[0][1] >= total
+
+
+def test_a_tier_is_skipped_only_where_none_of_what_was_asked_applies():
+    assert core.evaluate("oracle", "all", n=1, cache_dir=None).meta["tiers_skipped"] == []
+    named = core.evaluate("oracle", "all", names=["query_noise"], n=1, cache_dir=None)  # the other tiers: not asked
+    assert named.meta["tiers_skipped"] == [] and "skipped" not in named.table()
+
+
 def test_evaluate_draws_from_the_pool_asked_for():
     train = core.evaluate("oracle", tiers=1, n=4, cache_dir=None, pool="train")
     held_out = core.evaluate("oracle", tiers=1, n=4, cache_dir=None)

@@ -559,3 +559,11 @@ def test_a_tool_keeps_its_name_and_spec_when_held_back_functions_are_released(bf
 def test_the_oracle_solves_the_fixed_sample_of_each_category(bfcl, category):
     # the sample docs/bfcl.md reports (python benchmarks/bfcl_oracle.py --n 100 --seed 0)
     assert _oracle_outcomes(_sampler().draw(category, 100, seed=0)) == []
+
+
+def test_a_run_of_all_tiers_says_which_it_skipped(bfcl, capsys):
+    from pytest_openagent.cli import main
+
+    assert main(["eval", "--agent", "oracle", "--domain", "bfcl", "--n", "1", "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    assert "skipped: internalization (no perturbation of it applies to bfcl's tasks)" in out, out
