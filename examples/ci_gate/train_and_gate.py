@@ -2,7 +2,7 @@
 
     python examples/ci_gate/train_and_gate.py                 # train SFT and PAFT, gate both
     python examples/ci_gate/train_and_gate.py --steps 60      # shorter training
-    python examples/ci_gate/train_and_gate.py --agents hf:runs/sft hf:runs/paft   # gate what you have
+    python examples/ci_gate/train_and_gate.py --agents hf:runs/ci_gate/sft hf:runs/ci_gate/paft   # gate what you have
 
 Each checkpoint is trained with ``openagent train`` (a finished one is reused; one trained with
 other options is refused, so a changed ``--steps`` never gates a stale model: add ``--overwrite``)
