@@ -135,7 +135,12 @@ class RLConfig(TrainConfig):
     save_every: int = field(default=5, metadata={"help": "write a resumable checkpoint every N steps (0: end only)"})
     init: str = field(default="", metadata={"help": "the checkpoint to start from (an SFT output directory)"})
     tasks: int = field(
-        default=1000, metadata={"help": "distinct train tasks of the run; each epoch visits every one once"}
+        default=1000,
+        metadata={
+            "help": "distinct train tasks of the run; each epoch visits every one once",
+            "flag": "--train-tasks",  # --tasks is an MCP server's tasks file in `openagent eval`
+            "was": "--tasks",
+        },
     )
     group: int = field(default=8, metadata={"help": "G: sampled episodes per task, whose rewards are compared"})
     tasks_per_step: int = field(default=4, metadata={"help": "tasks per step; a step runs tasks_per_step × G episodes"})

@@ -36,7 +36,9 @@ class RLDemoSettings:
     steps: int = field(default=12, metadata={"help": "GRPO steps of each RL agent"})
     group: int = field(default=8, metadata={"help": "G: sampled episodes per task"})
     tasks_per_step: int = field(default=4, metadata={"help": "tasks per step"})
-    tasks: int = field(default=12, metadata={"help": "train tasks of the run"})
+    tasks: int = field(
+        default=12, metadata={"help": "train tasks of the run", "flag": "--train-tasks", "was": "--tasks"}
+    )
     perturbed: float = field(default=0.0, metadata={"help": "share of them perturbed"})
     temperature: float = field(default=1.0, metadata={"help": "sampling temperature of the rollouts"})
     lr: float = field(default=2e-4, metadata={"help": "learning rate (LoRA)"})

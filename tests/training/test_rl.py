@@ -351,7 +351,7 @@ def test_the_rl_experiment_measures_both_agents_against_their_start_and_each_oth
 
     out = tmp_path / "rl"
     argv = ["train", "rl-demo", "--sft", str(tiny_base), "--out", str(out), "--steps", "2", "--group", "2",
-            "--tasks", "2", "--tasks-per-step", "1",
+            "--train-tasks", "2", "--tasks-per-step", "1",
             "--sft-coef", "0", "--n", "2", "--json", str(tmp_path / "rl.json")]  # fmt: skip
     assert main(argv) == 0
     printed = capsys.readouterr().out
