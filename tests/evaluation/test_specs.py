@@ -67,7 +67,7 @@ def agent(messages, tools):
 
 
 def test_a_users_module_is_found_after_installed_packages(tmp_path):
-    from commands import openagent
+    from tests.commands import openagent
 
     (tmp_path / "tabulate.py").write_text(SHADOW)  # named like a dependency of the report's table
     (tmp_path / "mine.py").write_text(MINE)
@@ -78,7 +78,7 @@ def test_a_users_module_is_found_after_installed_packages(tmp_path):
 
 
 def test_a_local_file_that_loses_to_an_installed_package_is_named_in_the_error(tmp_path):
-    from commands import openagent
+    from tests.commands import openagent
 
     (tmp_path / "tabulate.py").write_text(SHADOW + MINE)
     run = openagent("eval", "--agent", "tabulate:agent", "--n", "2", "--no-cache", cwd=tmp_path)

@@ -227,7 +227,7 @@ X = DOMAINS["poi"]
 
 
 def test_a_report_never_chooses_a_module_to_import(brittle_report, tmp_path):
-    from commands import openagent
+    from tests.commands import openagent
 
     report = json.loads(brittle_report.read_text())
     report["meta"]["domain"] = "evil:X"
