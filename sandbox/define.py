@@ -139,6 +139,7 @@ def define_domain(
         families = tuple(families)
         if not families:
             raise UsageError(f"domain {name!r}: no task families given")
+        built = tuple(_learned(t, set(), set(), stateless=state is None) for t in built)
         return Domain(name, world, built, families, new_state=state, sizes=dict(sizes or DEFAULT_SIZES),
                       vocabulary=vocabulary)  # fmt: skip
     if isinstance(tasks, (str, Path)):
@@ -146,26 +147,36 @@ def define_domain(
     specs = list(tasks)  # type: ignore[arg-type]
     if not specs:
         raise UsageError(f"domain {name!r}: no tasks given; one is enough")
-    listed, expectations, writers = _build(name, built, state, world, specs)
-    built = tuple(dataclasses.replace(t, role="write") if t.name in writers and t.role == "lookup" else t
-                  for t in built)  # fmt: skip
+    listed, expectations, writers, readers = _build(name, built, state, world, specs)
+    built = tuple(_learned(t, writers, readers, stateless=state is None) for t in built)
     return Domain(name, world, built, (), new_state=state, listed=listed, expectations=expectations,
                   vocabulary=vocabulary)  # fmt: skip
+
+
+def _learned(tool: Tool, writers: set[str], readers: set[str], stateless: bool) -> Tool:
+    """``tool`` with the role the gold plans showed: a write where a gold call changed the state, a lookup where
+    gold calls left a state that can be seen unchanged, or where the domain has no state to change."""
+    if tool.name in writers and tool.role == "lookup":
+        return dataclasses.replace(tool, role="write", role_known=True)
+    if not tool.role_known and (stateless or tool.name in readers):
+        return dataclasses.replace(tool, role_known=True)
+    return tool
 
 
 def _build(
     name: str, tools: tuple[Tool, ...], state: Callable[[int], Any] | None, world: Callable[[int], Any] | None,
     specs: list[UserTask | Task],
-) -> tuple[tuple[Task, ...], dict[str, Expectation], set[str]]:  # fmt: skip
+) -> tuple[tuple[Task, ...], dict[str, Expectation], set[str], set[str]]:  # fmt: skip
     toolbox = Toolbox({t.name: t for t in tools})
     listed: dict[str, Task] = {}
     expectations: dict[str, Expectation] = {}
     writers: set[str] = set()
+    readers: set[str] = set()
     for i, spec in enumerate(specs):
         if isinstance(spec, Task):
             task, expectation = spec.model_copy(update={"domain": name}), Expectation()
         elif isinstance(spec, UserTask):
-            task, expectation = _task(name, i, spec, toolbox, state, world, writers, listed)
+            task, expectation = _task(name, i, spec, toolbox, state, world, (writers, readers), listed)
         else:
             raise TypeError(f"domain {name!r}: task {i + 1} is a {type(spec).__name__}; give a sandbox.UserTask")
         if task.id in listed:
@@ -173,12 +184,12 @@ def _build(
         listed[task.id] = task
         if expectation.end_state is not None or expectation.check is not None:
             expectations[task.id] = expectation
-    return tuple(listed.values()), expectations, writers
+    return tuple(listed.values()), expectations, writers, readers
 
 
 def _task(
     domain: str, i: int, spec: UserTask, toolbox: Toolbox, state: Callable[[int], Any] | None,
-    world: Callable[[int], Any] | None, writers: set[str], listed: Mapping[str, Task],
+    world: Callable[[int], Any] | None, roles: tuple[set[str], set[str]], listed: Mapping[str, Task],
 ) -> tuple[Task, Expectation]:  # fmt: skip
     # Ids carry the domain's name, as the built-in ones do: caches of the core key by task id.
     task_id = spec.id if spec.id and spec.id.startswith(f"{domain}-") else f"{domain}-{spec.id or _slug(spec.query)}"
@@ -187,8 +198,9 @@ def _task(
     where = f"domain {domain!r}, task {task_id!r}"
     if spec.unsolvable is not None and spec.unsolvable not in UNSOLVABLE:
         raise UsageError(f"{where}: {did_you_mean('unsolvable reason', spec.unsolvable, UNSOLVABLE)}")
-    if spec.unsolvable is not None and (spec.answer or spec.sources or spec.end_state is not None):
-        raise UsageError(f"{where}: an unsolvable task has no answer, sources or end state; the right act is to refuse")
+    if spec.unsolvable is not None and (spec.answer or spec.sources or spec.end_state is not None or spec.check):
+        raise UsageError(f"{where}: an unsolvable task has no answer, sources, end state or check; it is judged by "
+                         "refusal alone (the right act is to refuse)")  # fmt: skip
     plan = tuple(_call(where, n, c) for n, c in enumerate(spec.plan))
     sources = {key: _source(where, key, src) for key, src in spec.sources.items()}
     ids = [c.id for c in plan]
@@ -200,8 +212,10 @@ def _task(
     if plan:
         draft = Task(id=task_id, domain=domain, family=spec.family, split="test", seed=spec.seed, params={},
                      phrasing=0, query=spec.query, plan=plan, answer={}, sources={})  # fmt: skip
-        results, before, after, changed = _replay(where, draft, toolbox, state, world, solvable=spec.unsolvable is None)
-        writers |= changed
+        results, before, after, changed, read = _replay(where, draft, toolbox, state, world, spec.unsolvable is None,
+                                                        end_state)  # fmt: skip
+        roles[0].update(changed)
+        roles[1].update(read)
         for key, src in sources.items():
             value = read_path(results.get(src.call), src.path)
             if value is None:
@@ -221,27 +235,44 @@ def _task(
 
 def _replay(
     where: str, task: Task, toolbox: Toolbox, state: Callable[[int], Any] | None, world: Callable[[int], Any] | None,
-    solvable: bool,
-) -> tuple[dict[str, Any], Any, Any, set[str]]:  # fmt: skip
+    solvable: bool, end_state: EndState | None = None,
+) -> tuple[dict[str, Any], Any, Any, set[str], set[str]]:  # fmt: skip
     """The gold plan run against a fresh state: each call's result, the state's snapshot before and after,
-    and the tools whose calls changed the state."""
+    the tools whose calls changed the state (its snapshot, or whether the task's ``end_state`` holds: a write
+    to a store the snapshot does not show), and those whose calls left a state that shows something (not
+    empty: an MCP server's without ``inspect`` shows nothing) unchanged."""
     episode = State(data=None if state is None else state(task.seed))
     the_world = None if world is None else world(task.seed)
     before = snapshot(episode.data)
     results: dict[str, Any] = {}
     changed: set[str] = set()
+    read: set[str] = set()
     for wave in task.waves():
         for call in wave:
-            prior = snapshot(episode.data)
+            prior, held = snapshot(episode.data), _holds(end_state, episode.data)
             result = toolbox.call(the_world, episode, call.tool, dict(call.args))
             if not result.ok and (solvable or result.error in ("unknown_tool", "invalid_arguments")):
                 raise UsageError(
                     f"{where}: gold call {call.id!r} ({call.tool}) failed: {result.error}: {result.message}"
                 )
             results[call.id] = result.content
-            if snapshot(episode.data) != prior:
+            holds = _holds(end_state, episode.data)
+            if snapshot(episode.data) != prior or (held is not None and holds is not None and held != holds):
                 changed.add(call.tool)
-    return results, before, snapshot(episode.data), changed
+            elif result.ok and prior not in (None, {}, []):
+                read.add(call.tool)
+    return results, before, snapshot(episode.data), changed, read
+
+
+def _holds(end_state: EndState | None, state: Any) -> bool | None:
+    """Whether ``end_state`` holds on ``state``; ``None`` without one, or where it cannot be read (it raises on a
+    state the plan has not finished)."""
+    if end_state is None:
+        return None
+    try:
+        return bool(end_state(state))
+    except Exception:
+        return None
 
 
 def snapshot(state: Any) -> Any:

@@ -61,11 +61,12 @@ class Env:
     def review(self, episode: Episode) -> Episode:
         """The judged episode, with the outcome the task's own check gives, where it has one.
 
-        The check runs only where the case is as solvable as the task: a perturbation that rules the task
-        out leaves it to the refusal rules of the common judge.
+        The check decides only a solvable case: ``episode.solvable`` is the case's solvability as perturbed
+        (the outermost env's, which a wrapper that rules the task out changes), and an unsolvable case is left
+        to the refusal rules of the common judge.
         """
         check = self.domain.check(self.task)
-        if check is None or self.solvable != self.task.solvable:
+        if check is None or not episode.solvable:
             return episode
         from sandbox.judge import OUTCOMES
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from sandbox.agent import Message, Reply, RequestFailed, ToolSpec, Turn, as_agent, brief, close
 from sandbox.env import Env
-from sandbox.judge import Ending, judge
+from sandbox.judge import Ending, audit, judge
 from sandbox.parse import ToolCall, clean_text, parse_reply
 from sandbox.redact import redact
 from sandbox.task import Task
@@ -135,10 +135,13 @@ def _finish(live: _Live, ending: Ending, answer: str | None = None, judged: str 
     env = live.env
     kinds = [r.error for s in live.steps for r in s.results if r.error]
     writes = env.state.writes
+    solvable = env.solvable
     verdict = env.verdict(ending)
     if verdict is None:
         text = answer if judged is None else judged
-        outcome = judge(env.task, ending, text, writes, kinds, solvable=env.solvable, end_state=env.end_state_ok())
+        # an unsolvable case is judged by refusal alone: its expected end state is never read
+        end_state = env.end_state_ok() if solvable else None
+        outcome = judge(env.task, ending, text, writes, kinds, solvable=solvable, end_state=end_state)
     else:  # an env that judges itself (BFCL's checker); its reason goes on the last step
         outcome, reason = verdict
         if reason and live.steps and live.steps[-1].error is None:
@@ -151,11 +154,16 @@ def _finish(live: _Live, ending: Ending, answer: str | None = None, judged: str 
         ending=ending,
         answer=answer,
         outcome=outcome,
-        solvable=env.solvable,
+        solvable=solvable,
         writes=[{"tool": w.tool, "args": w.args, "code": w.code} for w in writes],
         meta=live.meta,
     )
-    return env.review(episode)  # the task's own check, where it has one
+    episode = env.review(episode)  # the task's own check, where it has one
+    if verdict is not None:  # an env that judges itself (BFCL's checker) counts the state its own way
+        return episode
+    idempotent = {t.name for t in env.domain.tools_for(env.task) if getattr(t, "idempotent", False)}
+    outcome = audit(episode.outcome, env.task, writes, idempotent)  # side effects, whatever the check said
+    return episode if outcome == episode.outcome else episode.model_copy(update={"outcome": outcome})
 
 
 def _start(agent: Any, env: Env) -> _Live | Episode:

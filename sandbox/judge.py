@@ -43,7 +43,8 @@ from __future__ import annotations
 import re
 import string
 import unicodedata
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Collection, Sequence
 from functools import lru_cache
 from typing import Literal
 
@@ -61,6 +62,7 @@ Outcome = Literal[
     "invalid_arguments",  # failed after calling a tool with invalid arguments
     "step_limit",
     "agent_error",  # the agent raised or returned something that is not a reply
+    "repeated_write",  # a write done more often than the gold plan does it, whatever the answer or the check says
 ]
 OUTCOMES: tuple[Outcome, ...] = Outcome.__args__  # type: ignore[attr-defined]
 GOOD_OUTCOMES: frozenset[Outcome] = frozenset({"success", "refused"})
@@ -207,6 +209,29 @@ def _quotes_ascii(text: str, needle: str) -> bool:
     return False
 
 
+def repeated_writes(task: Task, writes: Sequence[Write], idempotent: Collection[str] = ()) -> dict[str, int]:
+    """The write tools that succeeded more often than the gold plan calls them, and at least twice, with how
+    often: a repeated side effect (a second refund, a second loan). ``writes`` are the episode's successful
+    writes; a tool in ``idempotent`` may be repeated without harm and is not counted. Writes that failed are
+    not in ``writes``: retrying one is no repeat."""
+    done = Counter(w.tool for w in writes if w.tool not in idempotent)
+    if not done:
+        return {}
+    gold = Counter(c.tool for c in task.plan)
+    if task.write is not None and task.write.id not in {c.id for c in task.plan}:
+        gold[task.write.tool] += 1
+    return {tool: n for tool, n in done.items() if n > max(gold[tool], 1)}
+
+
+def audit(outcome: Outcome, task: Task, writes: Sequence[Write], idempotent: Collection[str] = ()) -> Outcome:
+    """The outcome once side effects are counted: ``repeated_write`` where :func:`repeated_writes` finds one,
+    whatever the answer, the end state or a task's own check said; an episode whose reply could not be read
+    or whose agent failed keeps that outcome."""
+    if outcome in ("agent_error", "parse_error") or not repeated_writes(task, writes, idempotent):
+        return outcome
+    return "repeated_write"
+
+
 def matching_write(task: Task, writes: Sequence[Write]) -> Write | None:
     if task.write is None:
         return None
@@ -229,7 +254,8 @@ def judge(
     ``end_state`` says whether the final state is the one the task expects (``None``: it expects none);
     an answer over the wrong end state claims what did not happen (``hallucinated_success``), as an
     answer without the write a task needs does.
-    A task's own check, where it has one, is applied afterwards (:meth:`sandbox.env.Env.review`).
+    A task's own check, where it has one, is applied afterwards to a solvable case
+    (:meth:`sandbox.env.Env.review`), and side effects are counted last (:func:`audit`).
     """
     if ending in ("agent_error", "parse_error"):
         return ending

@@ -37,6 +37,8 @@ class State:
 
     writes: list[Write] = field(default_factory=list)
     records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    unsure: list[str] = field(default_factory=list)
+    """The tools of the successful calls whose role nobody knows (``Tool.role_known``): they may have written."""
     scratch: dict[str, Any] = field(default_factory=dict)
     """Free room for wrappers that keep per-episode state (a call counter, a token)."""
     data: Any = None

@@ -86,8 +86,12 @@ class Tool:
 
     ``role`` says what the tool does ("lookup", "write" or "wait"); it defaults to "write" for a tool
     that ``writes`` and "lookup" otherwise (a domain of listed tasks turns a "lookup" whose gold calls
-    change the state into a "write"). ``schema``, when set, is the JSON schema the agent is shown
-    (a tool made from a spec keeps the spec's own).
+    change the state into a "write"). ``role_known`` is False for a tool whose role nobody declared
+    (one made by :meth:`from_function` or :meth:`from_spec` without ``role=``) until its domain learns it
+    (:func:`sandbox.define_domain`: the gold plan's replay shows it); perturbations that blank or repeat
+    answers treat such a tool as a write. ``idempotent`` says a write may be repeated without harm
+    (MCP's ``idempotentHint``): the judge does not count its repeats. ``schema``, when set, is the JSON
+    schema the agent is shown (a tool made from a spec keeps the spec's own).
     """
 
     name: str
@@ -100,6 +104,8 @@ class Tool:
     records: bool = False
     """Whether the toolbox notes each success of this write in ``state.writes`` (tools over the domain's own
     state do; the built-in tools note their writes themselves, with a verification code)."""
+    role_known: bool = True
+    idempotent: bool = False
 
     def __post_init__(self) -> None:
         role = self.role if self.role is not None else "write" if self.writes else "lookup"
@@ -119,9 +125,10 @@ class Tool:
     @classmethod
     def from_function(
         cls, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None,
-        role: Role | None = None,
+        role: Role | None = None, idempotent: bool = False,
     ) -> Tool:  # fmt: skip
-        """A tool from a typed function ``fn(state, arg: type, ...) -> JSON-able data``.
+        """A tool from a typed function ``fn(state, arg: type, ...) -> JSON-able data``; ``role`` and
+        ``idempotent`` as :class:`Tool` says.
 
         The first parameter receives the episode's state (what the domain's state factory made for
         this episode); the others are the tool's arguments. Their types and defaults give the JSON
@@ -158,10 +165,13 @@ class Tool:
             return fn(_own(state), **{k: getattr(args, k) for k in names})
 
         summary = description if description is not None else summary
-        return cls(tool_name, summary, model, call, role=role, records=True)
+        return cls(tool_name, summary, model, call, role=role, records=True, role_known=role is not None,
+                   idempotent=idempotent)  # fmt: skip
 
     @classmethod
-    def from_spec(cls, spec: Mapping[str, Any], handler: Callable[..., Any], *, role: Role | None = None) -> Tool:
+    def from_spec(
+        cls, spec: Mapping[str, Any], handler: Callable[..., Any], *, role: Role | None = None, idempotent: bool = False
+    ) -> Tool:
         """A tool from an OpenAI-style spec ``{"type": "function", "function": {name, description, parameters}}``
         and ``handler(state, **arguments)``. Arguments are checked against the spec's properties (their
         JSON types, enums and required names; an unknown argument is an error) before the handler runs."""
@@ -180,23 +190,25 @@ class Tool:
         def call(world: Any, state: Any, args: Args) -> Any:
             return handler(_own(state), **args.model_dump(exclude_unset=True))
 
-        return cls(tool_name, function.get("description", ""), model, call, role=role, schema=schema, records=True)
+        return cls(tool_name, function.get("description", ""), model, call, role=role, schema=schema, records=True,
+                   role_known=role is not None, idempotent=idempotent)  # fmt: skip
 
 
 @overload
 def tool(fn: Callable[..., Any], /) -> Tool: ...
 @overload
-def tool(*, name: str | None = None, description: str | None = None,
-         role: Role | None = None) -> Callable[[Callable[..., Any]], Tool]: ...  # fmt: skip
+def tool(*, name: str | None = None, description: str | None = None, role: Role | None = None,
+         idempotent: bool = False) -> Callable[[Callable[..., Any]], Tool]: ...  # fmt: skip
 def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None, description: str | None = None,
-         role: Role | None = None) -> Tool | Callable[[Callable[..., Any]], Tool]:  # fmt: skip
+         role: Role | None = None, idempotent: bool = False,
+         ) -> Tool | Callable[[Callable[..., Any]], Tool]:  # fmt: skip
     """``@tool`` or ``@tool(role="write")``: :meth:`Tool.from_function` as a decorator.
 
     The decorated function's first parameter is the episode's state; see :meth:`Tool.from_function`.
     """
     if fn is not None:
-        return Tool.from_function(fn, name=name, description=description, role=role)
-    return lambda f: Tool.from_function(f, name=name, description=description, role=role)
+        return Tool.from_function(fn, name=name, description=description, role=role, idempotent=idempotent)
+    return lambda f: Tool.from_function(f, name=name, description=description, role=role, idempotent=idempotent)
 
 
 def _own(state: Any) -> Any:
@@ -306,4 +318,6 @@ class Toolbox:
         if tool.records and tool.writes and isinstance(getattr(state, "writes", None), list):
             code = content.get("code") if isinstance(content, dict) else None
             state.writes.append(Write(name, args.model_dump(mode="json"), code if isinstance(code, str) else ""))
+        elif not tool.role_known and isinstance(getattr(state, "unsure", None), list):
+            state.unsure.append(name)
         return ToolResult(name=name, content=content)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
@@ -96,4 +97,8 @@ def explain(episode: Episode) -> str:
             lines.append(f"    -> {_short(result.render())}" + ("  !! " + result.error if result.error else ""))
     if episode.ending == "step_limit":
         lines.append(f"  (stopped at the step limit, {len(episode.steps)} turns)")
+    if episode.outcome == "repeated_write":
+        done = Counter(str(w.get("tool")) for w in episode.writes)
+        gold = Counter(c.tool for c in task.plan)
+        lines.append("  writes done: " + ", ".join(f"{t} x{n} (gold plan: {gold[t]})" for t, n in done.items()))
     return redact("\n".join(lines))

@@ -2,7 +2,8 @@
 
 A perturbation that needs a tool's role (a write, a look-up) reads what the tool declares (``Tool.role``,
 or ``Tool.writes``) and else what the plan shows (the task's ``write`` is a write, and so is a gold call that
-the env notes as one when replayed). One that needs a
+the env notes as one when replayed); one that blanks or repeats answers also spares a tool whose role nobody
+knows (:func:`may_write`). One that needs a
 dependency (this call takes an id that call returned) reads it off the gold plan replayed on the clean
 tools: an argument whose value the result of a call it comes after holds, and where in that result.
 """
@@ -55,6 +56,19 @@ def writes(domain: Domain, task: Task | None = None) -> set[str]:
         wrote = gold_writes(task)
         out |= {c.tool for c in task.plan if c.id in wrote}
     return out
+
+
+def may_write(domain: Domain, task: Task, replay: bool = True) -> set[str]:
+    """The tools a perturbation that blanks or repeats answers must leave alone: the writes (:func:`writes`) and
+    the tools whose role nobody knows (``Tool.role_known``), which may write. ``replay=False`` reads only what the
+    tools say and the task's write, never replaying the gold plan (whose replay is kept per task id: a part of a
+    task, as the oracle plans one user turn, must not take the whole task's place)."""
+    tools = domain.tools_for(task)
+    if replay:
+        out = writes(domain, task)
+    else:
+        out = {t.name for t in tools if getattr(t, "writes", False)} | ({task.write.tool} if task.write else set())
+    return out | {t.name for t in tools if not getattr(t, "role_known", True)}
 
 
 _MAX_CACHED = 4096

@@ -87,14 +87,16 @@ class CallWrapper(PerturbationWrapper):
 
 
 class ObservationWrapper(PerturbationWrapper):
-    """Changes the content of successful results; ``skip_writes`` leaves the results of write actions alone."""
+    """Changes the content of successful results; ``skip_writes`` leaves alone the results of write actions and
+    of tools whose role nobody knows (``Tool.role_known``: they may have written)."""
 
     skip_writes = False
 
     def call(self, name: str, arguments: Any) -> ToolResult:
-        before = len(self.state.writes)
+        state = self.state
+        before = (len(state.writes), len(getattr(state, "unsure", ())))
         result = self.env.call(name, arguments)
-        if not result.ok or (self.skip_writes and len(self.state.writes) != before):
+        if not result.ok or (self.skip_writes and (len(state.writes), len(getattr(state, "unsure", ()))) != before):
             return result
         return result.model_copy(update={"content": self.observation(name, result.content)})
 

@@ -164,6 +164,8 @@ class Attempt:
     result: Any = None
     normalized: Any = None
     """``result`` through :func:`normalize` when it is a success, else ``None``."""
+    answered: bool = False
+    """Whether the call's result came back (a tool may answer ``null``: ``result`` cannot tell)."""
 
 
 @lru_cache(maxsize=1024)
@@ -209,6 +211,7 @@ class View:
             if m.get("role") == "tool" and m.get("tool_call_id") in pending:
                 attempt = pending[m["tool_call_id"]]
                 attempt.result, attempt.normalized = _observation(m["content"], task.domain)
+                attempt.answered = True
         return view
 
     def last(self, step: str) -> Attempt | None:

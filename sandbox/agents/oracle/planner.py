@@ -27,7 +27,7 @@ from sandbox.agents.oracle.observations import (
 )
 from sandbox.agents.oracle.steps import Blocked, Refusal, Step
 from sandbox.agents.oracle.tools import clean_params
-from sandbox.perturbations.plan import leaf_paths
+from sandbox.perturbations.plan import domain_of, leaf_paths, may_write
 from sandbox.perturbations.vocab import vocabulary
 from sandbox.task import Call
 
@@ -48,6 +48,7 @@ class Planner(ArgumentFiller):
         self.words = vocabulary(self.task.domain)
         self.rank_by = self.words.rank_by if self.words is not None else None
         self.plan = {c.id: c for c in self.task.plan}
+        self.writing = may_write(domain_of(self.task), self.task, replay=False)
         self._finished: dict[str, bool] = {}
         self._final: dict[str, Step] = {}
 
@@ -96,27 +97,37 @@ class Planner(ArgumentFiller):
         """Whether the call's result is in, whole, and holds what the answer needs (checked without rebuilding)."""
         result = self.view.done(call.id)
         if result is None or partial(result) or self.choice.retry_twin(call):
-            return False
+            return self.wrote(call)
         if isinstance(result, dict) and isinstance(result.get("pages"), int) and result["pages"] > 1:
             pages = [self.view.done(f"{call.id}~p{n}") for n in range(2, result["pages"] + 1)]
             if not all(p is not None and rows_complete(p, self.rank_by) for p in pages):
                 return False
         merged = self.result(call)
-        return all(lookup(merged, src.path) is not None for src in self.task.sources.values() if src.call == call.id)
+        sources = (src.path for src in self.task.sources.values() if src.call == call.id)
+        return all(lookup(merged, path) is not None for path in sources) or self.wrote(call)
+
+    def wrote(self, call: Call) -> bool:
+        """Whether ``call`` is a write (or a tool whose role nobody knows) whose last attempt succeeded: it is
+        never sent again, whatever its answer lacks (a second refund is a side effect, not a retry)."""
+        if call.tool not in self.writing:
+            return False
+        last = self.view.last(call.id)
+        return last is not None and last.answered and not is_error(last.result) and not says_error(last.normalized)
 
     def _pending(self, call: Call) -> list[Step]:
         """The steps of ``call`` still to make: empty when its result is in and complete."""
         final = self.final_step(call)
+        again = [] if self.wrote(call) else [final]
         result = self.view.done(final.id)
         if result is None or partial(result) or self.choice.retry_twin(call):
-            return [final]
+            return again
         pages = self.more_pages(final, result)
         if pages:
             return pages
         merged = self.result(call)
         for path in (src.path for src in self.task.sources.values() if src.call == call.id):
             if lookup(merged, path) is None:
-                return [final]
+                return again
         return []
 
     def issue(self, steps: list[Step]) -> list[dict[str, Any]]:
@@ -217,7 +228,8 @@ class Planner(ArgumentFiller):
         parts = []
         for key, src in self.task.sources.items():
             value = lookup(self.result(next(c for c in self.task.plan if c.id == src.call)), src.path)
-            parts.append(f"{key}: {value}")
+            if value is not None:  # a write's answer that lacks it: what it has, never the write again
+                parts.append(f"{key}: {value}")
         for key, gold in self.task.answer.items():
             if key not in self.task.sources:  # no source named: the value as one of the answers shows it
                 value = self.observed(gold)

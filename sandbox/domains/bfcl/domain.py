@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
@@ -30,8 +30,10 @@ def _not_run(state: Any, **arguments: Any) -> Any:
 
 @cache
 def _tools(classes: tuple[str, ...]) -> tuple[Tool, ...]:
-    """The clean tools of the backends ``classes``, as BFCL documents them (one tuple per set of backends)."""
-    return tuple(Tool.from_spec(spec, _not_run) for cls in classes for _, spec in class_specs(cls))
+    """The clean tools of the backends ``classes``, as BFCL documents them (one tuple per set of backends). Their
+    roles are known by observation: the env notes every call that changes the backends as a write."""
+    return tuple(replace(Tool.from_spec(spec, _not_run), role_known=True)
+                 for cls in classes for _, spec in class_specs(cls))  # fmt: skip
 
 
 def _no_world(seed: int) -> Any:

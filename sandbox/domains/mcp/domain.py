@@ -165,11 +165,24 @@ def _tool(tool: Any, roles: dict[str, Role]) -> Tool:
         except ServerFault as fault:
             raise ToolFailure(fault.kind, fault.message) from None
 
-    annotations = getattr(tool, "annotations", None)
-    role = roles.get(name)
-    if role is None and annotations is not None and getattr(annotations, "read_only_hint", None) is False:
-        role = "write"
-    return Tool.from_spec(spec, handler, role=role)
+    role, idempotent = annotated_role(getattr(tool, "annotations", None))
+    return Tool.from_spec(spec, handler, role=roles.get(name, role), idempotent=idempotent)
+
+
+def annotated_role(annotations: Any) -> tuple[Role | None, bool]:
+    """The role an MCP tool's annotations give (``None``: they say nothing), and whether it is an idempotent
+    write. ``readOnlyHint`` says lookup or write; ``destructiveHint`` and ``idempotentHint`` describe only
+    writes, so either given alone says write."""
+    if annotations is None:
+        return None, False
+    read_only = getattr(annotations, "readOnlyHint", getattr(annotations, "read_only_hint", None))
+    destructive = getattr(annotations, "destructiveHint", getattr(annotations, "destructive_hint", None))
+    idempotent = getattr(annotations, "idempotentHint", getattr(annotations, "idempotent_hint", None))
+    if read_only is True:
+        return "lookup", False
+    if read_only is False or destructive is not None or idempotent is not None:
+        return "write", idempotent is True
+    return None, False
 
 
 __all__ = ["SERVE_ONLY", "McpDomain", "mcp_domain", "tools_digest"]

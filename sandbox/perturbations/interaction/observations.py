@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from sandbox.perturbations import vocab
 from sandbox.perturbations.base import Perturbation
 from sandbox.perturbations.formats import render_lines
-from sandbox.perturbations.plan import domain_of, gold_results, writes
+from sandbox.perturbations.plan import domain_of, gold_results, may_write
 from sandbox.perturbations.registry import register
 from sandbox.perturbations.vocab import vocabulary
 from sandbox.perturbations.wrappers import (
@@ -68,7 +68,7 @@ def _blank(content: Any, level: int, r: Any, note: tuple[str, str]) -> Any:
 
 def _gold_reads(task: Task) -> list[tuple[str, Any]]:
     """(tool, content) of each call of the gold plan that succeeds and writes nothing, on the clean tools."""
-    results, writing = gold_results(task), writes(domain_of(task), task)
+    results, writing = gold_results(task), may_write(domain_of(task), task)
     return [(c.tool, results[c.id].content) for c in task.plan if results[c.id].ok and c.tool not in writing]
 
 
