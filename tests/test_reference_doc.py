@@ -20,6 +20,13 @@ def test_every_gate_metric_and_alias_is_documented():
         assert f"`{name}`" in DOC, name
 
 
+def test_every_outcome_is_documented():
+    from sandbox.judge import OUTCOMES
+
+    for outcome in OUTCOMES:
+        assert f"| `{outcome}` |" in DOC, outcome
+
+
 def test_every_exit_code_is_documented():
     codes = [cli.EXIT_OK, cli.EXIT_GATE_FAILED, cli.EXIT_USAGE, cli.EXIT_INCONCLUSIVE, cli.EXIT_AGENT_FAILED]
     assert codes == [0, 1, 2, 3, 4]

@@ -2,7 +2,8 @@
 
 A criterion is ``SCOPE.METRIC OP NUMBER``. SCOPE is ``clean`` (the clean twins), ``all``, a tier
 or a perturbation name; METRIC is ``success``, ``clean``, ``refusal`` (unsolvable cases refused),
-``wrong_refusal`` (solvable cases refused) or ``tool_errors`` (fractions from 0 to 1), ``delta``
+``wrong_refusal`` (solvable cases refused), ``repeated_write`` (cases with a write done more often than
+the gold plan does it) or ``tool_errors`` (fractions from 0 to 1), ``delta``
 (percentage points, perturbed minus clean on the same tasks) or ``episodes``; OP is one of
 ``>= <= > <``.
 
@@ -29,10 +30,10 @@ if TYPE_CHECKING:
 
 Verdict = Literal["PASS", "FAIL", "INCONCLUSIVE"]
 OPS = (">=", "<=", ">", "<")
-METRICS = ("success", "clean", "delta", "refusal", "wrong_refusal", "tool_errors", "episodes")
+METRICS = ("success", "clean", "delta", "refusal", "wrong_refusal", "repeated_write", "tool_errors", "episodes")
 ALIASES = {"tool_error": "tool_errors", "tool_error_rate": "tool_errors", "refusal_rate": "refusal",
            "clean_success": "clean", "success_rate": "success", "over_refusal": "wrong_refusal",
-           "refused_solvable": "wrong_refusal"}  # fmt: skip
+           "refused_solvable": "wrong_refusal", "repeated_writes": "repeated_write"}  # fmt: skip
 FIXED_SCOPES = ("clean", "all", *TIERS)
 _CRITERION = re.compile(r"^(?P<scope>[\w-]+)\.(?P<metric>\w+)(?P<op>>=|<=|==|>|<)(?P<value>.+)$")
 EXAMPLE = "clean.success>=0.95 perception.delta>=-10 internalization.refusal>=0.9"

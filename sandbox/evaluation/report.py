@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 SCHEMA = "pytest-openagent/report"
 SCHEMA_VERSION = 3
 """2: rows hold ``wrong_refusal``; a report may hold its ``search`` (the examples property tests explored).
-3: each record names its task's domain (``domain``); a record of an older report has ``domain=None``."""
+3: each record names its task's domain (``domain``); a record of an older report has ``domain=None``; rows hold
+``repeated_write``."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,8 @@ class Row:
     refused_solvable: Rate
     delta: PairedDelta
     """Perturbed minus clean success on the same tasks (each case against its clean twin)."""
+    repeated_writes: Rate
+    """Cases whose agent did a write more often than the gold plan (``repeated_write``), of all cases."""
 
     def value(self, metric: str) -> float:
         """A gate metric: rates as fractions, ``delta`` in points, ``episodes`` a count."""
@@ -118,6 +121,7 @@ class Row:
         rate = {
             "success": self.perturbed, "clean": self.clean, "refusal": self.refusal,
             "tool_errors": self.tool_errors, "wrong_refusal": self.refused_solvable,
+            "repeated_write": self.repeated_writes,
         }[metric]  # fmt: skip
         low, high = rate.interval
         return (rate.value, low, high, rate.n)
@@ -133,7 +137,7 @@ class Row:
             "clean": rate(self.clean), "success": rate(self.perturbed),
             "delta": {"points": _num(self.delta.points), "low": _num(low), "high": _num(high)},
             "tool_errors": rate(self.tool_errors), "refusal": rate(self.refusal),
-            "wrong_refusal": rate(self.refused_solvable),
+            "wrong_refusal": rate(self.refused_solvable), "repeated_write": rate(self.repeated_writes),
         }  # fmt: skip
 
 
@@ -158,6 +162,7 @@ def _row(scope: str, kind: str, records: list[Record]) -> Row:
             Rate(sum(r.clean_outcome == "refused" for r in unsolvable), len(unsolvable)),
             Rate(sum(r.clean_outcome == "wrong_refusal" for r in solvable), len(solvable)),
             PairedDelta.of((r.clean_success, r.clean_success) for r in twins),
+            Rate(sum(r.clean_outcome == "repeated_write" for r in twins), len(twins)),
         )  # fmt: skip
     unsolvable = [r for r in records if not r.solvable]
     solvable = [r for r in records if r.solvable]
@@ -169,6 +174,7 @@ def _row(scope: str, kind: str, records: list[Record]) -> Row:
         Rate(sum(r.outcome == "refused" for r in unsolvable), len(unsolvable)),
         Rate(sum(r.outcome == "wrong_refusal" for r in solvable), len(solvable)),
         PairedDelta.of((r.success, r.clean_success) for r in records),
+        Rate(sum(r.outcome == "repeated_write" for r in records), len(records)),
     )  # fmt: skip
 
 
@@ -229,10 +235,10 @@ class Report:
             success = "" if row.kind == "clean" else pct(row.perturbed)
             body.append(
                 [indent + row.scope, row.episodes, pct(row.clean), success, delta, pct(row.tool_errors),
-                 counted(row.refusal), counted(row.refused_solvable)]
+                 counted(row.refusal), counted(row.refused_solvable), counted(row.repeated_writes)]
             )  # fmt: skip
         headers = ["scope", "episodes", "clean", "perturbed", "Δ points [95% CI]", "tool errors", "refusal"]
-        headers.append("refused solvable")
+        headers += ["refused solvable", "repeated writes"]
         try:
             text = tabulate(body, headers=headers, disable_numparse=True, preserve_whitespace=True)
         except TypeError:  # tabulate < 0.10 strips the indent of perturbation rows

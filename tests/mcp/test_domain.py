@@ -188,3 +188,46 @@ def test_a_reset_hook_and_a_check_over_what_the_server_returned():
     finally:
         DOMAINS.pop(domain.name, None)
         domain.close()
+
+
+def _annotated_server():
+    from mcp.server.mcpserver import MCPServer
+    from mcp.types import ToolAnnotations
+
+    server = MCPServer("desk", log_level="WARNING")
+    loans: list[str] = []
+
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+    def count_loans() -> dict:
+        """How many copies are out."""
+        return {"out": len(loans)}
+
+    @server.tool(annotations=ToolAnnotations(destructiveHint=False, idempotentHint=False))
+    def lend(book_id: str) -> dict:
+        """Lend one more copy of a book."""
+        loans.append(book_id)
+        return {"out": len(loans)}
+
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=False, idempotentHint=True))
+    def mark_lost(book_id: str) -> dict:
+        """Mark a book as lost."""
+        return {"book_id": book_id, "lost": True}
+
+    @server.tool()
+    def note(text: str) -> dict:
+        """Leave a note at the desk."""
+        return {"noted": text}
+
+    return server
+
+
+def test_mcp_annotations_give_roles_and_a_tool_without_them_has_none_known():
+    domain = mcp_domain(_annotated_server(), reset=None, name="desk")
+    try:
+        roles = {t.name: (t.role, t.role_known, t.idempotent) for t in domain.tools}
+        assert roles == {
+            "count_loans": ("lookup", True, False), "lend": ("write", True, False),
+            "mark_lost": ("write", True, True), "note": ("lookup", False, False),
+        }  # fmt: skip
+    finally:
+        domain.close()

@@ -126,7 +126,8 @@ def test_the_search_and_the_measurement_are_shown_apart_and_the_json_holds_both(
         [
             "*= openagent: agent=conftest:Fragile, seed=0 =*",
             "search: * cases the property tests explored (not gated: Hypothesis chose them)",
-            "scope * episodes * clean * perturbed * Δ points [[]95% CI[]] * tool errors * refusal * refused solvable",
+            "scope * episodes * clean * perturbed * Δ points [[]95% CI[]] * tool errors * refusal * refused solvable *"
+            " repeated writes",
             "measurement: 30 cases per tier and their clean twins, seed 0, domain poi (what gates read); *",
             "clean *",
             "perception * 30 *",

@@ -217,3 +217,17 @@ def test_the_oracle_does_not_send_again_a_write_whose_answer_tells_nothing() -> 
     [task] = domain.tasks()
     episode = Case(task).run(OracleAgent())
     assert (episode.outcome, sum(c.name == "renew" for c in episode.calls)) == ("success", 1), episode.explain()
+
+
+def test_reports_show_repeated_writes_in_a_column_of_their_own_and_gates_read_it(library) -> None:
+    from sandbox.evaluation import Record, Report, check
+
+    [task] = library.tasks()
+    case = Case(task, (create("missing_values", severity=3),))
+    record = Record.of("t", "lends-twice", case, case.run(LendsTwice()), Case(task).run(LendsTwice()))
+    report = Report([record])
+    assert report.row("all").repeated_writes.k == 1 and report.row("clean").repeated_writes.k == 1
+    assert "repeated writes" in report.table().splitlines()[0]
+    assert report.to_dict()["rows"][-1]["repeated_write"]["k"] == 1
+    [verdict] = check(report, "all.repeated_writes<=0.1").checks
+    assert verdict.verdict == "FAIL"
