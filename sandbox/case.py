@@ -151,10 +151,10 @@ def run_cases(
     cases: Sequence[Case],
     max_steps: int | Sequence[int] | None = None,
     window: int | None = None,
-    on_end: Callable[[Episode], None] | None = None,
+    on_end: Callable[[int, Episode], None] | None = None,
 ) -> list[Episode]:
-    """Run the cases in lockstep, at most ``window`` at a time (see :func:`~sandbox.episode.run_episodes`);
-    ``max_steps=None`` gives each case its own budget (``case.max_steps``)."""
+    """Run the cases in lockstep, at most ``window`` at a time, ``on_end(i, episode)`` as each ends (see
+    :func:`~sandbox.episode.run_episodes`); ``max_steps=None`` gives each case its own budget (``case.max_steps``)."""
     budgets = [c.max_steps for c in cases] if max_steps is None else max_steps
     return run_episodes(agent, [c.env() for c in cases], budgets, window, on_end)
 

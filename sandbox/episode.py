@@ -120,14 +120,39 @@ def _failed(live: _Live, error: str) -> Episode:
         )
 
 
-def _replies(batch: Any, n: int) -> list[Any]:
-    """The agent's batch as a list of ``n`` (a generator will do; one reply, a string or None will not)."""
-    if batch is None or isinstance(batch, str | bytes | dict | Reply):
-        raise TypeError(f"act must return a sequence of {n} replies, one per turn, got {type(batch).__name__}")
-    replies = list(batch)
-    if len(replies) != n:
-        raise ValueError(f"the agent returned {len(replies)} replies for {n} turns")
-    return replies
+@dataclass(frozen=True)
+class _Raised:
+    """What stands in for a reply the agent could not give: the error its episode ends with."""
+
+    error: str
+
+
+def _ask(agent: Any, turns: list[Turn]) -> list[Any]:
+    """One reply per turn, or a :class:`_Raised` for each turn the agent could not answer; never raises.
+
+    A batch that raises is asked again in halves, down to single turns, so a conversation that makes
+    the agent raise ends its own episode only, and an episode's ending never depends on which others
+    shared its batch. A batch that is not one reply per turn (the wrong count, or not a sequence) is an
+    agent that breaks its contract: all its turns fail, unasked again.
+    """
+    try:
+        batch = agent.act(turns)
+        replies = None if batch is None or isinstance(batch, str | bytes | dict | Reply) else list(batch)
+    except Exception as exc:  # the agent raised, or its generator of replies did
+        if len(turns) == 1:
+            return [_Raised(_error_text(exc))]
+        half = len(turns) // 2
+        return _ask(agent, turns[:half]) + _ask(agent, turns[half:])
+    n = len(turns)
+    if replies is None:
+        problem: Exception = TypeError(
+            f"act must return a sequence of {n} replies, one per turn, got {type(batch).__name__}"
+        )
+    elif len(replies) != n:
+        problem = ValueError(f"the agent returned {len(replies)} replies for {n} turns")
+    else:
+        return replies
+    return [_Raised(_error_text(problem))] * n
 
 
 def _finish(live: _Live, ending: Ending, answer: str | None = None, judged: str | None = None) -> Episode:
@@ -188,21 +213,22 @@ def run_episodes(
     envs: Sequence[Env],
     max_steps: int | Sequence[int] = DEFAULT_MAX_STEPS,
     window: int | None = None,
-    on_end: Callable[[Episode], None] | None = None,
+    on_end: Callable[[int, Episode], None] | None = None,
 ) -> list[Episode]:
     """Run one episode per env, in lockstep: each round asks the agent for one batch of replies.
 
     ``max_steps`` is one step budget for every episode, or one per env. ``window`` bounds how many
     episodes run at once (``None``: all of them): as one ends, the next env starts in its place, so a
     round never waits on a few long episodes while others could run beside them (a model agent's batch
-    stays full).
+    stays full). ``on_end(i, episode)`` is called as the episode of ``envs[i]`` ends, before the next
+    round (the episode cache stores it there, so a killed run loses only the episodes in flight).
 
     The agent sees turns (the conversation and the tool specs) only; an agent that defines
     ``brief`` (a :class:`~sandbox.agent.Reference`) is also told each task before its first turn.
 
     Garbage from the agent is an outcome, never an exception: a reply that cannot be read ends
-    its episode as ``parse_error``; an agent that raises ends the episodes it was asked about as
-    ``agent_error``. ``on_end`` is called with each episode as it ends (to show progress).
+    its episode as ``parse_error``; a batch that raises is asked again in smaller parts, and a turn
+    the agent still raises on, alone, ends its episode as ``agent_error``.
     """
     agent = as_agent(agent)
     budgets = [max_steps] * len(envs) if isinstance(max_steps, int) else list(max_steps)
@@ -210,16 +236,18 @@ def run_episodes(
         raise ValueError(f"max_steps: {len(budgets)} budgets for {len(envs)} envs; give one, or one per env")
     if window is not None and window < 1:
         raise ValueError(f"window must be at least 1 episode, got {window}")
-    if (workers := _concurrency(agent)) > 1 and len(envs) > 1:
-        return _run_independently(agent, envs, budgets, workers, on_end)
     done: dict[int, Episode] = {}
-    live: dict[int, _Live] = {}
-    waiting = iter(range(len(envs)))
 
     def end(i: int, episode: Episode) -> None:
         done[i] = episode
         if on_end is not None:
-            on_end(episode)
+            on_end(i, episode)
+
+    if (workers := _concurrency(agent)) > 1 and len(envs) > 1:
+        _run_independently(agent, envs, budgets, workers, end)
+        return [done[i] for i in range(len(envs))]
+    live: dict[int, _Live] = {}
+    waiting = iter(range(len(envs)))
 
     def fill() -> None:
         while len(live) < (window or len(envs)) and (i := next(waiting, None)) is not None:
@@ -232,24 +260,15 @@ def run_episodes(
     fill()
     while live:
         order = list(live)
-        turns = [_turn(live[i]) for i in order]
-        try:
-            replies = _replies(agent.act(turns), len(turns))
-        except Exception as exc:  # the agent raised, or gave no batch: each of its episodes ends
-            error = _error_text(exc)
-            for i in order:
-                end(i, _failed(live.pop(i), error))
-            _close(agent, [t.episode_id for t in turns])
-            fill()
-            continue
+        replies = _ask(agent, [_turn(live[i]) for i in order])
         finished = []
         for i, reply in zip(order, replies, strict=True):
             ep = live[i]
-            ended = _advance(ep, reply, budgets[i])
+            ended = _failed(ep, reply.error) if isinstance(reply, _Raised) else _advance(ep, reply, budgets[i])
             if ended is not None:
-                end(i, ended)
-                finished.append(ep.episode_id)
                 del live[i]
+                finished.append(ep.episode_id)
+                end(i, ended)
         _close(agent, finished)
         fill()
     return [done[i] for i in range(len(envs))]
@@ -318,13 +337,10 @@ def _concurrency(agent: Any) -> int:
 
 
 def _run_independently(
-    agent: Any,
-    envs: Sequence[Env],
-    budgets: Sequence[int],
-    workers: int,
-    on_end: Callable[[Episode], None] | None = None,
-) -> list[Episode]:
-    """Run one episode per env, each advancing as soon as its own reply arrives.
+    agent: Any, envs: Sequence[Env], budgets: Sequence[int], workers: int, end: Callable[[int, Episode], None]
+) -> None:
+    """Run one episode per env, each advancing as soon as its own reply arrives; ``end(i, episode)``
+    is called (in this thread) as each ends.
 
     For agents whose ``concurrency > 1`` says they answer turns independently (an HTTP agent sends
     one request per turn): ``workers`` threads each run one episode at a time through
@@ -332,27 +348,23 @@ def _run_independently(
     for its slowest. Same start, same ``_advance`` and same errors per episode as the lockstep
     runner, so a deterministic agent gets the same episodes from both.
     """
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor, as_completed
 
     started = [_start(agent, env) for env in envs]
 
     def run(ep: _Live | Episode, max_steps: int) -> Episode:
         while isinstance(ep, _Live):
-            try:
-                [reply] = _replies(agent.act([_turn(ep)]), 1)
-            except Exception as exc:  # ends this episode only, as a failed batch ends its own episodes
-                ended: Episode | None = _failed(ep, _error_text(exc))
-            else:
-                ended = _advance(ep, reply, max_steps)
+            [reply] = _ask(agent, [_turn(ep)])
+            ended = _failed(ep, reply.error) if isinstance(reply, _Raised) else _advance(ep, reply, max_steps)
             if ended is not None:
                 _close(agent, [ep.episode_id])
-                ep = ended
-        if on_end is not None:
-            on_end(ep)
+                return ended
         return ep
 
     with ThreadPoolExecutor(max_workers=min(workers, len(started)), thread_name_prefix="episode") as pool:
-        return list(pool.map(run, started, budgets))
+        futures = {pool.submit(run, ep, budget): i for i, (ep, budget) in enumerate(zip(started, budgets, strict=True))}
+        for future in as_completed(futures):
+            end(futures[future], future.result())
 
 
 __all__ = ["Episode", "Step", "Task", "run_episode", "run_episodes"]

@@ -5,12 +5,13 @@ a rerun free and makes a sampling agent replay the same episode.
 
 On disk, each agent (by fingerprint) has a folder of append-only packs, one line per episode:
 ``<key>\\t<episode JSON>\\n``. Each process (each pytest-xdist worker) appends to a pack of its own,
-created at its first write, and writes each episode as one line when it is stored, at the end of
-every :meth:`EpisodeCache.run`: a kill loses at most the episodes in flight, and nothing is ever
-written under a temporary name. A reader takes every line it can use and skips the others (bad
-JSON, bytes that are not UTF-8, the torn last line of a killed writer or of a pack still being
-written, an episode of another schema); a skipped case runs again and its new line replaces the
-bad one, since of several lines for one key the newest that reads wins.
+created at its first write, and writes each episode as one line (appended to a file opened with
+``O_APPEND``) the moment the episode ends, in every path that runs episodes (:meth:`EpisodeCache.run`):
+a kill loses at most the episodes in flight, and nothing is ever written under a temporary name. A
+reader takes every line it can use and skips the others (bad JSON, bytes that are not UTF-8, the
+torn last line of a killed writer or of a pack still being written, an episode of another schema); a
+skipped case runs again and its new line replaces the bad one, since of several lines for one key
+the newest that reads wins.
 
 An episode is stored or skipped, never fatal: one whose JSON exceeds :data:`MAX_EPISODE_BYTES`,
 or that cannot be written at all (a full disk, a read-only folder), stays in memory for the
@@ -186,7 +187,7 @@ class EpisodeCache:
         window: int | None = None,
         on_end: Callable[[Episode], None] | None = None,
     ) -> list[Episode]:
-        """One episode per case: cached ones read back, the others run and stored.
+        """One episode per case: cached ones read back, the others run, each stored the moment it ends.
 
         ``max_steps=None`` gives each case its own step budget (``case.max_steps``), so an episode never
         depends on which cases shared its batch. The misses run together, at most ``window`` at a time
@@ -207,10 +208,15 @@ class EpisodeCache:
             for key in found:
                 on_end(found[key])
         if todo:
-            ran = run_cases(agent, [c for c, _ in todo.values()], [b for _, b in todo.values()], window, on_end)
-            for key, episode in zip(todo, ran, strict=True):
-                self.put(key, episode, fp)
-                found[key] = episode
+            order = list(todo)
+
+            def store(i: int, episode: Episode) -> None:  # as each episode ends: a kill loses only those in flight
+                self.put(order[i], episode, fp)
+                found[order[i]] = episode
+                if on_end is not None:
+                    on_end(episode)
+
+            run_cases(agent, [c for c, _ in todo.values()], [b for _, b in todo.values()], window, store)
         return [found[k] for k in keys]
 
 

@@ -1,5 +1,7 @@
 """evaluate, the report and its gates, without pytest's plugin: what ``openagent eval`` and a user's script get."""
 
+import zlib
+
 import pytest
 
 import sandbox.evaluation as core
@@ -73,6 +75,31 @@ def test_report_round_trips_and_gates(tmp_path):
 def test_a_dead_agent_is_an_error_naming_the_cause_not_a_table_of_zeros():
     with pytest.raises(core.AgentFailure, match=r"failed on 16 of 16 episodes .*ConnectionRefusedError"):
         core.evaluate(toys.Dead(), tiers=1, n=8, cache_dir=None)
+
+
+class Fussy(toys.Counter):
+    """The oracle, except that a batch holding one of about a tenth of the conversations, once it has a tool
+    result, raises."""
+
+    def fingerprint(self):
+        return "fussy-v1"
+
+    def act(self, turns):
+        if any(zlib.crc32(t.messages[1]["content"].encode()) % 10 == 0 and len(t.messages) > 2 for t in turns):
+            raise RuntimeError("cannot read this conversation")
+        return super().act(turns)
+
+
+@pytest.mark.usefixtures("toy_perturbations")
+def test_an_agent_that_raises_on_some_conversations_measures_the_same_cold_and_warm(tmp_path):
+    tiers = ["perception", "interaction"]
+    cold = core.evaluate(Fussy(), tiers=tiers, n=24, seed=5, batch_size=8, cache_dir=tmp_path)
+    warm_agent = Fussy()
+    warm = core.evaluate(warm_agent, tiers=tiers, n=24, seed=5, batch_size=8, cache_dir=tmp_path)
+    failed = [r for r in cold.records if "agent_error" in (r.outcome, r.clean_outcome)]
+    assert 0 < len(failed) < len(cold.records) // 4, [r.outcome for r in cold.records]
+    assert [r.to_dict() for r in warm.records] == [r.to_dict() for r in cold.records]
+    assert 0 < warm.meta["episodes_run"] <= 2 * len(failed)  # only the episodes that raised ran again
 
 
 class Refuser:

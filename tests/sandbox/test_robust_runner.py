@@ -206,6 +206,35 @@ def test_a_generator_of_replies_is_a_batch():
     assert [e.model_dump() for e in episodes] == [e.model_dump() for e in plain]
 
 
+class RaisesOn(sandbox.OracleAgent):
+    """The oracle, except that any batch holding ``query``'s conversation after a tool result raises."""
+
+    def __init__(self, query):
+        super().__init__()
+        self.query = query
+        self.batches = 0
+
+    def act(self, turns):
+        self.batches += 1
+        if any(t.messages[1]["content"] == self.query and t.messages[-1]["role"] == "tool" for t in turns):
+            raise RuntimeError("cannot read this conversation")
+        return super().act(turns)
+
+
+@pytest.mark.parametrize("window", [None, 3])
+def test_a_batch_that_raises_is_asked_again_in_parts_so_only_the_raising_conversation_fails(window):
+    tasks = sandbox.tasks("poi", "test", 12)
+    bad = next(i for i, t in enumerate(tasks) if t.n_calls >= 1 and t.solvable)
+    agent = RaisesOn(make_env("poi", tasks[bad]).reset()[1]["content"])
+    episodes = run_episodes(agent, [make_env("poi", t) for t in tasks], window=window)
+    alone = [run_episodes(sandbox.OracleAgent(), [make_env("poi", t)])[0] for t in tasks]
+    assert storable(episodes[bad]).outcome == "agent_error"
+    assert "RuntimeError: cannot read this conversation" in episodes[bad].steps[-1].error
+    others = [i for i in range(len(tasks)) if i != bad]
+    assert [episodes[i].model_dump() for i in others] == [alone[i].model_dump() for i in others]
+    assert agent.batches < 4 * len(tasks)  # halves, not every subset
+
+
 class Exploding(Wrapper):
     label = "exploding"
 
