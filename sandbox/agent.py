@@ -110,7 +110,12 @@ class RequestFailed:
 
 @runtime_checkable
 class Agent(Protocol):
-    """Anything with ``act``; ``fingerprint`` keys the episode cache, ``close`` frees state."""
+    """Anything with ``act``; ``fingerprint`` keys the episode cache, ``close`` frees state.
+
+    An ``act`` that raises is asked again about the same turns in smaller batches (down to one turn),
+    so it should keep nothing from a call that raised; one episode's failure is better given as a
+    :class:`RequestFailed` in its place.
+    """
 
     def act(self, turns: Sequence[Turn]) -> Sequence[Reply | str]: ...
 
