@@ -1,21 +1,22 @@
 """Work lost to kills and results changed by cache state, in ``openagent eval``: code trees side by side.
 
-    python benchmarks/bench_resume.py --before /tmp/before --n 40 --kills 10 --pause 0.2
+    python benchmarks/bench_resume.py --before /tmp/before --n 40 --kills 10 --pause 1.0 --every 100
+    python benchmarks/bench_resume.py --before /tmp/before --kills 0 --batch-size 16 --every 50 --every 100
 
 Each code tree (this one, and each ``--before DIR``, e.g. from ``git worktree add /tmp/before fb3f57b``) runs
-the command line (``python -m pytest_openagent.cli eval``, the tree first on ``PYTHONPATH``) in a folder of
-its own, with two ``module:callable`` agents written there:
+the command line (``python -m pytest_openagent.cli eval --n N --batch-size B``, the tree first on
+``PYTHONPATH``) in a folder of its own, with two ``module:callable`` agents written there:
 
-- **kills**: ``slow:AGENT``, the oracle pausing ``--pause`` seconds per batch and logging each episode it is
-  told has ended. A cold run to the end gives the episodes (E) and its duration (D). On a fresh cache,
-  ``--kills`` runs are each sent SIGKILL at a random time (seeded) between the end of the cold run's first
-  episode (after the start-up) and D, then one runs to the end.
-  Episodes redone = every episode that ended, over all these runs, minus E: the work the kills lost. A run
-  that ended before its kill counts as finished.
-- **raising**: ``fussy:AGENT``, the oracle raising on any batch that holds one of about ``1/--every`` of the
-  conversations once it has a tool result. The same ``--n`` eval runs cold, then warm on the same cache; the
-  figure is how many measurement records differ between the two (the command's exit code is shown too: 4
-  is a run that called the agent broken).
+- **kills** (skipped with ``--kills 0``): ``slow:AGENT``, the oracle pausing ``--pause`` seconds per batch
+  and logging each episode it is told has ended. A cold run to the end gives the episodes (E). On a fresh
+  cache, ``--kills`` runs are each sent SIGKILL at a random point (seeded) of the work they have left: once
+  ``k`` of their episodes ended, ``k`` drawn from 1 to (E - episodes stored) - 1 (or ``--at-most``), so
+  every kill lands mid-run; then one run goes to the end. Episodes redone = every episode that ended, over
+  all these runs, minus E: the work the kills lost. (Kills stop early once fewer than 2 episodes are left.)
+- **raising**, once per ``--every``: ``fussy:AGENT``, the oracle raising on any batch that holds one of
+  about ``1/EVERY`` of the conversations once it has a tool result. The eval runs cold, then warm on the
+  same cache; the figure is how many measurement records differ between the two (the command's exit codes
+  are shown too: 4 is a run that called the agent broken).
 
 Prints the figures per tree and writes ``benchmarks/results/resume.json``.
 """
@@ -115,39 +116,31 @@ class Tree:
 
     def kills(self, rng: random.Random) -> dict:
         start = time.monotonic()
-        cold = self.start("slow:AGENT", "cold", "cold.json")
-        first = None  # when the first episode ended: the start-up (imports, drawing cases) is over
-        while cold.poll() is None:
-            if first is None and self.ended.exists():
-                first = time.monotonic() - start
-            time.sleep(0.01)
-        if cold.returncode != 0:
+        if self.start("slow:AGENT", "cold", "cold.json").wait() != 0:
             raise SystemExit(f"{self.tree}: the cold run failed; see {self.folder / 'log.txt'}")
         duration = time.monotonic() - start
-        first = duration if first is None else first
         episodes = self.report("cold.json")["meta"]["episodes_run"]
         self.ended.unlink()
         runs = []
         for _ in range(self.args.kills):
-            delay = rng.uniform(first, duration)
+            left = episodes - self.stored("warm")  # what this run has to do
+            if left < 2:
+                break
+            before, at = self.ended_count(), rng.randint(1, min(left - 1, self.args.at_most or left))
             run = self.start("slow:AGENT", "warm")
-            try:
-                run.wait(timeout=delay)
-                finished = True
-            except subprocess.TimeoutExpired:
-                os.kill(run.pid, signal.SIGKILL)
-                run.wait()
-                finished = False
-            runs.append({"kill_after_s": round(delay, 2), "finished": finished, "stored": self.stored("warm")})
+            while run.poll() is None and self.ended_count() - before < at:
+                time.sleep(0.005)
+            os.kill(run.pid, signal.SIGKILL)
+            run.wait()
+            runs.append({"left": left, "killed_after": at, "stored": self.stored("warm")})
         final = self.start("slow:AGENT", "warm", "warm.json")
         if final.wait() != 0:
             raise SystemExit(f"{self.tree}: the final run failed; see {self.folder / 'log.txt'}")
         ended = self.ended_count()
         return {
-            "episodes": episodes, "cold_run_s": round(duration, 2), "first_episode_ended_s": round(first, 2),
-            "episodes_ended_over_all_runs": ended,
+            "episodes": episodes, "cold_run_s": round(duration, 2), "episodes_ended_over_all_runs": ended,
             "redone": ended - episodes, "most_stored_after_a_kill": max((r["stored"] for r in runs), default=0),
-            "killed": sum(not r["finished"] for r in runs), "runs": runs,
+            "killed": len(runs), "runs": runs,
         }  # fmt: skip
 
     def raising(self, every: int) -> dict:
@@ -172,6 +165,9 @@ def main() -> int:
     p.add_argument("--n", type=int, default=40, help="cases per tier (default 40)")
     p.add_argument("--batch-size", type=int, default=64, help="eval's --batch-size (default 64)")
     p.add_argument("--kills", type=int, default=10, help="killed runs per tree (default 10)")
+    p.add_argument(
+        "--at-most", type=int, default=None, help="kill each run once at most this many of its episodes ended"
+    )
     p.add_argument("--pause", type=float, default=0.2, help="seconds the slow agent waits per batch (default 0.2)")
     p.add_argument(
         "--every", type=int, action="append", help="the raising agent raises on 1 in EVERY conversations (default 50)"
@@ -188,7 +184,7 @@ def main() -> int:
         figures["trees"][label] = {"tree": str(tree), "kills": kills, "raising": raising}
         if kills is not None:
             print(
-                f"{label}: {args.kills} kills ({kills['killed']} landed mid-run) of eval --n {args.n} "
+                f"{label}: {kills['killed']} kills mid-run of eval --n {args.n} "
                 f"--batch-size {args.batch_size} "
                 f"({kills['episodes']} episodes, {kills['cold_run_s']} s cold): {kills['redone']} episodes redone, "
                 f"the cache held at most {kills['most_stored_after_a_kill']} after a kill"
