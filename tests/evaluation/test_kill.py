@@ -14,6 +14,7 @@ import sandbox.evaluation as core
 from sandbox import tasks
 from sandbox.agents import OracleAgent
 from sandbox.case import Case
+from tests.commands import ROOT
 
 SLOW_ORACLE = '''
 import os
@@ -45,9 +46,10 @@ EVAL = ["-m", "pytest_openagent.cli", "eval", "--agent", "slow_oracle:AGENT", "-
 
 
 def _eval(folder: Path, cache: str, pause: float, ended: str) -> subprocess.Popen:
-    env = {**os.environ, "PAUSE": str(pause), "ENDED": str(folder / ended)}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(folder), env.get("PYTHONPATH")]))
-    argv = [sys.executable, *EVAL, "--cache-dir", str(folder / cache), "--json", str(folder / f"{cache}.json")]
+    """``openagent eval`` of the slow oracle, run in ``folder`` as :func:`tests.commands.openagent` runs it."""
+    paths = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "PAUSE": str(pause), "ENDED": str(folder / ended)}
+    argv = [sys.executable, "-P", *EVAL, "--cache-dir", str(folder / cache), "--json", str(folder / f"{cache}.json")]
     return subprocess.Popen(argv, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
