@@ -1,6 +1,12 @@
-"""Plugin speed: the per-example overhead of ``perturb``, and a suite rerun with a warm episode cache.
+"""Plugin speed: what the installed plugin costs a run that does not use it, the per-example overhead of
+``perturb``, and a suite rerun with a warm episode cache.
 
-Run: python benchmarks/bench_plugin.py
+Run: python benchmarks/bench_plugin.py [--only startup|overhead|warm]
+- Startup: a pytest run of a project with no robustness test (20 plain tests, no ``--openagent-*``
+  option), in a fresh interpreter, with the plugin and with ``-p no:openagent``, alternated; the
+  median of each and their difference, the plugin's cost. Beside it, ``import pytest_openagent`` and
+  ``import sandbox`` in a fresh interpreter (time and modules loaded), and the modules of this
+  package and Hypothesis that the plain run loaded.
 - Overhead: a ``perturb`` test over all tiers with the oracle, run by Hypothesis in this process
   through the same runner the pytest session installs (disk cache, one record per episode). The
   figure is the median time between consecutive example bodies: draw + build + run (the case and
@@ -14,7 +20,11 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
+import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -31,6 +41,68 @@ from sandbox.evaluation.cache import EpisodeCache
 from sandbox.seeds import child_seed
 
 SLEEP_PER_CALL = 0.02
+ROOT = Path(__file__).resolve().parents[1]
+PLAIN_TESTS = 20
+
+_RUN_PYTEST = """
+import json, sys, time
+start = time.perf_counter()
+import pytest
+rc = pytest.main(sys.argv[1:])
+elapsed = time.perf_counter() - start
+loaded = sorted({m.split(".")[0] for m in sys.modules} & {"sandbox", "hypothesis", "pytest_openagent", "pydantic"})
+print(json.dumps({"rc": int(rc), "seconds": elapsed, "modules": len(sys.modules), "loaded": loaded}))
+"""
+
+_IMPORT = """
+import json, sys, time
+before = set(sys.modules)
+start = time.perf_counter()
+import {module}
+elapsed = time.perf_counter() - start
+print(json.dumps({{"seconds": elapsed, "modules": len(set(sys.modules) - before)}}))
+"""
+
+
+def _python(code: str, *args: str, cwd: Path | None = None) -> dict:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args], cwd=cwd, env=env, capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def startup(repeat: int = 7) -> dict:
+    """A plain pytest run with the plugin installed against the same run with ``-p no:openagent``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        project = Path(tmp)
+        (project / "test_plain.py").write_text(
+            "".join(f"def test_{i}():\n    assert {i} + 1 > {i}\n\n" for i in range(PLAIN_TESTS))
+        )
+        args = ["-q", "-p", "no:cacheprovider", str(project)]
+        runs: dict[str, list[dict]] = {"plugin": [], "no_plugin": []}
+        for _ in range(repeat):  # alternated, so a change in the machine's load hits both alike
+            runs["plugin"].append(_python(_RUN_PYTEST, *args, cwd=project))
+            runs["no_plugin"].append(_python(_RUN_PYTEST, *args, "-p", "no:openagent", cwd=project))
+    assert all(r["rc"] == 0 for rs in runs.values() for r in rs), runs
+    median = {k: statistics.median(r["seconds"] for r in rs) for k, rs in runs.items()}
+    imports = {
+        module: min((_python(_IMPORT.format(module=module)) for _ in range(repeat)), key=lambda r: r["seconds"])
+        for module in ("pytest_openagent", "sandbox")
+    }
+    return {
+        "tests": PLAIN_TESTS,
+        "plugin_s": median["plugin"],
+        "no_plugin_s": median["no_plugin"],
+        "overhead_ms": 1000 * (median["plugin"] - median["no_plugin"]),
+        "plugin_modules": runs["plugin"][0]["modules"],
+        "no_plugin_modules": runs["no_plugin"][0]["modules"],
+        "plugin_loaded": runs["plugin"][0]["loaded"],
+        "import_pytest_openagent_ms": 1000 * imports["pytest_openagent"]["seconds"],
+        "import_pytest_openagent_modules": imports["pytest_openagent"]["modules"],
+        "import_sandbox_ms": 1000 * imports["sandbox"]["seconds"],
+        "import_sandbox_modules": imports["sandbox"]["modules"],
+    }
 
 
 class SlowOracle(OracleAgent):
@@ -133,22 +205,54 @@ def warm_vs_cold() -> dict:
     return {**times, "speedup": times["cold"] / times["warm"], "sleep_per_call_s": SLEEP_PER_CALL}
 
 
+def _print_startup(s: dict) -> None:
+    print(
+        f"pytest run of {s['tests']} plain tests (in-process, median): plugin installed "
+        f"{s['plugin_s'] * 1000:.0f} ms ({s['plugin_modules']} modules), -p no:openagent "
+        f"{s['no_plugin_s'] * 1000:.0f} ms ({s['no_plugin_modules']} modules): the plugin costs "
+        f"{s['overhead_ms']:+.0f} ms (target: a few tens of ms)"
+    )
+    print(f"  loaded by the plain run: {', '.join(s['plugin_loaded']) or 'none of sandbox, hypothesis, pydantic'}")
+    print(
+        f"import pytest_openagent: {s['import_pytest_openagent_ms']:.0f} ms, {s['import_pytest_openagent_modules']} "
+        f"modules; import sandbox: {s['import_sandbox_ms']:.0f} ms, {s['import_sandbox_modules']} modules (best run)"
+    )
+
+
 def main() -> None:
-    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
-    figures = {"overhead": overhead(), "warm_vs_cold": warm_vs_cold()}
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=("startup", "overhead", "warm"), default=None, help="run one part")
+    only = parser.parse_args().only
+    figures = {}
+    if only in (None, "startup"):
+        figures["startup"] = startup()
+        _print_startup(figures["startup"])
+    if only in (None, "overhead"):
+        figures["overhead"] = overhead()
+    if only in (None, "warm"):
+        figures["warm_vs_cold"] = warm_vs_cold()
     install_runner(None)
-    o, w = figures["overhead"], figures["warm_vs_cold"]
+    if "overhead" in figures:
+        _print_overhead(figures["overhead"])
+    if "warm_vs_cold" in figures:
+        _print_warm(figures["warm_vs_cold"])
+    write("plugin" if only is None else f"plugin_{only}", figures)
+
+
+def _print_overhead(o: dict) -> None:
     print(f"perturb overhead, oracle, cold cache: median {o['median_ms']:.2f} ms per example, p90 {o['p90_ms']:.2f} ms")
     print(
         f"  mean {o['mean_ms']:.2f} ms = episodes (oracle + sandbox) {o['episodes_mean_ms']:.2f} ms"
         f" + plugin (draw, cache, record, Hypothesis) {o['plugin_mean_ms']:.2f} ms"
     )
     print(f"  ({o['examples']} examples, {o['records']} records; target: median < 2 ms)")
+
+
+def _print_warm(w: dict) -> None:
     print(
         f"suite of 4 perturb tests, agent sleeping {SLEEP_PER_CALL * 1000:.0f} ms per call: "
         f"cold {w['cold']:.2f} s, warm {w['warm']:.3f} s, {w['speedup']:.0f}x faster (target >= 20x)"
     )
-    write("plugin", figures)
 
 
 if __name__ == "__main__":

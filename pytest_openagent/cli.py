@@ -13,8 +13,9 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-from sandbox.errors import UsageError
+from sandbox.errors import MissingExtra, UsageError, install_line
 from sandbox.evaluation.cache import DEFAULT_CACHE_DIR
 from sandbox.evaluation.gate import DEFAULT_GATE, DEFAULT_MARGIN, EXAMPLE, GateResult
 from sandbox.evaluation.specs import SPEC_HELP
@@ -24,6 +25,21 @@ EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE, EXIT_INCONCLUSIVE, EXIT_AGENT_FAILED = 0,
 
 UsageFailure = UsageError
 """Misuse that ``main`` reports as ``openagent <command>: error: ...`` with exit code 2."""
+
+
+def at_least(low: int) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number of at least ``low`` (a bad one exits 2 naming the option)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        return value
+
+    return parse
 
 
 @dataclass(frozen=True)
@@ -39,8 +55,8 @@ def _configure_eval(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tiers", default="all", help="tiers to evaluate: all, or names/numbers joined by commas")
     p.add_argument("--names", default=None, help="only these perturbations, joined by commas")
     p.add_argument("--families", default=None, help="only tasks of these task families, joined by commas")
-    p.add_argument("--n", type=int, default=50, help="cases per tier (default 50)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the drawn cases (default 0)")
+    p.add_argument("--n", type=at_least(1), default=50, help="cases per tier (default 50)")
+    p.add_argument("--seed", type=at_least(0), default=0, help="seed of the drawn cases (default 0)")
     p.add_argument(
         "--domain", default=None,
         help="poi, medical, all, a registered or entry-point domain's name, or module:attribute naming a "
@@ -52,12 +68,12 @@ def _configure_eval(p: argparse.ArgumentParser) -> None:
         "SDK server object",
     )  # fmt: skip
     p.add_argument("--tasks", default=None, metavar="FILE", help="the --mcp server's tasks: a JSONL (or YAML) file")
-    p.add_argument("--max-stack", type=int, default=1, help="most perturbations per case (default 1)")
+    p.add_argument("--max-stack", type=at_least(1), default=1, help="most perturbations per case (default 1)")
     p.add_argument(
         "--pool", choices=("eval", "train"), default="eval",
         help="the perturbations' held-out texts (eval, default) or those training uses (train)",
     )  # fmt: skip
-    p.add_argument("--batch-size", type=int, default=64, help="episodes per agent batch (default 64)")
+    p.add_argument("--batch-size", type=at_least(1), default=64, help="episodes per agent batch (default 64)")
     p.add_argument(
         "--cache-dir", default=str(DEFAULT_CACHE_DIR), help=f"episode cache folder (default {DEFAULT_CACHE_DIR})"
     )
@@ -68,32 +84,47 @@ def _configure_eval(p: argparse.ArgumentParser) -> None:
 
 
 def _tiers(text: str) -> str | list[str | int]:
+    from sandbox.perturbations.registry import normalize_tiers
+
     if text.strip() == "all":
         return "all"
-    return [int(t) if t.strip().isdigit() else t.strip() for t in text.split(",") if t.strip()]
+    tiers: list[str | int] = [int(t) if t.strip().isdigit() else t.strip() for t in text.split(",") if t.strip()]
+    try:
+        normalize_tiers(tiers)
+    except UsageError as exc:
+        raise UsageFailure(f"--tiers {text!r}: {exc}") from None
+    return tiers
 
 
 def _run_eval(args: argparse.Namespace) -> int:
+    from sandbox.evaluation.draw import domain_names, perturbation_classes
     from sandbox.evaluation.evaluate import evaluate
     from sandbox.evaluation.gate import check, parse_gate
     from sandbox.evaluation.runner import AgentFailure
-    from sandbox.evaluation.specs import load_agent
+    from sandbox.evaluation.specs import check_agent, load_agent
+    from sandbox.files import check_output_file
 
+    # Every input checked before any episode runs: a typo never costs a run.
+    tiers = _tiers(args.tiers)
+    names = args.names.split(",") if args.names else None
+    if names is not None:
+        perturbation_classes(tiers, names)
+    criteria = parse_gate(args.gate) if args.gate else []
+    if args.json:
+        check_output_file(Path(args.json))
     domain = _eval_domain(args)
+    domain_names(domain)
+    check_agent(args.agent)
     try:
-        criteria = parse_gate(args.gate) if args.gate else []
         agent = load_agent(args.agent)
         report = evaluate(
-            agent, _tiers(args.tiers), n=args.n, seed=args.seed, domain=domain,
-            names=args.names.split(",") if args.names else None, max_stack=args.max_stack,
+            agent, tiers, n=args.n, seed=args.seed, domain=domain, names=names, max_stack=args.max_stack,
             batch_size=args.batch_size, cache_dir=None if args.no_cache else args.cache_dir, pool=args.pool,
             families=args.families.split(",") if args.families else None,
         )  # fmt: skip
     except AgentFailure as exc:
         print(f"openagent eval: no measurement: {exc}", file=sys.stderr)
         return EXIT_AGENT_FAILED
-    except ValueError as exc:  # UsageError is one; the sandbox's own checks raise plain ValueErrors
-        raise UsageFailure(str(exc)) from None
     report.meta["agent"] = args.agent
     if args.mcp is not None:
         report.meta["mcp"] = args.mcp
@@ -178,7 +209,7 @@ def _configure_mcp_proxy(p: argparse.ArgumentParser) -> None:
         "--perturb", action="append", default=[], metavar="NAME[:SEVERITY]",
         help="a perturbation to apply (repeat, or join with commas); severity 1 unless given",
     )  # fmt: skip
-    p.add_argument("--seed", type=int, default=0, help="seed of the perturbations (default 0)")
+    p.add_argument("--seed", type=at_least(0), default=0, help="seed of the perturbations (default 0)")
     p.add_argument("--pool", choices=("eval", "train"), default="eval", help="the perturbations' texts (default eval)")
     p.add_argument("--tasks", default=None, metavar="FILE", help="tasks of the upstream (JSONL or YAML)")
     p.add_argument("--task", default=None, metavar="ID", help="the task to serve (needed when the file has several)")
@@ -240,8 +271,9 @@ COMMANDS: list[Command] = [
 def _training_cli():
     try:
         from training import cli
-    except ImportError as exc:
-        raise UsageFailure(f"needs the training extra: pip install 'pytest-openagent[train]' ({exc})") from None
+    except ModuleNotFoundError as exc:
+        raise MissingExtra(f"this command needs the `train` extra ({exc.name} not installed); install it: "
+                           f"{install_line('train')}") from None  # fmt: skip
     return cli
 
 

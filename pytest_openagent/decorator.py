@@ -17,6 +17,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from pytest_openagent.strategies import DomainSpec, TierSpec, cases
 from sandbox.agent import fingerprint
 from sandbox.case import Case, current_runner, install_runner
+from sandbox.errors import UsageError, WrongType
 from sandbox.evaluation.cache import DEFAULT_CACHE_DIR, EpisodeCache
 from sandbox.evaluation.draw import domain_label
 from sandbox.evaluation.runner import Runner
@@ -109,15 +110,15 @@ def perturb(
     ``agent`` fixture; the test body may add its own checks.
     """
     if relation is not None and relation not in RELATIONS:
-        raise ValueError(f"relation={relation!r} is not known; use None or one of {RELATIONS}")
+        raise UsageError(f"relation={relation!r} is not known; use None or one of {RELATIONS}")
     if not isinstance(max_examples, int) or max_examples < 1:
-        raise ValueError(f"max_examples must be a positive int, got {max_examples!r}")
+        raise UsageError(f"max_examples must be a positive int, got {max_examples!r}")
     strategy = cases(tier, names, domain=domain, split=split, max_stack=max_stack, tasks=tasks)
 
     def decorate(fn: F) -> F:
         signature = inspect.signature(fn)
         if "case" not in signature.parameters:
-            raise TypeError(
+            raise WrongType(
                 f"@openagent.perturb: {fn.__qualname__} must take a 'case' argument: def {fn.__name__}(agent, case)"
             )
         if relation == "invariant":

@@ -1,7 +1,9 @@
 """The pytest plugin (entry point ``openagent``): options, the marker, fixtures and the session.
 
-Thin by design: the session object in :mod:`pytest_openagent.session` does the work. Disable
-everything with ``-p no:openagent``.
+Thin by design: the session object in :mod:`pytest_openagent.session` does the work, and it starts
+only when a run uses the plugin: an option given (every value is then checked before any test runs),
+an openagent test collected, or one of its fixtures requested. A run that does none of these loads
+neither the sandbox nor Hypothesis on our account. Disable everything with ``-p no:openagent``.
 """
 
 from __future__ import annotations
@@ -12,7 +14,16 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_openagent.options import add_options
+from pytest_openagent.options import (
+    CACHE_KEY,
+    DEFAULT_AGENT,
+    DEFAULT_CACHE_DIR,
+    DEFAULT_SEED,
+    WORKER_KEY,
+    add_options,
+    given,
+    header,
+)  # fmt: skip
 
 if TYPE_CHECKING:
     from pytest_openagent.session import OpenAgentSession
@@ -37,18 +48,40 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
-    from pytest_openagent.options import resolve
-    from pytest_openagent.session import OpenAgentSession
-
-    config.pluginmanager.register(OpenAgentSession(config, resolve(config)), SESSION)
+    if given(config):
+        _session(config)
 
 
 def _session(config: pytest.Config) -> OpenAgentSession:
-    return config.pluginmanager.get_plugin(SESSION)  # type: ignore[return-value]
+    """The session, started (options resolved and checked, sandbox loaded) on first use."""
+    session = config.pluginmanager.get_plugin(SESSION)
+    if session is None:
+        from pytest_openagent.resolve import resolve
+        from pytest_openagent.session import OpenAgentSession
+
+        session = OpenAgentSession(config, resolve(config))
+        config.pluginmanager.register(session, SESSION)
+    return session  # type: ignore[no-any-return]
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    return _session(config).header()
+    session = config.pluginmanager.get_plugin(SESSION)
+    if session is not None:
+        return session.header()  # type: ignore[no-any-return]
+    return header(DEFAULT_AGENT, DEFAULT_SEED, str(config.rootpath / DEFAULT_CACHE_DIR))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    marked = [item for item in items if item.get_closest_marker("openagent") is not None]
+    if marked:
+        _session(config).seed_tests(marked)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    output = getattr(node, "workeroutput", {})
+    if WORKER_KEY in output or CACHE_KEY in output:
+        _session(node.config).worker_done(output)
 
 
 @pytest.fixture(scope="session")
@@ -58,13 +91,14 @@ def agent(pytestconfig: pytest.Config) -> Any:
 
 
 @pytest.fixture
-def make_case() -> Callable[..., Case]:
+def make_case(pytestconfig: pytest.Config) -> Callable[..., Case]:
     """A factory for hand-written cases: ``make_case(task=None, perturbations=(), domain="poi", family=None, index=0)``.
 
     ``domain`` is a name, ``module:attribute`` or a :class:`~sandbox.domain.Domain`. ``task`` is a
     :class:`~sandbox.task.Task` or a task id of the test split; without it the
     ``index``-th test task (of ``family`` if given) is taken. ``perturbations`` holds specs or names.
     """
+    _session(pytestconfig)  # its runner records and caches the episodes of the cases built here
 
     def build(
         task: Any = None,
@@ -75,6 +109,7 @@ def make_case() -> Callable[..., Case]:
     ) -> Case:
         import sandbox
         from sandbox.case import Case
+        from sandbox.errors import UsageError
         from sandbox.perturbations import create
 
         domain = sandbox.get_domain(domain).name
@@ -83,12 +118,12 @@ def make_case() -> Callable[..., Case]:
             matching = [t for t in pool if family is None or t.family == family]
             if not matching:
                 families = sorted({t.family for t in pool})
-                raise ValueError(f"no test task of family {family!r} in {domain}; families: {', '.join(families)}")
+                raise UsageError(f"no test task of family {family!r} in {domain}; families: {', '.join(families)}")
             task = matching[index % len(matching)]
         elif isinstance(task, str):
             found = next((t for t in pool if t.id == task), None)
             if found is None:
-                raise ValueError(f"no task {task!r} in the {domain} test split; pass a Task or one of its ids")
+                raise UsageError(f"no task {task!r} in the {domain} test split; pass a Task or one of its ids")
             task = found
         return Case(task, tuple(create(p) if isinstance(p, str) else p for p in perturbations))
 

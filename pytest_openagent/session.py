@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from pytest_openagent.options import Options
+from pytest_openagent.options import CACHE_KEY, SEED_KEY, WORKER_KEY, header
+from pytest_openagent.resolve import Options
 from sandbox.agent import fingerprint
 from sandbox.case import install_runner
 from sandbox.errors import OpenAgentError
@@ -31,9 +32,6 @@ from sandbox.evaluation.gate import GateResult, check, compare
 from sandbox.evaluation.report import Record, Report
 from sandbox.evaluation.runner import Runner
 
-WORKER_KEY = "openagent_records"
-CACHE_KEY = "openagent_cache"
-SEED_KEY = "openagent_seed"
 DEFAULT_N = 50
 GATE_TEST = "openagent::gate"
 """The test case a JUnit XML file gets for the gate's verdict."""
@@ -83,7 +81,7 @@ class OpenAgentSession:
 
     def header(self) -> str:
         cache = "off" if self.options.no_cache else str(self.options.cache_dir)
-        return f"openagent: agent={self.options.agent}, seed={self.options.seed}, cache={cache}"
+        return header(self.options.agent, self.options.seed, cache)
 
     def test_seed(self, item: pytest.Item) -> int:
         from sandbox.seeds import child_seed
@@ -93,10 +91,11 @@ class OpenAgentSession:
 
     # -- hooks -----------------------------------------------------------------------------------
 
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+    def seed_tests(self, items: list[pytest.Item]) -> None:
+        """Give each openagent test its seed (the plugin calls this for the tests collected with the marker)."""
         for item in items:
             obj = getattr(item, "obj", None)
-            if item.get_closest_marker("openagent") is not None and getattr(obj, "is_hypothesis_test", False):
+            if getattr(obj, "is_hypothesis_test", False):
                 # What hypothesis.seed() sets, without what it also does: drop the example database,
                 # which would stop a failure from being replayed on the next run.
                 obj._hypothesis_internal_use_seed = self.test_seed(item)
@@ -126,9 +125,8 @@ class OpenAgentSession:
                 self.problem = failure
                 item.session.shouldstop = f"openagent: {failure}"
 
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        output = getattr(node, "workeroutput", {})
+    def worker_done(self, output: dict[str, Any]) -> None:
+        """Take what an xdist worker sent (the plugin calls this as each worker ends)."""
         self.records.extend(Record.from_dict(r) for r in output.get(WORKER_KEY, []))
         for key, count in output.get(CACHE_KEY, {}).items():
             self.episodes[key] += count

@@ -15,7 +15,7 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from sandbox.case import Case
-from sandbox.errors import UnknownName
+from sandbox.errors import UnknownName, UsageError
 from sandbox.evaluation.draw import (
     SEEDS,
     DomainSpec,
@@ -58,7 +58,7 @@ def _sample(
         if (solvable is None or t.solvable == solvable) and (max_calls is None or t.n_calls <= max_calls)
     ]
     if not pool:
-        raise ValueError(f"no {split} task of {name!r} has solvable={solvable} and at most {max_calls} calls")
+        raise UsageError(f"no {split} task of {name!r} has solvable={solvable} and at most {max_calls} calls")
     # Sampling indices keeps the strategy's repr short (Hypothesis warns about a repr of 880 tasks).
     return st.sampled_from(range(len(pool))).map(_Pick(tuple(pool), f"{name}/{split}"))
 
@@ -115,12 +115,12 @@ def perturbations(
     ``task`` keeps those that apply to it. ``pool`` picks the vocabulary: ``eval`` for tests.
     """
     if pool not in POOLS:
-        raise ValueError(f"Unknown pool {pool!r}. Use one of {', '.join(POOLS)}.")
+        raise UsageError(f"Unknown pool {pool!r}. Use one of {', '.join(POOLS)}.")
     classes = perturbation_classes(tier, names)
     if task is not None:
         classes = tuple(c for c in classes if applies(c, task))
         if not classes:
-            raise ValueError(f"none of the chosen perturbations applies to task {task.id}")
+            raise UsageError(f"none of the chosen perturbations applies to task {task.id}")
     return st.sampled_from(classes).flatmap(lambda cls: _one(cls, pool))
 
 
@@ -135,7 +135,7 @@ def stacks(
 ) -> st.SearchStrategy[tuple[Perturbation, ...]]:
     """Stacks of distinct perturbations, applied in order; they shrink toward fewer and simpler ones."""
     if not 0 <= min_size <= max_size:
-        raise ValueError(f"stack sizes must satisfy 0 <= min_size <= max_size, got {min_size} and {max_size}")
+        raise UsageError(f"stack sizes must satisfy 0 <= min_size <= max_size, got {min_size} and {max_size}")
     classes = perturbation_classes(tier, names)
     if task is not None:
         classes = tuple(c for c in classes if applies(c, task))
@@ -194,9 +194,9 @@ def cases(
     of ``domain`` (shrinking in the same order as the domain's pool: solvable first, fewer calls first).
     """
     if max_stack < 1:
-        raise ValueError(f"max_stack must be at least 1, got {max_stack}")
+        raise UsageError(f"max_stack must be at least 1, got {max_stack}")
     if pool not in POOLS:
-        raise ValueError(f"Unknown pool {pool!r}. Use one of {', '.join(POOLS)}.")
+        raise UsageError(f"Unknown pool {pool!r}. Use one of {', '.join(POOLS)}.")
     classes = perturbation_classes(tier, names)
     if tasks is None:
         task_strategy = _all_tasks(domain, split)

@@ -18,6 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from sandbox.errors import WrongType
+
 if TYPE_CHECKING:
     from sandbox.task import Task
 
@@ -179,7 +181,7 @@ def as_agent(obj: Any) -> Agent:
         return obj
     if callable(obj):
         return FunctionAgent(obj)
-    raise TypeError(
+    raise WrongType(
         f"expected an agent (an object with act(turns)) or a function fn(messages, tools) -> str, "
         f"got {type(obj).__name__}"
     )

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from sandbox.domain import DEFAULT_SIZES, Check, Domain, EndState, Expectation
-from sandbox.errors import UsageError, did_you_mean
+from sandbox.errors import UsageError, WrongType, did_you_mean
 from sandbox.family import Family
 from sandbox.state import State
 from sandbox.task import Call, Source, Task, Unsolvable, read_path
@@ -178,7 +178,7 @@ def _build(
         elif isinstance(spec, UserTask):
             task, expectation = _task(name, i, spec, toolbox, state, world, (writers, readers), listed)
         else:
-            raise TypeError(f"domain {name!r}: task {i + 1} is a {type(spec).__name__}; give a sandbox.UserTask")
+            raise WrongType(f"domain {name!r}: task {i + 1} is a {type(spec).__name__}; give a sandbox.UserTask")
         if task.id in listed:
             raise UsageError(f"domain {name!r}: two tasks have the id {task.id!r}; give each its own id=")
         listed[task.id] = task
@@ -309,7 +309,7 @@ def _end_state(where: str, given: EndState | Mapping[str, Any] | None) -> EndSta
     if given is None or callable(given):
         return given
     if not isinstance(given, Mapping):
-        raise TypeError(f"{where}: end_state is a function state -> bool or a dict of expected values")
+        raise WrongType(f"{where}: end_state is a function state -> bool or a dict of expected values")
     expected = snapshot(dict(given))
 
     def matches(state: Any) -> bool:

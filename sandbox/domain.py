@@ -101,12 +101,12 @@ class Domain:
         in ``seed``; of the task ``families`` named, if given (the same draw, the others left out). A domain
         that lists its tasks gives its list (the first ``n``) for every split and seed."""
         if split not in SPLITS:
-            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+            raise UsageError(f"split must be one of {SPLITS}, got {split!r}")
         only = checked_families(families, [f.name for f in self.families] or [t.family for t in self.listed])
         if self.listed:
             listed = [t for t in _listed(self, split) if only is None or t.family in only]
             if n is not None and n > len(listed):
-                raise ValueError(f"{self.name}: {len(listed)} tasks are listed, {n} were asked for")
+                raise UsageError(f"{self.name}: {len(listed)} tasks are listed, {n} were asked for")
             return listed[:n]
         if n is None:
             size = self.sizes.get(split, DEFAULT_SIZES[split])
@@ -183,7 +183,7 @@ def _tasks(
         if index > (50 * n + 1000) / share:
             if not exact:
                 break  # the default size is a ceiling: a small domain gives what it has
-            raise ValueError(f"{d.name}/{split}: only {len(tasks)} distinct tasks exist, {n} were asked for")
+            raise UsageError(f"{d.name}/{split}: only {len(tasks)} distinct tasks exist, {n} were asked for")
         task = d.draw(split, index, seed)
         index += 1
         if task is not None and task.id not in tasks and (families is None or task.family in families):

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from sandbox.agent import Message, ToolSpec
 from sandbox.domain import Domain
+from sandbox.errors import UsageError
 from sandbox.prompt import SYSTEM_PROMPT
 from sandbox.state import State
 from sandbox.task import Task
@@ -72,7 +73,7 @@ class Env:
 
         outcome = check(episode, self.state.data)
         if outcome not in OUTCOMES:
-            raise ValueError(
+            raise UsageError(
                 f"the check of task {self.task.id} returned {outcome!r}; return one of {', '.join(OUTCOMES)}"
             )
         return episode if outcome == episode.outcome else episode.model_copy(update={"outcome": outcome})

@@ -11,6 +11,7 @@ from typing import Any
 
 from sandbox.agent import Message, Reply, RequestFailed, ToolSpec, Turn, as_agent, brief, close
 from sandbox.env import Env
+from sandbox.errors import UsageError
 from sandbox.judge import Ending, audit, judge
 from sandbox.parse import ToolCall, clean_text, parse_reply
 from sandbox.redact import redact
@@ -233,9 +234,9 @@ def run_episodes(
     agent = as_agent(agent)
     budgets = [max_steps] * len(envs) if isinstance(max_steps, int) else list(max_steps)
     if len(budgets) != len(envs):
-        raise ValueError(f"max_steps: {len(budgets)} budgets for {len(envs)} envs; give one, or one per env")
+        raise UsageError(f"max_steps: {len(budgets)} budgets for {len(envs)} envs; give one, or one per env")
     if window is not None and window < 1:
-        raise ValueError(f"window must be at least 1 episode, got {window}")
+        raise UsageError(f"window must be at least 1 episode, got {window}")
     done: dict[int, Episode] = {}
 
     def end(i: int, episode: Episode) -> None:

@@ -1,10 +1,12 @@
 """The error family: one root, misuse that a CLI turns into exit 2, and name look-ups with "did you mean".
 
-Library code raises these, never ``SystemExit``; ``openagent`` prints a :class:`UsageError` as
+Library code raises these, never ``SystemExit``; every misuse check raises a :class:`UsageError` (a
+``ValueError``, or :class:`WrongType`, a ``TypeError`` too), ``openagent`` prints it as
 ``openagent <command>: error: ...`` and exits 2, the pytest plugin turns it into ``pytest.UsageError``.
 """
 
 import difflib
+import importlib.util
 from collections.abc import Iterable
 
 
@@ -14,6 +16,27 @@ class OpenAgentError(Exception):
 
 class UsageError(OpenAgentError, ValueError):
     """Misuse: a bad argument, option, file or configuration; the message says what was given and how to fix it."""
+
+
+class WrongType(UsageError, TypeError):
+    """Misuse by a value of the wrong kind (a function where a class was expected...): a ``TypeError`` too."""
+
+
+class MissingExtra(UsageError):
+    """An optional part of the package used without its dependencies; the message gives the install line."""
+
+
+def install_line(extra: str) -> str:
+    return f"pip install 'pytest-openagent[{extra}]' (from a checkout: pip install -e '.[{extra}]')"
+
+
+def require_extra(extra: str, modules: Iterable[str], what: str) -> None:
+    """A :class:`MissingExtra` naming ``extra`` if one of ``modules`` (top-level names) is not installed."""
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise MissingExtra(
+            f"{what} needs the `{extra}` extra ({', '.join(missing)} not installed); install it: {install_line(extra)}"
+        )
 
 
 def did_you_mean(kind: str, name: object, known: Iterable[str]) -> str:

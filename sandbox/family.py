@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sandbox.errors import UsageError
 from sandbox.task import Call, Source, Split, Unsolvable
 
 
@@ -38,7 +39,7 @@ class Family:
 
     def __post_init__(self) -> None:
         if len(self.phrasings) < 3 or any(len(v) < 1 for v in self.paraphrases.values()):
-            raise ValueError(f"family {self.name!r} needs 3 clean phrasings and a paraphrase per pool")
+            raise UsageError(f"family {self.name!r} needs 3 clean phrasings and a paraphrase per pool")
 
 
 def family(name: str, draft: Callable[[Any, random.Random, Split], Draft | None], phrasings: list[str],

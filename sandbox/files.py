@@ -6,6 +6,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from sandbox.errors import UsageError
+
 
 def write_atomically(path: Path, text: str | bytes) -> None:
     """Write to a temporary file beside ``path``, then rename it into place."""
@@ -18,3 +20,23 @@ def write_atomically(path: Path, text: str | bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def check_output_file(path: Path, what: str = "the report") -> Path:
+    """``path`` if a file can be written there, checked before the work whose result it will hold; else a
+    :class:`~sandbox.errors.UsageError` that says why (a folder, an unwritable place)."""
+    path = Path(path)
+    if path.is_dir():
+        raise UsageError(
+            f"{str(path)!r} is a folder; give the file to write {what} to, e.g. {str(path / 'report.json')!r}"
+        )
+    if path.exists() and not os.access(path, os.W_OK):
+        raise UsageError(f"{str(path)!r} is not writable; give another file for {what}")
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UsageError(f"cannot write {what} to {str(path)!r}: {str(parent)!r} is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot write {what} to {str(path)!r}: the folder {str(parent)!r} is not writable")
+    return path

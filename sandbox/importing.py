@@ -13,9 +13,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sandbox.errors import UsageError
+
 
 def import_attribute(spec: str, what: str) -> Any:
-    """The object ``module:attr.sub`` names; a ``ValueError`` that says which part failed, about ``what``."""
+    """The object ``module:attr.sub`` names; a :class:`~sandbox.errors.UsageError` that says which part failed,
+    about ``what``."""
     module_name, _, attr = spec.partition(":")
     cwd = os.getcwd()
     if cwd not in sys.path and "" not in sys.path:
@@ -23,12 +26,12 @@ def import_attribute(spec: str, what: str) -> Any:
     try:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ValueError(f"{what}: cannot import module {module_name!r} ({exc}){_shadowed(module_name)}") from exc
+        raise UsageError(f"{what}: cannot import module {module_name!r} ({exc}){_shadowed(module_name)}") from exc
     for part in attr.split("."):
         try:
             obj = getattr(obj, part)
         except AttributeError:
-            raise ValueError(
+            raise UsageError(
                 f"{what}: module {module_name!r} has no attribute {attr!r}{_shadowed(module_name)}"
             ) from None
     return obj

@@ -8,6 +8,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sandbox.errors import UsageError
+
 if TYPE_CHECKING:
     from sandbox.episode import Episode
 
@@ -40,7 +42,7 @@ def t95(df: int) -> float:
     Computed by bisection on the density's integral (Simpson's rule) rather than taken from scipy, which the
     plugin does not otherwise need."""
     if df < 1:
-        raise ValueError(f"t95 needs at least 1 degree of freedom, got {df}")
+        raise UsageError(f"t95 needs at least 1 degree of freedom, got {df}")
     c = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
 
     def mass(x: float, n: int = 400) -> float:  # the density's integral from 0 to x
@@ -187,6 +189,6 @@ def pass_hat_k(episodes: Sequence[Episode], k: int) -> float:
     scores = []
     for task_id, trials in by_task.items():
         if len(trials) < k:
-            raise ValueError(f"pass^{k} needs {k} trials per task; task {task_id} has {len(trials)}")
+            raise UsageError(f"pass^{k} needs {k} trials per task; task {task_id} has {len(trials)}")
         scores.append(math.comb(sum(trials), k) / math.comb(len(trials), k))
     return sum(scores) / len(scores) if scores else float("nan")

@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from sandbox.errors import UsageError
+
 Split = Literal["train", "dev", "test"]
 SPLITS: tuple[Split, ...] = ("train", "dev", "test")
 Unsolvable = Literal["missing_capability", "nonexistent_entity", "fatal_error"]
@@ -79,7 +81,7 @@ class Task(BaseModel):
         while pending:
             wave = [c for c in pending if set(c.after) <= done]
             if not wave:
-                raise ValueError(f"task {self.id}: the plan has a cycle or a dangling dependency")
+                raise UsageError(f"task {self.id}: the plan has a cycle or a dangling dependency")
             waves.append(wave)
             done |= {c.id for c in wave}
             pending = [c for c in pending if c.id not in done]

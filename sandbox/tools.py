@@ -23,6 +23,7 @@ from typing import Any, Literal, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from sandbox.errors import UsageError, WrongType
 from sandbox.state import Write
 
 ErrorKind = Literal[
@@ -110,7 +111,7 @@ class Tool:
     def __post_init__(self) -> None:
         role = self.role if self.role is not None else "write" if self.writes else "lookup"
         if role not in ROLES:
-            raise ValueError(f"tool {self.name!r}: role={role!r} is not known; use one of {', '.join(ROLES)}")
+            raise UsageError(f"tool {self.name!r}: role={role!r} is not known; use one of {', '.join(ROLES)}")
         object.__setattr__(self, "role", role)
         object.__setattr__(self, "writes", self.writes or role == "write")
 
@@ -139,23 +140,23 @@ class Tool:
         tool_name = name or fn.__name__
         params = list(inspect.signature(fn).parameters.values())
         if not params or params[0].kind not in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD):
-            raise TypeError(f"tool {tool_name!r}: the function must take the episode's state first: "
+            raise WrongType(f"tool {tool_name!r}: the function must take the episode's state first: "
                             f"def {fn.__name__}(state, ...)")  # fmt: skip
         summary, documented = _docstring(inspect.getdoc(fn) or "")
         arg_params = params[1:]
         names = [p.name for p in arg_params]
         for pname in documented:
             if pname not in names:
-                raise TypeError(f"tool {tool_name!r}: the docstring describes {pname!r}, which is no parameter "
+                raise WrongType(f"tool {tool_name!r}: the docstring describes {pname!r}, which is no parameter "
                                 f"of {fn.__name__}; its parameters: {', '.join(names) or 'none'}")  # fmt: skip
         try:
             hints = typing.get_type_hints(fn, include_extras=True)
         except (NameError, TypeError) as exc:
-            raise TypeError(f"tool {tool_name!r}: cannot read the parameter types of {fn.__name__} ({exc})") from None
+            raise WrongType(f"tool {tool_name!r}: cannot read the parameter types of {fn.__name__} ({exc})") from None
         fields: dict[str, Any] = {}
         for p in arg_params:
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                raise TypeError(f"tool {tool_name!r}: *{p.name} cannot be a tool argument; name each argument")
+                raise WrongType(f"tool {tool_name!r}: *{p.name} cannot be a tool argument; name each argument")
             default = ... if p.default is p.empty else p.default
             info = Field(default, description=documented[p.name]) if p.name in documented else Field(default)
             fields[p.name] = (hints.get(p.name, Any), info)
@@ -177,7 +178,7 @@ class Tool:
         JSON types, enums and required names; an unknown argument is an error) before the handler runs."""
         function = spec.get("function", spec)
         if not isinstance(function, Mapping) or "name" not in function:
-            raise ValueError(f"a tool spec needs {{'type': 'function', 'function': {{'name': ...}}}}, got {spec!r}")
+            raise UsageError(f"a tool spec needs {{'type': 'function', 'function': {{'name': ...}}}}, got {spec!r}")
         tool_name = function["name"]
         schema = dict(function.get("parameters") or {"type": "object", "properties": {}})
         required = set(schema.get("required", []))

@@ -3,7 +3,8 @@
 from pathlib import Path
 
 from pytest_openagent import cli
-from pytest_openagent.options import CONVERTERS, HELP, ini_name, toml_name
+from pytest_openagent.options import HELP, ini_name, toml_name
+from pytest_openagent.resolve import CONVERTERS
 from sandbox.evaluation.gate import ALIASES, METRICS
 
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "reference.md").read_text()

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sandbox.errors import UsageError
 from sandbox.seeds import child_seed
 
 
@@ -43,7 +44,7 @@ def plan_batches(examples: Sequence[Example], batch_size: int, steps: int, seed:
     Packing the rows (see :func:`collate`) makes mixed lengths cost no padding.
     """
     if not examples:
-        raise ValueError("no training examples: the oracle produced no good trajectory for the cases")
+        raise UsageError("no training examples: the oracle produced no good trajectory for the cases")
     batches: list[list[int]] = []
     epoch = 0
     while len(batches) < steps:

@@ -174,6 +174,8 @@ def run_data(args: argparse.Namespace) -> int:
 
         alpha = _paft_alpha(args) if args.method == "paft" else 0.0
         cfg = from_options(SFTConfig, args, DATA_OPTIONS[args.method], alpha=alpha)
+        if cfg.episodes < 1:
+            raise UsageError(f"--episodes must be at least 1 (the training tasks to export), got {cfg.episodes}")
         summary = export(cfg, args.out)
         print(f"openagent data export {args.method}: {summary['rows']} rows written to {args.out}", file=sys.stderr)
     else:

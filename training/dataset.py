@@ -149,7 +149,7 @@ def encode(tokenizer: Any, messages: list[dict], tools: list[dict] | None) -> tu
     ids = list(out["input_ids"])
     mask = [bool(m) for m in out["assistant_masks"]]
     if not any(mask):
-        raise ValueError(
+        raise UsageError(
             "the chat template marks no assistant tokens: it needs {% generation %} ... {% endgeneration %} "
             "around the assistant's content (training.inference.chat_template has it)"
         )

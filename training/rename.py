@@ -16,6 +16,7 @@ import random
 import re
 from typing import Any
 
+from sandbox.errors import UsageError
 from sandbox.seeds import child_seed
 
 OTHER_CITIES = (
@@ -55,7 +56,7 @@ def _replace(value: Any, sub: Any) -> Any:
 def rename_share(trajectories: list, domain: str, share: float, seed: int) -> int:
     """Rename the city of a share of ``trajectories`` in place (POI only); returns how many changed."""
     if not 0 <= share <= 1:
-        raise ValueError(f"rename_cities must be in [0, 1], got {share}")
+        raise UsageError(f"rename_cities must be in [0, 1], got {share}")
     if domain != "poi" or not share:
         return 0
     from sandbox.domains.poi.world import CITY_SPLIT  # the POI domain's own cities

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from sandbox.agent import Reply, Turn
 from sandbox.episode import Episode
+from sandbox.errors import UsageError
 
 
 class ScriptedAgent:
@@ -13,7 +14,7 @@ class ScriptedAgent:
 
     def __init__(self, replies: Sequence[Reply | str], name: str = "scripted") -> None:
         if not replies:
-            raise ValueError("ScriptedAgent needs at least one reply")
+            raise UsageError("ScriptedAgent needs at least one reply")
         self.replies = list(replies)
         self.name = name
         self.calls = 0

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from sandbox.domain import Domain
 from sandbox.env import Env
-from sandbox.errors import UnknownName
+from sandbox.errors import UnknownName, UsageError, WrongType
 from sandbox.importing import import_attribute
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def register_domain(domain: Domain, *, replace: bool = False) -> Domain:
     unless ``replace=True`` (never for a built-in domain).
     """
     if not isinstance(domain, Domain):
-        raise TypeError(
+        raise WrongType(
             f"register_domain takes a sandbox.Domain (from sandbox.define_domain), got {type(domain).__name__}"
         )
     held = DOMAINS.get(domain.name)
@@ -59,9 +59,9 @@ def register_domain(domain: Domain, *, replace: bool = False) -> Domain:
         DOMAINS[domain.name] = domain
         return domain
     if domain.name in BUILT_IN:
-        raise ValueError(f"domain name {domain.name!r} is a built-in domain's; give yours another name")
+        raise UsageError(f"domain name {domain.name!r} is a built-in domain's; give yours another name")
     if not (replace or _definition(held) == _definition(domain)):
-        raise ValueError(
+        raise UsageError(
             f"a different domain named {domain.name!r} is already registered ({held!r}); give yours another "
             f"name, or pass replace=True"
         )
@@ -80,7 +80,7 @@ def get_domain(name: str | Domain) -> Domain:
     if isinstance(name, Domain):
         return register_domain(name)
     if not isinstance(name, str):
-        raise TypeError(f"a domain is a name or a sandbox.Domain, got {type(name).__name__}")
+        raise WrongType(f"a domain is a name or a sandbox.Domain, got {type(name).__name__}")
     found = DOMAINS.get(name)
     if found is not None:
         return found
@@ -93,7 +93,7 @@ def get_domain(name: str | Domain) -> Domain:
         if entry.name == name:
             domain = _load(f"entry point {name!r} ({entry.value})", entry.value, entry.load)
             if domain.name != name:
-                raise ValueError(f"entry point {name!r} ({entry.value}) gives a domain named {domain.name!r}")
+                raise UsageError(f"entry point {name!r} ({entry.value}) gives a domain named {domain.name!r}")
             return register_domain(domain)
     raise UnknownName("domain", name, domain_names())
 
@@ -124,7 +124,7 @@ def _load(what: str, spec: str, load: Any = None) -> Domain:
     if callable(obj) and not isinstance(obj, Domain):
         obj = obj()
     if not isinstance(obj, Domain):
-        raise ValueError(f"domain {what} is a {type(obj).__name__}; expected a sandbox.Domain (sandbox.define_domain)")
+        raise UsageError(f"domain {what} is a {type(obj).__name__}; expected a sandbox.Domain (sandbox.define_domain)")
     return obj
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Union
 
+from sandbox.errors import UsageError
 from sandbox.perturbations import registry
 from sandbox.perturbations.base import Perturbation, Pool, Tier
 from sandbox.seeds import child_seed
@@ -55,7 +56,7 @@ def task_pool(domains: tuple[str, ...], split: str, families: Sequence[str] | No
     from sandbox.domains import get_domain
 
     if split not in SPLITS:
-        raise ValueError(f"Unknown split {split!r}. Use one of {', '.join(SPLITS)}.")
+        raise UsageError(f"Unknown split {split!r}. Use one of {', '.join(SPLITS)}.")
     # Kept per Domain object, not per name: a name registered again (a re-imported module) gets its own pool.
     pool = _pool(tuple(get_domain(d) for d in domains), split)
     only = checked_families(families, sorted({t.family for t in pool}))
@@ -77,19 +78,16 @@ def perturbation_classes(
         wanted = [names] if isinstance(names, str) else list(names)
         classes = []
         for name in wanted:
-            try:
-                cls = registry.get(name)
-            except KeyError as exc:
-                raise ValueError(exc.args[0]) from None
+            cls = registry.get(name)  # an UnknownName, with "did you mean", for a typo
             if cls.tier not in tiers:
-                raise ValueError(f"perturbation {name!r} is in tier {cls.tier!r}, not {tiers}; drop tier= or the name")
+                raise UsageError(f"perturbation {name!r} is in tier {cls.tier!r}, not {tiers}; drop tier= or the name")
             classes.append(cls)
         order = registry.names()
         return tuple(sorted(classes, key=lambda c: order.index(c.name)))
     classes = [registry.get(n) for n in registry.names(tiers)]
     if not classes:
         known = registry.names()
-        raise ValueError(
+        raise UsageError(
             f"no perturbation is registered in tier {', '.join(tiers)}; registered: {', '.join(known) or 'none'}"
         )
     return tuple(classes)
@@ -158,9 +156,9 @@ def draw_cases(
     from sandbox.case import Case
 
     if n < 1:
-        raise ValueError(f"n must be at least 1 case per tier, got {n}")
+        raise UsageError(f"n must be at least 1 case per tier, got {n}")
     if max_stack < 1:
-        raise ValueError(f"max_stack must be at least 1, got {max_stack}")
+        raise UsageError(f"max_stack must be at least 1, got {max_stack}")
     tasks = task_pool(domain_names(domain), split, families)
     names = list(names) if names is not None else None
     if names is not None:
@@ -181,7 +179,7 @@ def draw_cases(
                 if fitting:
                     break
             else:
-                raise ValueError(f"no perturbation of tier {tier} applies to the {split} tasks of {domain}")
+                raise UsageError(f"no perturbation of tier {tier} applies to the {split} tasks of {domain}")
             kinds = rng.sample(fitting, k=rng.randint(1, min(max_stack, len(fitting))))
             out.append(Case(task, tuple(draw_perturbation(c, rng, pool) for c in kinds)))
     return out

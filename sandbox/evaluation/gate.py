@@ -156,6 +156,8 @@ def parse_gate(gate: str | Iterable[str], known_scopes: Iterable[str] | None = N
 def check_margin(margin: float | str) -> float:
     """A non-inferiority margin in points: a finite number from 0 to 100."""
     try:
+        if isinstance(margin, bool):
+            raise TypeError(margin)
         value = float(margin)
     except (TypeError, ValueError):
         raise UsageError(f"the margin must be a number of points (e.g. 5), got {margin!r}") from None

@@ -42,12 +42,15 @@ class Health:
                 errors = [s.error for s in episode.steps if s.error]
                 self.causes[(errors[-1] if errors else "no reply")[:300]] += 1
 
-    def failure(self) -> str | None:
-        """Why the agent looks broken (most episodes ended as ``agent_error`` of one cause), else ``None``."""
-        if self.episodes < MIN_EPISODES or not self.causes:
+    def failure(self, whole_run: bool = False) -> str | None:
+        """Why the agent looks broken, else ``None``: most episodes ended as ``agent_error`` of one cause, once
+        ``MIN_EPISODES`` have run; or, for a ``whole_run`` (every episode of a measurement so far, not a test's
+        few), every episode did, however few."""
+        if not self.causes:
             return None
         cause, count = self.causes.most_common(1)[0]
-        if 2 * count <= self.episodes:
+        unanimous = whole_run and count == self.episodes
+        if not unanimous and (self.episodes < MIN_EPISODES or 2 * count <= self.episodes):
             return None
         failed = sum(self.causes.values())
         return (
@@ -101,7 +104,7 @@ class Runner:
             for case, episode, clean in zip(part, episodes[: len(part)], episodes[len(part) :], strict=True):
                 records.append(record := Record.of(self.test, fp, case, episode, clean))
                 self._keep(record)
-            failure = self.health.failure()
+            failure = self.health.failure(whole_run=True)
             if failure is not None:
                 raise AgentFailure(failure)
         return records

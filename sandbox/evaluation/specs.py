@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from sandbox.agent import Agent, FunctionAgent
-from sandbox.errors import UsageError
+from sandbox.errors import MissingExtra, UsageError, install_line, require_extra
 from sandbox.importing import import_attribute
 
 BUILTIN = ("oracle", "static")
@@ -49,6 +49,22 @@ def check_spec(spec: str) -> str:
     raise AgentSpecError(f"Unknown agent {spec!r}.{hint} Use {SPEC_HELP}.")
 
 
+TRAIN_MODULES = ("torch", "transformers")
+"""What an ``hf:`` agent cannot load without (the ``train`` extra)."""
+
+
+def check_agent(spec: str) -> str:
+    """The spec, if it can name an agent here: its form (:func:`check_spec`), its ``module:callable``
+    importable, the ``train`` extra installed for ``hf:``. Nothing is built, no model loaded, no server
+    called; raises :class:`AgentSpecError`."""
+    spec = check_spec(spec)
+    if spec.startswith("hf:"):
+        _require_train(f"agent {spec!r}")
+    elif ":" in spec and not spec.startswith("openai:"):
+        _attribute(spec)
+    return spec
+
+
 def load_agent(spec: str) -> Agent:
     """The agent a spec names."""
     spec = check_spec(spec)
@@ -82,15 +98,33 @@ HF_LOADER = "training.inference.model_agent:load_agent"
 
 
 def _hf(path: str) -> Agent:
+    what = f"agent 'hf:{path}'"
+    _require_train(what)
     module, _, name = HF_LOADER.partition(":")
     try:
         loader = getattr(importlib.import_module(module), name)
     except ImportError as exc:
+        raise AgentSpecError(f"{what} needs the `train` extra ({exc}); install it: {install_line('train')}") from exc
+    try:
+        return loader(path)
+    except ModuleNotFoundError as exc:
         raise AgentSpecError(
-            f"agent 'hf:{path}' needs the training package and its extra: pip install 'pytest-openagent[train]' "
-            f"(importing {module} failed: {exc})"
+            f"{what} needs the `train` extra ({exc.name} not installed); install it: {install_line('train')}"
         ) from exc
-    return loader(path)
+
+
+def _require_train(what: str) -> None:
+    try:
+        require_extra("train", TRAIN_MODULES, what)
+    except MissingExtra as exc:
+        raise AgentSpecError(str(exc)) from None
+
+
+def _attribute(spec: str) -> Any:
+    try:
+        return import_attribute(spec, f"agent {spec!r}")
+    except UsageError as exc:
+        raise AgentSpecError(str(exc)) from exc.__cause__
 
 
 def _callable(spec: str) -> Agent:
@@ -100,10 +134,7 @@ def _callable(spec: str) -> Agent:
     object, its public attributes, so editing the module reruns its episodes.
     """
     attr = spec.partition(":")[2]
-    try:
-        obj: Any = import_attribute(spec, f"agent {spec!r}")
-    except ValueError as exc:
-        raise AgentSpecError(str(exc)) from exc.__cause__
+    obj: Any = _attribute(spec)
     if isinstance(obj, type):
         obj = obj()
     if callable(getattr(obj, "act", None)):

@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Literal, get_args
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from sandbox.env import Env
+from sandbox.errors import UsageError
 from sandbox.task import Task
 
 Tier = Literal["perception", "interaction", "reasoning", "internalization"]
@@ -47,7 +48,7 @@ def layer_index(layer: str) -> int:
     try:
         return _LAYER_INDEX[layer]
     except KeyError:
-        raise ValueError(f"Unknown layer {layer!r}. Use one of: {', '.join(LAYERS)}.") from None
+        raise UsageError(f"Unknown layer {layer!r}. Use one of: {', '.join(LAYERS)}.") from None
 
 
 def tier_number(tier: Tier) -> int:

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
-from sandbox.errors import UnknownName
+from sandbox.errors import UnknownName, UsageError, WrongType
 from sandbox.perturbations.base import LAYERS, TIERS, Perturbation, Tier
 
 ENTRY_POINT_GROUP = "openagent.perturbations"
@@ -25,14 +25,14 @@ def register(cls: P) -> P:
     """Class decorator: make a perturbation available by its ``name``."""
     name = getattr(cls, "name", None)
     if not isinstance(name, str) or not name:
-        raise TypeError(f"{cls.__qualname__} needs a class variable 'name' to be registered")
+        raise WrongType(f"{cls.__qualname__} needs a class variable 'name' to be registered")
     if getattr(cls, "tier", None) not in TIERS:
-        raise TypeError(f"{cls.__qualname__}.tier must be one of {TIERS}, got {getattr(cls, 'tier', None)!r}")
+        raise WrongType(f"{cls.__qualname__}.tier must be one of {TIERS}, got {getattr(cls, 'tier', None)!r}")
     if getattr(cls, "layer", None) not in LAYERS:
-        raise TypeError(f"{cls.__qualname__}.layer must be one of {LAYERS}, got {getattr(cls, 'layer', None)!r}")
+        raise WrongType(f"{cls.__qualname__}.layer must be one of {LAYERS}, got {getattr(cls, 'layer', None)!r}")
     existing = _REGISTRY.get(name)
     if existing is not None and existing is not cls and existing.__qualname__ != cls.__qualname__:
-        raise ValueError(f"a perturbation named {name!r} is already registered ({existing.__qualname__})")
+        raise UsageError(f"a perturbation named {name!r} is already registered ({existing.__qualname__})")
     _REGISTRY[name] = cls
     return cls
 
@@ -66,6 +66,8 @@ def normalize_tiers(tier: Tier | int | str | Iterable[Tier | int | str]) -> list
     if tier == "all":
         return list(TIERS)
     items = [tier] if isinstance(tier, str | int) else list(tier)
+    if not items:
+        raise UsageError(f"no tier given; use a name ({', '.join(TIERS)}), a number 1-4, a list of them, or 'all'")
     out: list[Tier] = []
     for item in items:
         if isinstance(item, int) and not isinstance(item, bool) and 1 <= item <= len(TIERS):
@@ -73,7 +75,7 @@ def normalize_tiers(tier: Tier | int | str | Iterable[Tier | int | str]) -> list
         elif item in TIERS:
             out.append(item)  # type: ignore[arg-type]
         else:
-            raise ValueError(f"Unknown tier {item!r}. Use a name ({', '.join(TIERS)}), a number 1-4, or 'all'.")
+            raise UsageError(f"Unknown tier {item!r}. Use a name ({', '.join(TIERS)}), a number 1-4, or 'all'.")
     return out
 
 

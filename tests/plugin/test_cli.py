@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from fnmatch import fnmatch
 
 import pytest
 
@@ -57,3 +58,79 @@ def test_a_dead_agent_exits_4_naming_the_cause_not_a_table_of_zeros(capsys):
     assert main(["eval", "--agent", "tests.toys:Dead", "--tiers", "1", "--n", "8", "--no-cache"]) == 4
     captured = capsys.readouterr()
     assert "no measurement: the agent failed on 16 of 16 episodes" in captured.err and "Δ points" not in captured.out
+
+
+def test_a_dead_agent_is_broken_at_any_n(capsys):
+    # 1 case and its clean twin, both ended by the same agent error: no table of 0.0%, whatever n is
+    assert main(["eval", "--agent", "toys:Dead", "--tiers", "1", "--n", "1", "--no-cache"]) == 4
+    assert "no measurement: the agent failed on 2 of 2 episodes" in capsys.readouterr().err
+
+
+def _openagent(*argv: str, cwd=None) -> subprocess.CompletedProcess:
+    code = "import sys; from pytest_openagent.cli import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--tiers", ","], "openagent eval: error: --tiers ',': no tier given; use a name (perception, *"),
+        (["--batch-size", "0"], "openagent eval: error: argument --batch-size: must be at least 1, got 0"),
+        (["--seed", "-1"], "openagent eval: error: argument --seed: must be at least 0, got -1"),
+        (["--n", "2.5"], "openagent eval: error: argument --n: '2.5' is not a whole number"),
+        (["--json", "."], "openagent eval: error: '.' is a folder; give the file to write the report to, *"),
+        (["--agent", "my_agent:nope"], "openagent eval: error: agent 'my_agent:nope': module 'my_agent' has no *"),
+    ],
+)
+def test_eval_checks_every_input_before_it_runs(tmp_path, argv, message):
+    (tmp_path / "my_agent.py").write_text("class Agent:\n    def act(self, turns):\n        return []\n")
+    args = ["eval", "--agent", "oracle", "--tiers", "1", "--n", "1", "--no-cache", *argv]
+    result = _openagent(*args, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert fnmatch(result.stderr.strip().splitlines()[-1], message), result.stderr
+
+
+def test_data_export_refuses_zero_episodes(tmp_path):
+    result = _openagent("data", "export", "sft", "--out", str(tmp_path / "d.jsonl"), "--episodes", "0")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        "openagent data: error: --episodes must be at least 1 (the training tasks to export), got 0"
+    )
+    assert not (tmp_path / "d.jsonl").exists()
+
+
+def test_a_model_agent_without_the_train_extra_names_the_install_line(monkeypatch, capsys):
+    from sandbox.evaluation import specs
+
+    monkeypatch.setattr(specs, "TRAIN_MODULES", ("openagent_absent_torch",))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["eval", "--agent", "hf:runs/sft", "--tiers", "1", "--n", "1"])
+    assert exit_info.value.code == 2
+    assert "needs the `train` extra (openagent_absent_torch not installed); install it: pip install " in (
+        capsys.readouterr().err
+    )
+
+
+def _commands(parser, prefix=()):
+    """Every command path of the parser, subcommands included: ('eval',), ('train', 'sft'), ..."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield (*prefix, name)
+                yield from _commands(sub, (*prefix, name))
+
+
+def test_every_command_has_a_working_help(capsys):
+    from pytest_openagent.cli import build_parser
+
+    commands = list(_commands(build_parser()))
+    assert {("eval",), ("train", "sft"), ("train", "rl"), ("data", "export", "paft"), ("demo",)} <= set(commands)
+    for command in [(), *commands]:
+        with pytest.raises(SystemExit) as exit_info:
+            main([*command, "--help"])
+        assert exit_info.value.code == 0, command
+        assert capsys.readouterr().out.startswith(f"usage: openagent {' '.join(command)}".rstrip())
+    result = _openagent("--help")
+    assert result.returncode == 0 and "eval" in result.stdout and "mcp-proxy" in result.stdout

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox.agent import Reply, Turn
+from sandbox.errors import UsageError
 from training.inference.generation import BatchGenerator, KVState, Sampling
 
 
@@ -52,7 +53,7 @@ class HFAgent:
             self.name = name or f"hf:{directory}"
         else:
             if tokenizer is None:
-                raise ValueError("HFAgent(model=...) needs its tokenizer too")
+                raise UsageError("HFAgent(model=...) needs its tokenizer too")
             self.directory = None
             self.name = name or f"model:{type(model).__name__}"
         self.model, self.tokenizer = model, tokenizer

@@ -101,7 +101,7 @@ def pick_dtype(dtype: str, device: str):
             "float16": torch.float16,
         }
         if dtype not in names:
-            raise ValueError(f"dtype {dtype!r}: expected one of auto, {', '.join(names)}")
+            raise UsageError(f"dtype {dtype!r}: expected one of auto, {', '.join(names)}")
         return names[dtype]
     if device.startswith("cuda"):
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16

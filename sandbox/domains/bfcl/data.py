@@ -15,6 +15,7 @@ from typing import Any
 
 from sandbox.domains.bfcl.backends import BACKENDS, backend_class, method_names
 from sandbox.domains.bfcl.calls import parse_call
+from sandbox.errors import UsageError
 from sandbox.task import Call, Task
 
 CATEGORIES: tuple[str, ...] = (
@@ -89,7 +90,7 @@ def _entry(category: str, row: dict[str, Any], answer: dict[str, Any]) -> Entry:
 def entries(category: str) -> tuple[Entry, ...]:
     """Every entry of ``category``, in BFCL's order."""
     if category not in CATEGORIES:
-        raise ValueError(f"BFCL category must be one of {CATEGORIES}, got {category!r}")
+        raise UsageError(f"BFCL category must be one of {CATEGORIES}, got {category!r}")
     rows = _lines(f"{VERSION_PREFIX}_{category}.json")
     answers = {a["id"]: a for a in _lines("possible_answer", f"{VERSION_PREFIX}_{category}.json")}
     return tuple(_entry(category, row, answers[row["id"]]) for row in rows)

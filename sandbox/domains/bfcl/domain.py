@@ -9,7 +9,7 @@ from typing import Any
 from sandbox.domain import Domain
 from sandbox.domains.bfcl.data import CATEGORIES, Entry, class_specs, entries, task
 from sandbox.domains.bfcl.env import BfclEnv
-from sandbox.errors import UnknownName
+from sandbox.errors import UnknownName, UsageError
 from sandbox.task import SPLITS, Split, Task
 from sandbox.tools import Tool
 
@@ -52,7 +52,7 @@ class BfclDomain(Domain):
 
         ``seed`` changes nothing: the tasks are BFCL's. Only ``test`` has tasks."""
         if split not in SPLITS:
-            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+            raise UsageError(f"split must be one of {SPLITS}, got {split!r}")
         if category is not None and category not in CATEGORIES:
             raise UnknownName("BFCL category", category, list(CATEGORIES))
         if split != "test":

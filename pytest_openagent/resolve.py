@@ -1,0 +1,221 @@
+"""The plugin's options resolved from the command line, ini and ``[tool.openagent]``, every value checked.
+
+Loaded when a run uses the plugin (an option given, an openagent test or fixture), never by a run that
+does not. Precedence: command line, then ``[tool.pytest.ini_options]`` (or any pytest ini file), then
+``[tool.openagent]`` in the rootdir's ``pyproject.toml``, then the default. Every value is checked
+here, so a bad one is a ``pytest.UsageError`` before any test runs.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_openagent.options import (
+    AGENT,
+    BASELINE,
+    CACHE_DIR,
+    DEFAULT_CACHE_DIR,
+    DOMAIN,
+    GATE,
+    INCONCLUSIVE,
+    INCONCLUSIVE_POLICIES,
+    MAX_REGRESSION,
+    MCP,
+    MCP_TASKS,
+    NAMES,
+    NO_CACHE,
+    REPORT,
+    SEED,
+    TIERS,
+    N,
+    ini_name,
+    pyproject,
+    toml_name,
+)  # fmt: skip
+from sandbox.errors import UsageError, did_you_mean
+from sandbox.evaluation.draw import domain_names, perturbation_classes
+from sandbox.evaluation.gate import Criterion, check_margin, parse_gate
+from sandbox.evaluation.report import Report
+from sandbox.evaluation.specs import check_agent
+from sandbox.files import check_output_file
+from sandbox.perturbations.registry import normalize_tiers
+
+
+@dataclass(frozen=True)
+class Options:
+    agent: str = "oracle"
+    seed: int = 0
+    report: Path | None = None
+    gate: tuple[Criterion, ...] = ()
+    gate_text: str = ""
+    baseline: Report | None = None
+    baseline_path: Path | None = None
+    max_regression: float = 5.0
+    cache_dir: Path = DEFAULT_CACHE_DIR
+    no_cache: bool = False
+    n: int | None = None
+    tiers: str | list[str | int] = "all"
+    names: tuple[str, ...] | None = None
+    domain: str = "poi"
+    mcp: str | None = None
+    mcp_tasks: Path | None = None
+    inconclusive: str = "fail"
+
+    @property
+    def measures(self) -> bool:
+        """Whether the session runs the fixed measurement: something reads it, or it was asked for."""
+        return bool(self.gate) or self.baseline is not None or self.report is not None or self.n is not None
+
+
+def resolve(config: pytest.Config) -> Options:
+    table = pyproject(config.rootpath)
+
+    def raw(option: str) -> tuple[Any, str, Path]:
+        """The value, where it came from (for error messages), and the folder relative paths start from."""
+        value = config.getoption(option)
+        if value is not None:
+            return value, option, config.invocation_params.dir
+        value = config.getini(ini_name(option))
+        if value not in (None, "", []):
+            return value, f"ini option {ini_name(option)}", config.rootpath
+        if toml_name(option) in table:
+            return table[toml_name(option)], f"[tool.openagent] {toml_name(option)}", config.rootpath
+        return None, option, config.rootpath
+
+    values: dict[str, Any] = {"cache_dir": config.rootpath / DEFAULT_CACHE_DIR}
+    for option, convert in CONVERTERS.items():
+        value, where, base = raw(option)
+        if value is None or value == "" or value == []:
+            continue
+        try:
+            values.update(convert(value, base, values))
+        except UsageError as exc:
+            raise pytest.UsageError(f"{where}: {exc}") from None
+    return Options(**values)
+
+
+Converter = Callable[[Any, Path, dict[str, Any]], dict[str, Any]]
+"""``(value, folder relative paths start from, values so far) -> fields of Options``; raises UsageError."""
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return " ".join(value)
+    raise UsageError(f"{value!r} is not text; give criteria such as 'perception.delta>=-10', or 'default'")
+
+
+def _integer(value: Any, what: str) -> int:
+    """A whole number from the command line (text) or TOML (an int); ``what`` says what was expected."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    raise UsageError(f"{value!r} is not {what}")
+
+
+def _items(value: Any) -> list[str]:
+    items = value if isinstance(value, list) else str(value).split(",")
+    return [str(item).strip() for item in items if str(item).strip()]
+
+
+def _gate(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+    from sandbox.perturbations import names
+
+    return {"gate": tuple(parse_gate(_text(value), known_scopes=names())), "gate_text": _text(value)}
+
+
+def _baseline(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+    return {"baseline": Report.load(base / str(value)), "baseline_path": base / str(value)}
+
+
+def _n(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+    n = _integer(value, "a whole number of cases per tier (e.g. 50)")
+    if n < 1:
+        raise UsageError(f"{value!r}: give at least 1 case per tier (e.g. 50)")
+    return {"n": n}
+
+
+def _tiers(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+    tiers = [int(t) if t.isdigit() else t for t in _items(value)]
+    if tiers == ["all"]:
+        return {"tiers": "all"}
+    normalize_tiers(tiers)
+    return {"tiers": tiers}
+
+
+def _names(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+    names = tuple(_items(value))
+    perturbation_classes(values.get("tiers", "all"), names)
+    return {"names": names}
+
+
+def _domain(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+    domain_names(str(value))
+    return {"domain": str(value)}
+
+
+def _mcp_tasks(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+    path = base / str(value)
+    if not path.is_file():
+        raise UsageError(f"{str(value)!r}: no such file; give a JSONL file of tasks for the MCP server (docs/mcp.md)")
+    return {"mcp_tasks": path}
+
+
+def _mcp(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+    from sandbox.domains.mcp import NAME, configure
+
+    # Named now (checked, not connected) so that the 'mcp' domain, here and in xdist workers, is this server's.
+    configure(str(value), values.get("mcp_tasks"))
+    return {"mcp": str(value), "domain": NAME}  # DOMAIN, read next, overrides it where given
+
+
+def _inconclusive(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+    if str(value) not in INCONCLUSIVE_POLICIES:
+        raise UsageError(did_you_mean("policy", str(value), INCONCLUSIVE_POLICIES))
+    return {"inconclusive": str(value)}
+
+
+def _seed(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(value, str) and value.strip().lower() == "random":
+        return {"seed": random.randrange(2**32)}
+    seed = _integer(value, "a seed; give an integer >= 0 or 'random'")
+    if seed < 0:
+        raise UsageError(f"{value!r} is negative; give an integer >= 0 or 'random'")
+    return {"seed": seed}
+
+
+def _no_cache(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"no_cache": value}
+    text = str(value).strip().lower()
+    if text not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+        raise UsageError(f"{value!r} is not a boolean; use true or false")
+    return {"no_cache": text in ("1", "true", "yes", "on")}
+
+
+CONVERTERS: dict[str, Converter] = {
+    AGENT: lambda value, base, values: {"agent": check_agent(str(value))},
+    SEED: _seed,
+    REPORT: lambda value, base, values: {"report": check_output_file(base / str(value))},
+    GATE: _gate,
+    BASELINE: _baseline,
+    MAX_REGRESSION: lambda value, base, values: {"max_regression": check_margin(value)},
+    N: _n,
+    TIERS: _tiers,
+    NAMES: _names,  # after TIERS: the names are checked against the tiers
+    MCP_TASKS: _mcp_tasks,
+    MCP: _mcp,  # after MCP_TASKS, before DOMAIN: names the server that the domain 'mcp' is
+    DOMAIN: _domain,
+    INCONCLUSIVE: _inconclusive,
+    CACHE_DIR: lambda value, base, values: {"cache_dir": base / str(value)},
+    NO_CACHE: _no_cache,
+}
+"""How each option's value becomes fields of :class:`Options`, in the order they are read."""
