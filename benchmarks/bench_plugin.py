@@ -4,7 +4,8 @@
 Run: python benchmarks/bench_plugin.py [--only startup|overhead|warm]
 - Startup: a pytest run of a project with no robustness test (20 plain tests, no ``--openagent-*``
   option), in a fresh interpreter, with the plugin and with ``-p no:openagent``, alternated; the
-  median of each and their difference, the plugin's cost. Beside it, ``import pytest_openagent`` and
+  median of each and their difference, the plugin's cost, in wall-clock and in CPU time (on a shared
+  machine the wall clock mostly measures the neighbours). Beside it, ``import pytest_openagent`` and
   ``import sandbox`` in a fresh interpreter (time and modules loaded), and the modules of this
   package and Hypothesis that the plain run loaded.
 - Overhead: a ``perturb`` test over all tiers with the oracle, run by Hypothesis in this process
@@ -46,16 +47,17 @@ PLAIN_TESTS = 20
 
 _RUN_PYTEST = """
 import json, sys, time
-start = time.perf_counter()
+start, cpu = time.perf_counter(), time.process_time()
 import pytest
 rc = pytest.main(sys.argv[1:])
-elapsed = time.perf_counter() - start
+elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
 loaded = sorted({m.split(".")[0] for m in sys.modules} & {"sandbox", "hypothesis", "pytest_openagent", "pydantic"})
-print(json.dumps({"rc": int(rc), "seconds": elapsed, "modules": len(sys.modules), "loaded": loaded}))
+print(json.dumps({"rc": int(rc), "seconds": elapsed, "cpu": cpu, "modules": len(sys.modules), "loaded": loaded}))
 """
 
 _IMPORT = """
 import json, sys, time
+{first}
 before = set(sys.modules)
 start = time.perf_counter()
 import {module}
@@ -72,7 +74,7 @@ def _python(code: str, *args: str, cwd: Path | None = None) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def startup(repeat: int = 7) -> dict:
+def startup(repeat: int = 9) -> dict:
     """A plain pytest run with the plugin installed against the same run with ``-p no:openagent``."""
     with tempfile.TemporaryDirectory() as tmp:
         project = Path(tmp)
@@ -86,15 +88,21 @@ def startup(repeat: int = 7) -> dict:
             runs["no_plugin"].append(_python(_RUN_PYTEST, *args, "-p", "no:openagent", cwd=project))
     assert all(r["rc"] == 0 for rs in runs.values() for r in rs), runs
     median = {k: statistics.median(r["seconds"] for r in rs) for k, rs in runs.items()}
+    cpu = {k: statistics.median(r["cpu"] for r in rs) for k, rs in runs.items()}
     imports = {
-        module: min((_python(_IMPORT.format(module=module)) for _ in range(repeat)), key=lambda r: r["seconds"])
-        for module in ("pytest_openagent", "sandbox")
+        module: min(
+            (_python(_IMPORT.format(module=module, first=first)) for _ in range(repeat)), key=lambda r: r["seconds"]
+        )
+        for module, first in (("pytest_openagent", ""), ("sandbox", ""), ("pytest_openagent.plugin", "import pytest"))
     }
     return {
         "tests": PLAIN_TESTS,
         "plugin_s": median["plugin"],
         "no_plugin_s": median["no_plugin"],
         "overhead_ms": 1000 * (median["plugin"] - median["no_plugin"]),
+        "plugin_cpu_s": cpu["plugin"],
+        "no_plugin_cpu_s": cpu["no_plugin"],
+        "overhead_cpu_ms": 1000 * (cpu["plugin"] - cpu["no_plugin"]),
         "plugin_modules": runs["plugin"][0]["modules"],
         "no_plugin_modules": runs["no_plugin"][0]["modules"],
         "plugin_loaded": runs["plugin"][0]["loaded"],
@@ -102,6 +110,8 @@ def startup(repeat: int = 7) -> dict:
         "import_pytest_openagent_modules": imports["pytest_openagent"]["modules"],
         "import_sandbox_ms": 1000 * imports["sandbox"]["seconds"],
         "import_sandbox_modules": imports["sandbox"]["modules"],
+        "load_plugin_ms": 1000 * imports["pytest_openagent.plugin"]["seconds"],
+        "load_plugin_modules": imports["pytest_openagent.plugin"]["modules"],
     }
 
 
@@ -212,10 +222,18 @@ def _print_startup(s: dict) -> None:
         f"{s['no_plugin_s'] * 1000:.0f} ms ({s['no_plugin_modules']} modules): the plugin costs "
         f"{s['overhead_ms']:+.0f} ms (target: a few tens of ms)"
     )
+    print(
+        f"  CPU time (less disturbed by a busy machine): {s['plugin_cpu_s'] * 1000:.0f} ms against "
+        f"{s['no_plugin_cpu_s'] * 1000:.0f} ms, the plugin costs {s['overhead_cpu_ms']:+.0f} ms"
+    )
     print(f"  loaded by the plain run: {', '.join(s['plugin_loaded']) or 'none of sandbox, hypothesis, pydantic'}")
     print(
         f"import pytest_openagent: {s['import_pytest_openagent_ms']:.0f} ms, {s['import_pytest_openagent_modules']} "
         f"modules; import sandbox: {s['import_sandbox_ms']:.0f} ms, {s['import_sandbox_modules']} modules (best run)"
+    )
+    print(
+        f"loading the plugin as pytest does (pytest already imported): {s['load_plugin_ms']:.1f} ms, "
+        f"{s['load_plugin_modules']} modules (best run)"
     )
 
 
