@@ -178,7 +178,7 @@ def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
     if tokenizer.eos_token_id is not None:
         ids.add(int(tokenizer.eos_token_id))
     if not ids:
-        raise ValueError("the model has no end-of-sequence token (generation_config.eos_token_id, tokenizer.eos_token)")
+        raise UsageError("the model has no end-of-sequence token (generation_config.eos_token_id, tokenizer.eos_token)")
     return sorted(ids)
 
 
