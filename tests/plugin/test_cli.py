@@ -62,7 +62,7 @@ def test_a_dead_agent_exits_4_naming_the_cause_not_a_table_of_zeros(capsys):
 
 def test_a_dead_agent_is_broken_at_any_n(capsys):
     # 1 case and its clean twin, both ended by the same agent error: no table of 0.0%, whatever n is
-    assert main(["eval", "--agent", "toys:Dead", "--tiers", "1", "--n", "1", "--no-cache"]) == 4
+    assert main(["eval", "--agent", "tests.toys:Dead", "--tiers", "1", "--n", "1", "--no-cache"]) == 4
     assert "no measurement: the agent failed on 2 of 2 episodes" in capsys.readouterr().err
 
 
