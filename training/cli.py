@@ -33,10 +33,14 @@ PAFT_ALPHA = 0.3
 LR_WITHOUT_LORA = {"sft": 1e-4, "paft": 1e-4, "rl": 1e-5}
 
 
-def offline_by_default() -> None:
+def prepare_process() -> None:
+    """The environment a training command runs in, set before anything loads torch."""
     # A hub lookup that cannot succeed costs about 25 s; the default base comes from a local package.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from training import cpu
+
+    cpu.prepare()  # OpenMP's wait policy, read once when torch loads
 
 
 # --- openagent base --------------------------------------------------------------------------------
@@ -105,7 +109,7 @@ def _lr(args: argparse.Namespace, cls: type) -> float:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    offline_by_default()
+    prepare_process()
     if args.method == "rl-demo":
         from training.rl_demo import RLDemoConfig, run
 
@@ -214,7 +218,7 @@ def configure_demo(p: argparse.ArgumentParser) -> None:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    offline_by_default()
+    prepare_process()
     from training.demo import DemoConfig, checked, run
 
     return run(checked(from_options(DemoConfig, args)))

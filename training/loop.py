@@ -1,5 +1,11 @@
-"""What the SFT and RL loops share: the trainable model, the accelerator with its optimizer and schedule,
-the resume or fresh start, checkpoints on the way, the progress bar, and the export at the end.
+"""What the SFT and RL loops share: the CPU threads, the trainable model, the precision, the accelerator with
+its optimizer and schedule, the resume or fresh start, checkpoints on the way, the progress bar, and the export
+at the end.
+
+A run decides once what changes its maths: the precision chosen at its first start is recorded in every
+checkpoint and kept by a resume (measured again, a near tie could flip it and train another model). Each
+start or resume opens a segment, recorded with the run (its checkpoints, then ``openagent-train.json``): the
+step it began at, the precision, the CPU threads and how idle threads waited.
 
 One CPU here; several GPUs or nodes through ``accelerate launch`` unchanged: only the main process
 writes checkpoints and the final model.
@@ -8,14 +14,14 @@ writes checkpoints and the final model.
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from training import runs
+from training import cpu, precision, runs
 from training.config import TrainConfig
-from training.precision import train_in_bf16
 
 
 def load_model(cfg: TrainConfig, base_dir: Path) -> tuple[Any, Any]:
@@ -34,7 +40,10 @@ def load_model(cfg: TrainConfig, base_dir: Path) -> tuple[Any, Any]:
             r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0, task_type="CAUSAL_LM",
             **_lora_targets(model, cfg.lora_layers),
         )  # fmt: skip
-        model = get_peft_model(model, lora)
+        with warnings.catch_warnings():
+            # peft asks the model `is_gradient_checkpointing`, which transformers 5 deprecates: noise to a user
+            warnings.filterwarnings("ignore", r"`is_gradient_checkpointing` is deprecated", FutureWarning)
+            model = get_peft_model(model, lora)
     return model, tokenizer
 
 
@@ -54,12 +63,23 @@ def _lora_targets(model: Any, last: int) -> dict[str, Any]:
 
 
 def begin(cfg: TrainConfig) -> None:
-    """Create ``cfg.out`` and set torch's CPU threads, before the model loads."""
-    import torch
-
+    """Create ``cfg.out`` and set torch's CPU threads (``training.cpu``), before the model loads; say what was set."""
     Path(cfg.out).mkdir(parents=True, exist_ok=True)
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
+    runs.say(cpu.configure(cfg.threads).describe())
+
+
+def run_precision(cfg: TrainConfig, model: Any, point: runs.Checkpoint | None) -> tuple[bool, str]:
+    """``(bf16, why)`` for this run: off if ``cfg.bf16`` is; the precision its checkpoint records if it resumes;
+    else chosen here (:func:`training.precision.choose`)."""
+    if not cfg.bf16:
+        return False, "bf16 is off in the run's options"
+    recorded = point.segments[0].get("bf16") if point is not None and point.segments else None
+    if isinstance(recorded, bool):
+        return recorded, f"the run's own, chosen at its start and kept by its checkpoint at step {point.step}"
+    bf16, why = precision.choose(model, runs.say)
+    if point is not None:
+        why += f"; its checkpoint at step {point.step} records no precision (written by an older version)"
+    return bf16, why
 
 
 def new_accelerator(bf16: bool) -> Any:
@@ -91,16 +111,20 @@ class Loop:
     module: Any
     params: list
     bf16: bool
+    segments: list[dict] = field(default_factory=list)
 
     @classmethod
     def prepare(
         cls, cfg: TrainConfig, model: Any, module: Any, schedule: Callable[[int], float], betas: tuple,
-        weight_decay: float,
+        weight_decay: float, point: runs.Checkpoint | None = None,
     ) -> Loop:  # fmt: skip
+        """The loop of a run that starts afresh, or resumes from ``point`` (whose precision it keeps)."""
         import torch
 
-        bf16 = cfg.bf16 and train_in_bf16(model)
+        bf16, why = run_precision(cfg, model, point)
         accelerator = new_accelerator(bf16)
+        if accelerator.is_main_process:
+            runs.say(f"precision {'bf16 autocast' if bf16 else 'fp32'}: {why}")
         params = [p for p in model.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=weight_decay, betas=betas)
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
@@ -113,15 +137,21 @@ class Loop:
 
     def resume(self, point: runs.Checkpoint | None, model: Any, label: str) -> tuple[int, list[dict]]:
         """The step to start at and the history so far: ``point`` loaded, or step 0 with older checkpoints cleared
-        (they must not outrank this run's own)."""
+        (they must not outrank this run's own). Opens this start's segment."""
+        import torch
+
+        start, history, earlier = 0, [], []
         if point is None:
             if self.main:
                 runs.clear_checkpoints(self.cfg.out)
-            return 0, []
-        start = runs.restore(point, model, self.optimizer, self.scheduler)
-        if self.main:  # stderr: stdout carries only OUT, for scripts
-            print(f"{label}: resuming from {point.path} (step {start} of {self.cfg.steps})", file=sys.stderr)
-        return start, point.history
+        else:
+            start = runs.restore(point, model, self.optimizer, self.scheduler)
+            history, earlier = point.history, point.segments
+            if self.main:  # stderr: stdout carries only OUT, for scripts
+                print(f"{label}: resuming from {point.path} (step {start} of {self.cfg.steps})", file=sys.stderr)
+        segment = {"from_step": start, "bf16": self.bf16, "threads": torch.get_num_threads(), "omp_wait": cpu.prepare()}
+        self.segments = [*earlier, segment]
+        return start, history
 
     def optimizer_step(self) -> None:
         if self.cfg.grad_clip:
@@ -134,13 +164,16 @@ class Loop:
         """A resumable checkpoint after step ``done`` if one is due (not after the last: the export follows)."""
         every = self.cfg.save_every
         if every and done % every == 0 and done != self.cfg.steps and self.main:
-            runs.save_checkpoint(Path(self.cfg.out), done, model, self.optimizer, self.scheduler, history, config)
+            runs.save_checkpoint(
+                Path(self.cfg.out), done, model, self.optimizer, self.scheduler, history, config, self.segments
+            )
 
     def finish(self, model: Any, tokenizer: Any, meta: dict) -> Path:
-        """The final model exported into ``cfg.out`` (marked finished by its metadata), checkpoints removed."""
+        """The final model exported into ``cfg.out`` (marked finished by its metadata, which gets the run's
+        segments), checkpoints removed."""
         out = Path(self.cfg.out)
         if self.main:
-            runs.export(model, tokenizer, out, meta)
+            runs.export(model, tokenizer, out, {**meta, "segments": self.segments})
             runs.clear_checkpoints(out)
         return out
 

@@ -1,17 +1,21 @@
 """Whether a run trains under bf16 autocast: on CUDA where the GPU supports bf16; on a CPU where it has bf16
 instructions (elsewhere bf16 is emulated, and slower) and a forward and backward pass of the model is
-measured faster under bf16 than in fp32, which a CPU with the instructions does not guarantee."""
+measured faster under bf16 than in fp32, which a CPU with the instructions does not guarantee.
+
+The measurement can land either side of the margin on a loaded machine, so a run decides once:
+``training.loop`` records the choice in the run's checkpoints, and a resumed run keeps it."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 PROBE_TOKENS = 256
 PROBE_REPEATS = 2
 MARGIN = 0.9  # bf16 must be at least this much faster: a near tie is noise, and fp32 is the exact one
 
-_measured: dict[tuple, bool] = {}
+_measured: dict[tuple, tuple[float, float]] = {}
 
 
 def cpu_computes_bf16() -> bool:
@@ -20,20 +24,34 @@ def cpu_computes_bf16() -> bool:
     return torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()
 
 
-def train_in_bf16(model: Any) -> bool:
-    """Measured once per process for each model shape (the measurement takes a few seconds on a 135M model)."""
+def choose(model: Any, say: Callable[[str], None] | None = None) -> tuple[bool, str]:
+    """``(bf16, why)`` for training ``model`` here. On a CPU with bf16 instructions a forward and backward pass
+    is timed in each precision, once per process for each model shape (a few seconds on a 135M model); ``say``
+    is told before it starts."""
     import torch
 
     if torch.cuda.is_available():
-        return torch.cuda.is_bf16_supported()
+        supported = torch.cuda.is_bf16_supported()
+        return supported, f"the GPU {'computes' if supported else 'does not compute'} in bf16"
     if not cpu_computes_bf16():
-        return False
+        return False, "this CPU has no bf16 instructions"
     params = list(model.parameters())
     key = (type(model).__name__, sum(p.numel() for p in params), sum(p.numel() for p in params if p.requires_grad))
     if key not in _measured:
-        fp32, bf16 = pass_seconds(model)
-        _measured[key] = bf16 < MARGIN * fp32
-    return _measured[key]
+        if say is not None:
+            say("timing a training pass in bf16 against fp32 to choose the precision (a few seconds)...")
+        _measured[key] = pass_seconds(model)
+    fp32, bf16 = _measured[key]
+    faster = bf16 < MARGIN * fp32
+    return faster, (
+        f"a training pass measured {fp32 / bf16:.2f}× as fast in bf16 as in fp32 here; "
+        f"{1 / MARGIN:.2f}× {'reached' if faster else 'needed'}"
+    )
+
+
+def train_in_bf16(model: Any) -> bool:
+    """Whether to train ``model`` under bf16 autocast here (:func:`choose`, without the reason)."""
+    return choose(model)[0]
 
 
 def pass_seconds(model: Any, tokens: int = PROBE_TOKENS, repeats: int = PROBE_REPEATS) -> tuple[float, float]:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sandbox.seeds import child_seed
-from training import grpo, runs
+from training import cpu, grpo, runs
 from training.config import RLConfig
 from training.loop import Loop, begin, load_model
 from training.rewards import get_reward, reward_name
@@ -41,6 +41,7 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
     A finished run of the same options (the reward included) in ``cfg.out`` is reused, one of other options
     refused unless ``cfg.overwrite``; an unfinished one resumes from its newest intact checkpoint."""
     check_config(cfg)
+    cpu.prepare()  # before torch loads: OpenMP reads its wait policy once
     reward = reward if reward is not None else cfg.reward
     reward_fn = get_reward(reward)
     out = Path(cfg.out)
@@ -58,7 +59,7 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
     pool = run_cases(cfg, perturbations)
     gold, gold_plan = sft_term_data(cfg, tokenizer) if cfg.sft_coef > 0 else ([], [])
     schedule = lambda s: min(1.0, (s + 1) / max(1, cfg.warmup))  # linear warm-up, then constant
-    loop = Loop.prepare(cfg, policy, grpo.logprob_module(policy), schedule, (0.9, 0.99), 0.0)
+    loop = Loop.prepare(cfg, policy, grpo.logprob_module(policy), schedule, (0.9, 0.99), 0.0, point)
     if reference is not None:
         reference.to(loop.accelerator.device)
     start, history = loop.resume(point, policy, "openagent train rl")

@@ -25,7 +25,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,7 @@ def warn(message: str) -> None:
     print(f"openagent train: warning: {message}", file=sys.stderr, flush=True)
 
 
-def _say(message: str) -> None:
+def say(message: str) -> None:
     print(f"openagent train: {message}", file=sys.stderr, flush=True)
 
 
@@ -135,7 +135,7 @@ def reuse_finished(out: str | Path, config: dict, overwrite: bool = False) -> bo
     changes = differences(meta.get("config", {}), config)
     if not overwrite:
         if not changes:
-            _say(f"{out} holds a finished run of these options ({meta.get('steps', '?')} steps): reusing it, "
+            say(f"{out} holds a finished run of these options ({meta.get('steps', '?')} steps): reusing it, "
                  "nothing trained (--overwrite trains again)")  # fmt: skip
             shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)  # left if the run died right after its export
             return True
@@ -143,7 +143,7 @@ def reuse_finished(out: str | Path, config: dict, overwrite: bool = False) -> bo
             f"{out} holds a finished run with other options ({'; '.join(changes)}). "
             "Rerun with its options to reuse it, give another --out, or pass --overwrite to replace it."
         )
-    _say(f"{out}: replacing the finished run in it (--overwrite)")
+    say(f"{out}: replacing the finished run in it (--overwrite)")
     # The marker goes first: a replacement interrupted half way must not pass for the finished old run.
     (out / META_FILE).unlink(missing_ok=True)
     for export_dir in out.glob("step-*"):
@@ -196,6 +196,9 @@ class Checkpoint:
     trainable: dict[str, Any]
     optimizer: dict
     scheduler: dict
+    segments: list[dict] = field(default_factory=list)
+    """What each stretch of the run computed with (:class:`training.loop.Loop`), oldest first; empty in checkpoints
+    written before the run recorded it."""
 
 
 def checkpoint_dirs(out: str | Path) -> list[Path]:
@@ -220,10 +223,18 @@ def clear_checkpoints(out: str | Path) -> None:
 
 
 def save_checkpoint(
-    out: Path, step: int, model: Any, optimizer: Any, scheduler: Any, history: list[dict], config: dict | None = None
+    out: Path,
+    step: int,
+    model: Any,
+    optimizer: Any,
+    scheduler: Any,
+    history: list[dict],
+    config: dict | None = None,
+    segments: list[dict] | None = None,
 ) -> Path:
-    """Trainable weights (safetensors), optimizer and schedule at ``step``, and the run's config (which a resume
-    must match), written into a temp folder, synced, then renamed into place; keeps the newest two."""
+    """Trainable weights (safetensors), optimizer and schedule at ``step``, the run's config (which a resume
+    must match) and its segments (what it computed with, which a resume keeps), written into a temp folder,
+    synced, then renamed into place; keeps the newest two."""
     import torch
     from safetensors.torch import save_file
 
@@ -236,7 +247,8 @@ def save_checkpoint(
     trainable = {n: p.detach().cpu().contiguous() for n, p in model.named_parameters() if p.requires_grad}
     save_file(trainable, tmp / WEIGHTS)
     torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}, tmp / OPTIMIZER)
-    (tmp / STATE).write_text(json.dumps({"step": step, "history": history, "config": config}, default=str) + "\n")
+    state = {"step": step, "history": history, "config": config, "segments": segments or []}
+    (tmp / STATE).write_text(json.dumps(state, default=str) + "\n")
     for name in (WEIGHTS, OPTIMIZER, STATE):
         _fsync(tmp / name)
     if target.exists():
@@ -287,9 +299,12 @@ def read_checkpoint(path: Path) -> Checkpoint:
         raise ValueError(f"{OPTIMIZER} holds no optimizer and scheduler state")
     if not isinstance(trainable, dict) or not trainable:
         raise ValueError("the weights hold no tensors")
+    segments = state.get("segments") or []
+    if not isinstance(segments, list) or not all(isinstance(s, dict) for s in segments):
+        raise ValueError(f"{STATE} records its segments as {type(segments).__name__}, not a list of objects")
     return Checkpoint(
         path, state["step"], list(state.get("history") or []), state.get("config"), trainable, optim["optimizer"],
-        optim["scheduler"],
+        optim["scheduler"], segments,
     )  # fmt: skip
 
 

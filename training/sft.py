@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from training import runs
+from training import cpu, runs
 from training.config import SFTConfig
 from training.loop import Loop, begin, load_model
 
@@ -115,6 +115,7 @@ def train(cfg: SFTConfig, examples: list | None = None, data_meta: dict | None =
     refused unless ``cfg.overwrite``; an unfinished one resumes from its newest intact checkpoint
     (``training.runs``)."""
     check_config(cfg)
+    cpu.prepare()  # before torch loads: OpenMP reads its wait policy once
     out, config = Path(cfg.out), cfg.to_dict()
     if runs.reuse_finished(out, config, cfg.overwrite):
         return out
@@ -128,9 +129,13 @@ def train(cfg: SFTConfig, examples: list | None = None, data_meta: dict | None =
     base_dir = resolve_base(cfg.base)
     model, tokenizer = load_model(cfg, base_dir)
     if examples is None:
+        runs.say(f"building the training data: the oracle plays {cfg.episodes} train tasks...")
+        t_data = time.perf_counter()
         examples, data_meta = build_examples(cfg, tokenizer)
+        runs.say(f"{len(examples)} examples in {time.perf_counter() - t_data:.1f} s")
     plan = plan_batches(examples, cfg.batch_size, cfg.steps, cfg.seed)
-    loop = Loop.prepare(cfg, model, loss_module(model), lambda s: lr_at(s, cfg), (0.9, 0.95), cfg.weight_decay)
+    schedule = lambda s: lr_at(s, cfg)
+    loop = Loop.prepare(cfg, model, loss_module(model), schedule, (0.9, 0.95), cfg.weight_decay, point)
     start, history = loop.resume(point, model, "openagent train")
     del point  # the checkpoint's tensors, now in the model and optimizer
     meta = {
@@ -160,7 +165,8 @@ def train(cfg: SFTConfig, examples: list | None = None, data_meta: dict | None =
             bar.set_postfix(loss=f"{loss.item():.4f}", tok_s=f"{tokens_done / elapsed:.0f}")
             bar.update(1)
         if done in cfg.export_at and done != cfg.steps:
-            runs.export(model, tokenizer, out / f"step-{done}", {**meta, "steps": done, "history": history})
+            export_meta = {**meta, "steps": done, "history": history, "segments": loop.segments}
+            runs.export(model, tokenizer, out / f"step-{done}", export_meta)
         loop.checkpoint(done, model, history, config)
     if bar is not None:
         bar.close()

@@ -249,3 +249,76 @@ def test_the_rl_experiment_is_an_openagent_command_and_maps_misuse_to_exit_2(tmp
     argv = ["train", "rl-demo", "--sft", str(tmp_path / "nowhere"), "--out", str(tmp_path / "rl"), "--steps", "1"]
     assert "no config.json there" in _usage_error(capsys, argv)
     assert "give --sft SFT_DIR" in _usage_error(capsys, ["train", "rl-demo", "--out", str(tmp_path / "rl")])
+
+
+def _weights(out) -> dict:
+    from safetensors.torch import load_file
+
+    return load_file(Path(out) / "model.safetensors")
+
+
+def test_a_resumed_run_keeps_its_precision_when_the_measurement_flips_and_trains_the_same_model(
+    tiny, tmp_path, monkeypatch, capsys
+):
+    """The precision probe answers bf16 at the first start and fp32 at the resume (a near tie on a loaded machine):
+    the resumed run keeps bf16, and its weights are bit-identical to those of a run never interrupted. The threads
+    change at the resume too (a run setting), which the record shows as a second segment."""
+    from training import precision, sft
+
+    def probe(seconds):
+        return lambda model: seconds  # (fp32, bf16) seconds of a training pass
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(precision, "cpu_computes_bf16", lambda: True)
+    monkeypatch.setattr(precision, "pass_seconds", probe((1.0, 0.5)))
+    monkeypatch.setattr(precision, "_measured", {})
+    straight = sft.train(_cfg(tiny, tmp_path / "straight", save_every=0))
+    assert _meta(straight)["bf16"] is True
+
+    monkeypatch.setattr(precision, "_measured", {})
+    cfg = _killed_after(_cfg(tiny, tmp_path / "run"), monkeypatch, 2)
+    monkeypatch.setattr(precision, "_measured", {})  # a new process measures again...
+    monkeypatch.setattr(precision, "pass_seconds", probe((1.0, 1.0)))  # ...and bf16 is no longer faster
+    capsys.readouterr()
+    out = sft.train(_cfg(tiny, cfg.out, threads=2))
+    err = capsys.readouterr().err
+    assert "precision bf16 autocast: the run's own, chosen at its start and kept by its checkpoint at step 2" in err
+
+    resumed, uninterrupted = _weights(out), _weights(straight)
+    assert resumed.keys() == uninterrupted.keys()
+    assert all(torch.equal(resumed[k], uninterrupted[k]) for k in resumed), "the resumed run trained another model"
+    meta = _meta(out)
+    assert meta["bf16"] is True
+    assert [(s["from_step"], s["bf16"], s["threads"]) for s in meta["segments"]] == [(0, True, 1), (2, True, 2)]
+
+
+def test_a_resume_with_bf16_switched_off_is_refused(tiny, tmp_path, monkeypatch, capsys):
+    cfg = _killed_after(_cfg(tiny, tmp_path / "run"), monkeypatch, 2)
+    argv = ["train", "sft", "--out", cfg.out, "--base", str(tiny), "--steps", "4", "--batch-size", "2", "--episodes",
+            "4", "--full", "--lr", "0.003", "--threads", "1", "--save-every", "1", "--no-bf16"]  # fmt: skip
+    err = _usage_error(capsys, argv)
+    assert "written by a run with other options (bf16: True -> False" in err  # the other fields alike
+    assert "--no-resume or --overwrite" in err
+
+
+def test_training_says_what_it_does_from_its_first_second(tiny, tmp_path, capsys):
+    """Threads, data building and precision are printed before the first step, in that order."""
+    assert main(_sft_argv(tiny, tmp_path / "sft")) == 0
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("openagent train: ")]
+    expected = [
+        r"openagent train: 1 CPU thread \(\d+ CPUs available, OPENAGENT_CPU_POLICY=shared\), OpenMP waits: .+",
+        r"openagent train: building the training data: the oracle plays 4 train tasks\.\.\.",
+        r"openagent train: \d+ examples in \d+\.\d s",
+        r"openagent train: precision fp32: .+",
+    ]
+    assert len(lines) >= len(expected), lines
+    assert all(re.fullmatch(p, line) for p, line in zip(expected, lines[: len(expected)], strict=True)), lines
+    assert [s["threads"] for s in _meta(tmp_path / "sft")["segments"]] == [1]
+
+
+def test_an_unknown_cpu_policy_is_a_usage_error(tiny, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("OPENAGENT_CPU_POLICY", "greedy")
+    err = _usage_error(capsys, _sft_argv(tiny, tmp_path / "sft"))
+    assert "OPENAGENT_CPU_POLICY='greedy': expected one of shared, torch" in err
+    assert not (tmp_path / "sft").exists()

@@ -1,0 +1,111 @@
+"""How a training process uses the CPU: torch's threads and how OpenMP's idle threads wait.
+
+On a machine that others share, a training step should cost in proportion to the CPU it gets. Two
+things break that. OpenMP threads that finish their share of an operation spin while they wait for
+the others, burning the time slices they hold; and a thread count above the CPUs this process may
+run on (a container's quota, a ``taskset``) makes every operation wait for a thread that has no CPU.
+
+``OPENAGENT_CPU_POLICY`` names the policy:
+
+- ``shared`` (the default): as many threads as the CPUs the process may run on (its affinity mask,
+  capped by its cgroup's CPU quota), and idle OpenMP threads that sleep at once
+  (``OMP_WAIT_POLICY=PASSIVE``, ``KMP_BLOCKTIME=0``, set before torch loads; values already in the
+  environment win).
+- ``torch``: torch's defaults (the policy before ``shared``), kept for comparison
+  (``benchmarks/bench_contention.py``).
+
+A run's explicit ``threads`` wins over both. The thread count does not change the numerics of a
+training step on the CPUs measured (``tests/training/test_runs.py`` resumes across a change
+of it and gets bit-identical weights), so it is chosen afresh at every start and recorded per segment.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from sandbox.errors import UsageError
+
+POLICY_ENV = "OPENAGENT_CPU_POLICY"
+POLICIES = ("shared", "torch")
+PASSIVE_WAIT = {"OMP_WAIT_POLICY": "PASSIVE", "KMP_BLOCKTIME": "0"}
+"""GNU OpenMP (torch's Linux wheels) reads the first, Intel's the second; each ignores the other."""
+CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
+
+_wait: str | None = None
+"""How this process's OpenMP threads wait, as fixed when torch loaded (``None`` before :func:`prepare`)."""
+
+
+def policy() -> str:
+    """The policy ``OPENAGENT_CPU_POLICY`` names (``shared`` if unset); a :class:`UsageError` for another value."""
+    value = os.environ.get(POLICY_ENV, "").strip() or "shared"
+    if value not in POLICIES:
+        raise UsageError(f"{POLICY_ENV}={value!r}: expected one of {', '.join(POLICIES)} (unset: shared)")
+    return value
+
+
+def prepare() -> str:
+    """Set OpenMP's wait policy for this process if torch has not loaded yet (OpenMP reads it once, when torch
+    loads): call it before anything imports torch. How the threads wait, in words."""
+    global _wait
+    chosen = policy()
+    if _wait is not None:
+        return _wait
+    env = os.environ.get("OMP_WAIT_POLICY")
+    if "torch" in sys.modules:
+        _wait = f"OMP_WAIT_POLICY={env}" if env else "OpenMP's default (torch had loaded before training began)"
+    elif chosen == "shared":
+        for key, value in PASSIVE_WAIT.items():
+            os.environ.setdefault(key, value)
+        _wait = "passive" if os.environ["OMP_WAIT_POLICY"].upper() == "PASSIVE" else f"OMP_WAIT_POLICY={env}"
+    else:
+        _wait = f"OMP_WAIT_POLICY={env}" if env else "OpenMP's default"
+    return _wait
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on: its affinity mask, capped by its cgroup's CPU quota (rounded up)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    try:
+        quota, period = CGROUP_CPU_MAX.read_text().split()[:2]
+        if quota != "max":
+            cpus = min(cpus, max(1, math.ceil(int(quota) / int(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, cpus)
+
+
+@dataclass(frozen=True)
+class CpuUse:
+    """What a training process computes with on the CPU."""
+
+    threads: int
+    cpus: int
+    wait: str
+    policy: str
+
+    def describe(self) -> str:
+        return (
+            f"{self.threads} CPU thread{'s' * (self.threads != 1)} ({self.cpus} CPUs available, "
+            f"{POLICY_ENV}={self.policy}), OpenMP waits: {self.wait}"
+        )
+
+
+def configure(threads: int = 0) -> CpuUse:
+    """Set torch's intra-op threads: ``threads`` if given, else the policy's choice. What the process now uses."""
+    wait = prepare()
+    import torch
+
+    chosen = policy()
+    cpus = available_cpus()
+    if threads > 0:
+        torch.set_num_threads(threads)
+    elif chosen == "shared":
+        torch.set_num_threads(cpus)
+    return CpuUse(torch.get_num_threads(), cpus, wait, chosen)
