@@ -10,7 +10,8 @@ The rules every ``train`` (SFT, PAFT, RL) follows for ``OUT``:
   truncated or corrupt checkpoint (weights cut short, optimizer state missing, unreadable
   ``state.json``) is skipped with a warning and the one before it used; with none intact the run
   starts from step 0, also with a warning. Checkpoints of other options are refused like a finished
-  run (``--no-resume`` or ``overwrite`` start over).
+  run (``--no-resume`` or ``overwrite`` start over). A resumed run keeps the precision its checkpoint
+  records (``training.loop``).
 
 Everything here is written atomically (a temp file or folder, then ``os.replace``), so an interrupted
 run leaves either the old file or the new one, never half of one; the metadata file that marks a run

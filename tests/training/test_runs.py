@@ -136,6 +136,11 @@ def _cut_in_half(file: Path) -> None:
     file.write_bytes(data[: len(data) // 2])
 
 
+def _set_in_state(path: Path, **fields) -> None:
+    state = json.loads((path / runs.STATE).read_text())
+    (path / runs.STATE).write_text(json.dumps({**state, **fields}))
+
+
 def _cut_weights_in_half(path: Path) -> None:
     _cut_in_half(path / runs.WEIGHTS)
 
@@ -145,6 +150,7 @@ CORRUPTIONS = {
     "optimizer state missing": (lambda p: (p / runs.OPTIMIZER).unlink(), "no optimizer.pt"),
     "optimizer state cut in half": (lambda p: _cut_in_half(p / runs.OPTIMIZER), "the optimizer state is unreadable"),
     "state.json not JSON": (lambda p: (p / runs.STATE).write_text('{"step": 3, "hist'), "state.json is not valid JSON"),
+    "segments not a list": (lambda p: _set_in_state(p, segments="x"), "state.json records its segments as str"),
 }
 
 
