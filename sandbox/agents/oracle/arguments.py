@@ -11,7 +11,15 @@ from sandbox.agent import ToolSpec
 from sandbox.agents.oracle.choice import ToolChoice
 from sandbox.agents.oracle.observations import View, first_string
 from sandbox.agents.oracle.steps import Blocked, Step
-from sandbox.agents.oracle.tools import SchemaText, empty_args, match_param, undocumented_id, unform_param
+from sandbox.agents.oracle.tools import (
+    Hidden,
+    SchemaText,
+    empty_args,
+    masked,
+    match_param,
+    undocumented_id,
+    unform_param,
+)
 from sandbox.perturbations.plan import carries, leaf_paths
 from sandbox.task import Call, Task
 from sandbox.vocabulary import DomainVocabulary
@@ -37,6 +45,8 @@ class ArgumentFiller:
 
         def final_step(self, call: Call) -> Step: ...
 
+        def settled(self, call: Call) -> bool: ...
+
     def unasked(self, value: Any) -> bool:
         """A detail of the request that the query no longer gives (an underspecified query)."""
         query = self.view.query.casefold()
@@ -56,7 +66,8 @@ class ArgumentFiller:
         used: set[str] = set()
         finder_used: set[str] = set()
         finder_values: dict[str, tuple[str, Any]] | None = None
-        schema_text = SchemaText(spec["function"]["parameters"])
+        names, clean_names = tuple(self.view.tools), tuple(self.clean)
+        schema_text = SchemaText(spec["function"]["parameters"], names, clean_names)
 
         def build(schema: dict[str, Any]) -> dict[str, Any]:
             nonlocal finder_values
@@ -65,8 +76,9 @@ class ArgumentFiller:
             for vname, prop in schema.get("properties", {}).items():
                 raw = str(prop.get("description", ""))
                 text = raw.casefold()
+                hidden = Hidden(masked(raw, names), clean_names)  # where it names a tool, renamed since
                 if prop.get("type") == "object" and "properties" in prop:
-                    whole = match_param(vname, text, own, used)
+                    whole = match_param(vname, text, own, used, hidden)
                     if whole is not None and isinstance(own[whole][1], dict):  # given whole (bfcl's updates)
                         used.add(whole)
                         out[vname] = own[whole][1]
@@ -79,14 +91,14 @@ class ArgumentFiller:
                     out[vname] = f"{own[a][1]}{separator}{own[b][1]}"
                     used.update((a, b))
                     continue
-                match, source = match_param(vname, text, own, used), own
+                match, source = match_param(vname, text, own, used, hidden), own
                 if match is None:
-                    if finder_values is None and self._wants_finder(vname, text, own, used, schema_text, call):
+                    if finder_values is None and self._wants_finder(vname, text, hidden, own, used, schema_text, call):
                         id_param = undocumented_id(own, used, schema_text, lambda v: self.is_id(call, v))
                         finder_values = self.finder_values(call, own[id_param][1])
                         used.add(id_param)
                     if finder_values is not None:
-                        match, source = match_param(vname, text, finder_values, finder_used), finder_values
+                        match, source = match_param(vname, text, finder_values, finder_used, hidden), finder_values
                 if match is not None:
                     (used if source is own else finder_used).add(match)
                     value = source[match][1]
@@ -112,10 +124,11 @@ class ArgumentFiller:
         results = [self.result(self.plan[d]) for d in call.after]
         if any(carries(param, value, path, leaf) for result in results for path, leaf in leaf_paths(result)):
             return True
-        if any(r is None for r in results):  # not known until the calls before it are in
-            raise Blocked(
-                *(self.final_step(self.plan[d]) for d, r in zip(call.after, results, strict=True) if r is None)
-            )
+        # not known until the calls before it are in (a call that answered nothing tells nothing more if asked)
+        waiting = [self.plan[d] for d, r in zip(call.after, results, strict=True) if r is None]
+        waiting = [c for c in waiting if not self.settled(c)]
+        if waiting:
+            raise Blocked(*map(self.final_step, waiting))
         return False
 
     def lookups(self, call: Call) -> list[str]:
@@ -143,6 +156,7 @@ class ArgumentFiller:
         self,
         vname: str,
         text: str,
+        hidden: Hidden,
         own: dict[str, tuple[str, Any]],
         used: set[str],
         schema_text: SchemaText,
@@ -151,7 +165,10 @@ class ArgumentFiller:
         if undocumented_id(own, used, schema_text, lambda v: self.is_id(call, v)) is None:
             return False
         params = [(p, desc) for tool in self.lookups(call) for p, desc in self.clean[tool].items()]
-        return any(desc.casefold() in text if desc else p in (vname, *unform_param(vname)) for p, desc in params)
+        return any(
+            (desc.casefold() in text or hidden.holds(desc)) if desc else p in (vname, *unform_param(vname))
+            for p, desc in params
+        )
 
     def finder_values(self, call: Call, entity: Any) -> dict[str, tuple[str, Any]]:
         """The arguments of the lookup that found ``entity``: the plan's lookup, or (with a domain's lookup by

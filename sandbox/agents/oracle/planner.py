@@ -32,8 +32,29 @@ from sandbox.perturbations.vocab import vocabulary
 from sandbox.task import Call
 
 MAX_ATTEMPTS = 8
+MAX_RETRIES = 3
+"""How many times a call that failed with a transient error is sent again before the oracle refuses."""
 _SECONDS = re.compile(r"(\d+(?:\.\d+)?)\s*s\b")
-_RETRYABLE = {"runtime_error", "rate_limited", "moved"}
+_TRANSIENT = re.compile(
+    r"temporar|time-?out|timed out|no answer within|try again|retry|busy|unavailable|overload|too many requests"
+    r"|rate.?limit|\blater\b|connection|\bhangs\b|\b(?:408|429|500|502|503|504)\b",
+    re.IGNORECASE,
+)
+_FINAL = re.compile(r"permanent|for good|\bnever\b|no retry|will not|won't|cannot be retried", re.IGNORECASE)
+
+
+def transient(kind: str, message: str) -> bool:
+    """Whether a call that failed so may succeed if sent again: a rate limit or a moved tool, or a runtime error
+    whose words say it is passing (a timeout, a 429 or 503, "try again"). A runtime error that does not (a server's
+    generic "Error executing tool ...", "not found", "forbidden", "invalid") is permanent."""
+    if kind in ("rate_limited", "moved"):
+        return True
+    return kind == "runtime_error" and bool(_TRANSIENT.search(message)) and not _FINAL.search(message)
+
+
+def empty(result: Any) -> bool:
+    """An answer with nothing in it: ``null``, an empty object, list or text."""
+    return result is None or (isinstance(result, dict | list | str) and not result)
 
 
 class Planner(ArgumentFiller):
@@ -59,6 +80,13 @@ class Planner(ArgumentFiller):
         for call in task.plan:
             if call.tool not in self.by_capability:
                 raise Refusal(f"no available tool can {call.tool.replace('_', ' ')}")
+            if (
+                not task.solvable
+                and call.tool not in self.writing
+                and self.settled(call)
+                and empty(self.view.done(call.id))
+            ):
+                raise Refusal(f"{self.called(call)} found nothing")
         ready: dict[str, Step] = {}
         # once the last reply's calls all succeeded, a call of the same tool as the one it follows goes out in
         # the same reply (calls of a reply run in order): a long BFCL turn's run of calls (31 rm) fits its step
@@ -80,6 +108,10 @@ class Planner(ArgumentFiller):
             return Reply(tool_calls=self.issue(list(ready.values())))
         if not task.solvable:
             raise Refusal("the tools found nothing to act on")
+        for key, src in task.sources.items():
+            call = self.plan[src.call]
+            if call.tool not in self.writing and lookup(self.result(call), src.path) is None:
+                raise Refusal(f"{self.called(call)} gave no {key}")  # asked again, the same answer
         return Reply(text=self.answer())
 
     # Progress.
@@ -97,14 +129,14 @@ class Planner(ArgumentFiller):
         """Whether the call's result is in, whole, and holds what the answer needs (checked without rebuilding)."""
         result = self.view.done(call.id)
         if result is None or partial(result) or self.choice.retry_twin(call):
-            return self.wrote(call)
+            return self.wrote(call) or self.settled(call)
         if isinstance(result, dict) and isinstance(result.get("pages"), int) and result["pages"] > 1:
             pages = [self.view.done(f"{call.id}~p{n}") for n in range(2, result["pages"] + 1)]
             if not all(p is not None and rows_complete(p, self.rank_by) for p in pages):
                 return False
         merged = self.result(call)
         sources = (src.path for src in self.task.sources.values() if src.call == call.id)
-        return all(lookup(merged, path) is not None for path in sources) or self.wrote(call)
+        return all(lookup(merged, path) is not None for path in sources) or self.wrote(call) or self.settled(call)
 
     def wrote(self, call: Call) -> bool:
         """Whether ``call`` is a write (or a tool whose role nobody knows) whose last attempt succeeded: it is
@@ -114,10 +146,27 @@ class Planner(ArgumentFiller):
         last = self.view.last(call.id)
         return last is not None and last.answered and not is_error(last.result) and not says_error(last.normalized)
 
+    def called(self, call: Call) -> str:
+        """The tool that last answered ``call``."""
+        last = self.view.last(call.id)
+        return last.tool if last is not None else call.tool
+
+    def settled(self, call: Call) -> bool:
+        """Whether asking ``call`` again would tell nothing new: its tool answered, with no error and no note of
+        missing fields, with nothing (:func:`empty`) or with what it answered the time before."""
+        tries = self.view.attempts.get(call.id, [])
+        last = tries[-1] if tries else None
+        if last is None or not last.answered or is_error(last.result) or says_error(last.normalized):
+            return False
+        if partial(last.normalized) or self.choice.retry_twin(call):
+            return False
+        before = tries[-2] if len(tries) > 1 else None
+        return empty(last.normalized) or (before is not None and before.answered and before.result == last.result)
+
     def _pending(self, call: Call) -> list[Step]:
         """The steps of ``call`` still to make: empty when its result is in and complete."""
         final = self.final_step(call)
-        again = [] if self.wrote(call) else [final]
+        again = [] if self.wrote(call) or self.settled(call) else [final]
         result = self.view.done(final.id)
         if result is None or partial(result) or self.choice.retry_twin(call):
             return again
@@ -137,8 +186,11 @@ class Planner(ArgumentFiller):
             tool, n = step.tool, len(self.view.attempts.get(step.id, []))
             if last is not None and is_error(last.result):
                 kind, message = last.result["error"], str(last.result.get("message", ""))
-                if kind not in _RETRYABLE or n >= MAX_ATTEMPTS:
+                if not transient(kind, message) or n >= MAX_ATTEMPTS:
                     raise Refusal(f"{tool} failed: {message or kind}")
+                tries = self.view.attempts[step.id]
+                if sum(is_error(a.result) and a.result["error"] == "runtime_error" for a in tries) > MAX_RETRIES:
+                    raise Refusal(f"{tool} kept failing: {message}")
                 if kind == "rate_limited":
                     wait = max(wait, *(float(s) for s in _SECONDS.findall(message) or ["1"]))
                     self.wait_tool = self.choice.mentioned(message, exclude=last.tool) or getattr(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -225,16 +226,44 @@ def _is_decoy(description: str) -> bool:
     return any(marker in text for marker in vocab.DECOY_MARKERS)
 
 
-def match_param(vname: str, text: str, own: dict[str, tuple[str, Any]], used: set[str]) -> str | None:
+def match_param(
+    vname: str, text: str, own: dict[str, tuple[str, Any]], used: set[str], hidden: Hidden | None = None
+) -> str | None:
     """The canonical argument of ``own`` = {param: (description, value)} whose description the parameter's
-    description ``text`` contains (its own name first when several do), not yet ``used``."""
-    hits = [p for p, (desc, _) in own.items() if p not in used and desc and desc.casefold() in text]
+    description ``text`` contains (its own name first when several do), not yet ``used``; else, with ``hidden``,
+    one whose description it contains once the tools both name are masked (see :func:`masked`)."""
+    free = [p for p, (desc, _) in own.items() if p not in used and desc]
+    hits = [p for p in free if own[p][0].casefold() in text]
+    if not hits and hidden is not None and TOOL in hidden.text:
+        hits = [p for p in free if hidden.holds(own[p][0])]
     if not hits:  # an undocumented parameter is known by its name alone, or by the pattern that renamed it
         name = next((n for n in (vname, *unform_param(vname)) if n in own and n not in used and not own[n][0]), None)
         return name
-    if not hits:
-        return None
     return vname if vname in hits else min(hits, key=lambda p: list(own).index(p))
+
+
+TOOL = "<tool>"
+"""What :func:`masked` writes where a text names a tool."""
+
+
+@lru_cache(maxsize=4096)
+def masked(text: str, names: tuple[str, ...]) -> str:
+    """``text`` casefolded, each tool of ``names`` it names (as a word) made :data:`TOOL`: a parameter's
+    description that names a tool ("a book id from search_books") reads the same once the tools are renamed,
+    swapped or erased ("a book id from x_2d90")."""
+    return (names_pattern(names).sub(TOOL, text) if names else text).casefold()
+
+
+@dataclass(frozen=True)
+class Hidden:
+    """A visible text with the visible tools' names masked, matched against clean descriptions with the clean
+    tools' names masked (:func:`masked`)."""
+
+    text: str
+    clean: tuple[str, ...]
+
+    def holds(self, desc: str) -> bool:
+        return bool(desc) and masked(desc, self.clean) in self.text
 
 
 _PARAM_FORMS = [
@@ -256,20 +285,25 @@ def undocumented_id(
     lookup now stands for)."""
     # An argument without a description is looked for by its name, as the schema's JSON quotes it.
     ids = [p for p, (d, v) in own.items()
-           if p not in used and is_id(v) and (d.casefold() or f'"{p.casefold()}"') not in schema_text]  # fmt: skip
+           if p not in used and is_id(v) and (d or f'"{p}"') not in schema_text]  # fmt: skip
     return ids[0] if len(ids) == 1 else None
 
 
 class SchemaText:
-    """The casefolded text of a schema, made only if a test needs it."""
+    """The casefolded text of a schema, made only if a test needs it: it holds a clean description as written,
+    or with the tools both name masked (the clean tools' names ``clean``, the visible ones' ``names``)."""
 
-    def __init__(self, schema: dict[str, Any]) -> None:
-        self.schema, self.text = schema, None
+    def __init__(self, schema: dict[str, Any], names: tuple[str, ...] = (), clean: tuple[str, ...] = ()) -> None:
+        self.schema, self.names, self.clean = schema, names, clean
+        self.text: str | None = None
+        self.hidden: Hidden | None = None
 
     def __contains__(self, part: str) -> bool:
         if self.text is None:
-            self.text = json.dumps(self.schema).casefold()
-        return part in self.text
+            raw = json.dumps(self.schema)
+            self.text = raw.casefold()
+            self.hidden = Hidden(masked(raw, self.names), self.clean) if self.names else None
+        return part.casefold() in self.text or (self.hidden is not None and self.hidden.holds(part))
 
 
 def empty_args(spec: ToolSpec) -> dict[str, Any]:

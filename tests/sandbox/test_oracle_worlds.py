@@ -1,0 +1,244 @@
+"""The oracle on small worlds a user writes: it holds by its mechanisms, on tools nobody here named.
+
+Each world is a few tools and tasks through the public API (``@sandbox.tool``, ``sandbox.define_domain``), built
+to meet one failure class: a parameter whose description names another tool, read under renames and traps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+import sandbox
+from sandbox import Call, OracleAgent, ToolFailure, UserTask
+from sandbox.case import Case, run_cases
+from sandbox.perturbations import POOLS, get
+
+ORACLE = OracleAgent()
+NOTES = {"n1": ("groceries", "milk, eggs"), "n2": ("work", "send the report"), "n3": ("work", "book the room")}
+
+
+@dataclass
+class Notebook:
+    seed: int
+    archived: list[str] = field(default_factory=list)
+
+
+@sandbox.tool
+def search_notes(book: Notebook, topic: str) -> dict:
+    """Find the notes on a topic.
+
+    Args:
+        topic: the topic, e.g. work
+    """
+    found = [{"note_id": i, "topic": t} for i, (t, _) in NOTES.items() if t == topic]
+    if not found:
+        raise ToolFailure("not_found", f"no note on {topic!r}")
+    return {"results": found}
+
+
+@sandbox.tool
+def read_note(book: Notebook, note_id: str) -> dict:
+    """The text of one note.
+
+    Args:
+        note_id: a note id from search_notes, e.g. n1
+    """
+    if note_id not in NOTES:
+        raise ToolFailure("not_found", f"no note {note_id!r}")
+    return {"note_id": note_id, "text": NOTES[note_id][1]}
+
+
+@sandbox.tool(role="write")
+def archive(book: Notebook, note_id: str) -> dict:
+    """Archive a note.
+
+    Args:
+        note_id: a note id from search_notes, e.g. n1
+    """
+    if note_id not in NOTES:
+        raise ToolFailure("not_found", f"no note {note_id!r}")
+    book.archived.append(note_id)
+    return {"archived": note_id}
+
+
+def _notes() -> sandbox.Domain:
+    """Every parameter but one documents itself by naming ``search_notes``: a renamed, swapped or erased
+    ``search_notes`` changes the description the oracle matches a parameter by."""
+    domain = sandbox.define_domain(
+        "oracle-notes", tools=[search_notes, read_note, archive], state=lambda seed: Notebook(seed),
+        tasks=[
+            UserTask("What does note n1 say?", id="read", plan=[Call(id="r", tool="read_note", args={"note_id": "n1"})],
+                     sources={"text": "r.text"}),
+            UserTask("What does my first work note say?", id="chain", sources={"text": "r.text"},
+                     plan=[Call(id="s", tool="search_notes", args={"topic": "work"}),
+                           Call(id="r", tool="read_note", args={"note_id": "n2"}, after=("s",))]),
+            UserTask("Archive the note n3.", id="archive", plan=[Call(id="a", tool="archive", args={"note_id": "n3"})]),
+        ],
+    )  # fmt: skip
+    sandbox.register_domain(domain, replace=True)
+    return domain
+
+
+def _wrong(domain: sandbox.Domain, names: tuple[str, ...], seeds: range = range(3)) -> list[str]:
+    """The oracle's episodes on every applied case of ``names`` (each severity, pool and seed) that neither solve a
+    solvable case nor refuse an unsolvable one, explained."""
+    cases = []
+    for name in names:
+        cls = get(name)
+        for severity in range(max(1, cls.min_severity), cls.max_severity + 1):
+            specs = [cls(severity=severity, pool=pool, seed=seed) for pool in POOLS for seed in seeds]
+            cases += [Case(t, (spec,)) for spec in specs for t in domain.tasks() if spec.applies_to(t)]
+    assert cases, f"none of {names} applies to {domain.name}"
+    episodes = run_cases(ORACLE, cases)
+    return [e.explain() for c, e in zip(cases, episodes, strict=True)
+            if e.outcome != ("success" if c.solvable else "refused")]  # fmt: skip
+
+
+RENAMES = ("tool_name_noise", "semantic_renaming", "identity_erasure", "semantic_trap", "distractor_tools")
+
+
+@pytest.mark.parametrize("name", RENAMES)
+def test_a_parameter_that_names_a_renamed_tool_is_still_filled(name: str) -> None:
+    wrong = _wrong(_notes(), (name,))
+    assert not wrong, "\n\n".join(wrong[:2])
+
+
+ROOMS = {"A": 2, "B": 5}
+FORECASTS = {"Oslo": "snow"}
+
+
+@dataclass
+class Building:
+    seed: int
+    bookings: list[str] = field(default_factory=list)
+
+
+@sandbox.tool
+def find_room(building: Building, name: str) -> dict | None:
+    """Find a room by its name; nothing when there is none.
+
+    Args:
+        name: the room's name, e.g. A
+    """
+    return {"room": name, "floor": ROOMS[name]} if name in ROOMS else None
+
+
+@sandbox.tool
+def check_conflicts(building: Building, room: str) -> None:
+    """Check that a room is free; answers nothing when it is.
+
+    Args:
+        room: the room's name, e.g. A
+    """
+    if room in building.bookings:
+        raise ToolFailure("runtime_error", f"Error executing tool check_conflicts: room {room} is taken")
+
+
+@sandbox.tool(role="write")
+def book_room(building: Building, room: str) -> None:
+    """Book a room; answers nothing.
+
+    Args:
+        room: the room's name, e.g. A
+    """
+    building.bookings.append(room)
+
+
+@sandbox.tool
+def get_forecast(building: Building, city: str) -> dict:
+    """Tomorrow's weather in a city.
+
+    Args:
+        city: the city, e.g. Oslo
+    """
+    return {"city": city, "sky": FORECASTS[city]}  # an unknown city raises, as a server's tool would
+
+
+@sandbox.tool
+def heating_status(building: Building) -> dict:
+    """Whether the heating is on."""
+    raise ToolFailure("runtime_error", "503 Service Unavailable: the thermostat is busy, try again later")
+
+
+def _forecast(building: Building, city: str) -> dict:
+    try:
+        return get_forecast.fn(None, building, get_forecast.args(city=city))
+    except KeyError as exc:  # what an MCP server's SDK says of any exception in a tool
+        raise ToolFailure("runtime_error", f"Error executing tool get_forecast: {exc!r}") from None
+
+
+forecast = sandbox.tool(_forecast, name="forecast")
+
+
+def _rooms() -> sandbox.Domain:
+    domain = sandbox.define_domain(
+        "oracle-rooms", tools=[find_room, check_conflicts, book_room, forecast, heating_status],
+        state=lambda seed: Building(seed),
+        tasks=[
+            UserTask("Book room A if it is free.", id="book",
+                     plan=[Call(id="c", tool="check_conflicts", args={"room": "A"}),
+                           Call(id="b", tool="book_room", args={"room": "A"}, after=("c",))]),
+            UserTask("Which floor is room Z on?", id="ghost", unsolvable="nonexistent_entity",
+                     plan=[Call(id="f", tool="find_room", args={"name": "Z"})]),
+            UserTask("Will it snow in Atlantis tomorrow?", id="atlantis", unsolvable="nonexistent_entity",
+                     plan=[Call(id="f", tool="forecast", args={"city": "Atlantis"})]),
+            UserTask("Is the heating on?", id="heating", unsolvable="fatal_error",
+                     plan=[Call(id="h", tool="heating_status", args={})]),
+        ],
+    )  # fmt: skip
+    sandbox.register_domain(domain, replace=True)
+    return domain
+
+
+def _task(domain: sandbox.Domain, task_id: str) -> sandbox.Task:
+    return next(t for t in domain.tasks() if t.id.endswith(task_id))
+
+
+def test_a_lookup_that_answers_nothing_is_not_asked_again() -> None:
+    episode = Case(_task(_rooms(), "book")).run(ORACLE)
+    assert episode.outcome == "success", episode.explain()
+    assert [c.name for c in episode.calls] == ["check_conflicts", "book_room"]
+
+
+def test_a_lookup_that_finds_nothing_on_an_unsolvable_task_ends_in_a_refusal() -> None:
+    episode = Case(_task(_rooms(), "ghost")).run(ORACLE)
+    assert episode.outcome == "refused", episode.explain()
+    assert len(episode.calls) == 1
+
+
+def test_a_generic_server_error_is_permanent_and_refused_at_once() -> None:
+    episode = Case(_task(_rooms(), "atlantis")).run(ORACLE)
+    assert episode.outcome == "refused", episode.explain()
+    assert len(episode.calls) == 1
+
+
+def test_a_transient_error_is_retried_a_bounded_number_of_times_then_refused() -> None:
+    from sandbox.agents.oracle.planner import MAX_RETRIES
+
+    episode = Case(_task(_rooms(), "heating")).run(ORACLE)
+    assert episode.outcome == "refused", episode.explain()
+    assert len(episode.calls) == MAX_RETRIES + 1 and len(episode.steps) <= Case(episode.task).max_steps
+
+
+@pytest.mark.parametrize(
+    ("kind", "message", "again"),
+    [
+        ("runtime_error", "Service temporarily unavailable, try again.", True),
+        ("runtime_error", "Upstream timeout; please retry.", True),
+        ("runtime_error", "HTTP 429: slow down", True),
+        ("runtime_error", "Error executing tool get_user: 503 Service Unavailable", True),
+        ("runtime_error", "Error executing tool get_user: KeyError('u9')", False),
+        ("runtime_error", "403 Forbidden", False),
+        ("runtime_error", "invalid account number", False),
+        ("runtime_error", "Access revoked for good; no retry can succeed.", False),
+        ("rate_limited", "Rate limit reached: retry after 2 s.", True),
+        ("not_found", "no user 'u9'", False),
+        ("fatal", "This service has been permanently discontinued.", False),
+    ],
+)
+def test_an_error_is_transient_only_where_its_words_say_so(kind: str, message: str, again: bool) -> None:
+    from sandbox.agents.oracle.planner import transient
+
+    assert transient(kind, message) is again
