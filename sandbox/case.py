@@ -21,7 +21,7 @@ from sandbox.perturbations.base import Perturbation, apply_stack, step_budget
 from sandbox.perturbations.registry import from_dict
 from sandbox.task import Task
 
-SANDBOX_VERSION = "7"
+SANDBOX_VERSION = "8"
 """Bump when worlds, tools, judge or perturbations change behaviour: it invalidates cached episodes."""
 
 _KEY_JSON = json.JSONEncoder(sort_keys=True, default=str)

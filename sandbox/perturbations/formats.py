@@ -37,7 +37,11 @@ def _leaves(value: Any, prefix: str) -> list[tuple[str, Any]]:
 
 
 def _scalar(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    """A leaf as its line writes it: a string as it is where it reads back as itself, else (a number's digits,
+    ``true``, a line break, spaces at an end) quoted as JSON."""
+    if isinstance(value, str) and _value(value) == value and "\n" not in value and value == value.strip():
+        return value
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _value(raw: str) -> Any:

@@ -35,9 +35,21 @@ def _links(domain: Any, task: Task, merging: bool = False) -> dict[str, tuple[st
     if words is not None:
         return {tool: (finder, param, "id") for tool, (finder, param) in words.consumers.items()}
     deps = dependencies(task)
-    if user_turns(task) is not None:
-        deps = _turn_links(task, deps, merging)
+    deps = _turn_links(task, deps, merging) if user_turns(task) is not None else _plan_links(task, deps, merging)
     return {d.consumer: (d.lookup, d.param, d.path) for d in deps}
+
+
+def _plan_links(task: Task, deps: tuple[Dependency, ...], merging: bool) -> tuple[Dependency, ...]:
+    """The dependencies that a new tool carries as the request says: the value is the first row's where it is in a
+    list (the top result; one from a later row was picked by what the rows hold, an argmax or a set difference,
+    which a tool given only the lookup's arguments cannot know), and, to merge, the lookup takes arguments."""
+
+    def carried(d: Dependency) -> bool:
+        if any(part.isdigit() and part != "0" for part in d.path.split(".")):
+            return False
+        return not (merging and any(not c.args for c in task.plan if c.tool == d.lookup))
+
+    return tuple(d for d in deps if carried(d))
 
 
 def _turn_links(task: Task, deps: tuple[Dependency, ...], merging: bool) -> tuple[Dependency, ...]:
@@ -60,13 +72,14 @@ def _turn_links(task: Task, deps: tuple[Dependency, ...], merging: bool) -> tupl
 
 
 PLAN_LINKS = (
-    "a task whose gold plan shows no call taking a value that a call before it returned. On a task of several user "
-    "turns (bfcl), also one whose only such values are the id a write returned (a booking's, a post's: the write "
-    "would run again), an entry taken by its place in a list (`ls`'s first: the new tool would pick by place, not by "
-    "what the user names), or a value a lookup of an earlier turn returned (the new tool would need that turn's "
-    "request again)"
+    "a task whose gold plan shows no call taking a value that a call before it returned, other than one taken from "
+    "a row after the first of a list (picked by what the rows hold, an argmax or a set difference: the new tool "
+    "would pick by place, not by what the user names). On a task of several user turns (bfcl), also one whose only "
+    "such values are the id a write returned (a booking's, a post's: the write would run again), an entry taken by "
+    "its place in a list (`ls`'s first), or a value a lookup of an earlier turn returned (the new tool would need "
+    "that turn's request again)"
 )
-MERGE_LINKS = PLAN_LINKS + "; and, to merge, a lookup that takes no arguments (not yet solved by the oracle)"
+MERGE_LINKS = PLAN_LINKS + "; and, to merge, a lookup that takes no arguments (the merged tool would take none)"
 
 
 def _uses_consumer(task: Task, merging: bool = False) -> bool:

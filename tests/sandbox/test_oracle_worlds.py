@@ -242,3 +242,94 @@ def test_an_error_is_transient_only_where_its_words_say_so(kind: str, message: s
     from sandbox.agents.oracle.planner import transient
 
     assert transient(kind, message) is again
+
+
+@sandbox.tool
+def read_mail(building: Building, mail_id: str) -> dict:
+    """One mail's sender, subject and body.
+
+    Args:
+        mail_id: the mail's id, e.g. m1
+    """
+    return {"sender": "ann@example.com", "body": "Hi,\nsee you at 8.\nAnn", "room": "007", "urgent": "true"}
+
+
+def test_format_shift_keeps_every_answer_readable_at_every_severity() -> None:
+    """A body of several lines and texts that read as numbers or booleans survive 'path = value' lines."""
+    domain = sandbox.define_domain(
+        "oracle-mail", tools=[read_mail], state=lambda seed: Building(seed),
+        tasks=[UserTask(f"What is the {key} of mail m1?", id=key, sources={key: f"r.{key}"},
+                        plan=[Call(id="r", tool="read_mail", args={"mail_id": "m1"})])
+               for key in ("body", "room", "urgent")],
+    )  # fmt: skip
+    sandbox.register_domain(domain, replace=True)
+    wrong = _wrong(domain, ("format_shift",))
+    assert not wrong, "\n\n".join(wrong[:2])
+
+
+SCORES = [("ann", 3), ("bob", 7), ("cy", 5)]
+
+
+@sandbox.tool
+def list_players(building: Building, team: str) -> dict:
+    """The players of a team with their scores.
+
+    Args:
+        team: the team's name, e.g. red
+    """
+    return {"players": [{"name": n, "score": s} for n, s in SCORES]}
+
+
+@sandbox.tool
+def today(building: Building) -> dict:
+    """Today's date."""
+    return {"date": "2026-12-03"}
+
+
+@sandbox.tool(role="write")
+def give_award(building: Building, player: str, date: str = "") -> dict:
+    """Give the award to a player.
+
+    Args:
+        player: the player's name
+        date: the day of the award, as YYYY-MM-DD
+    """
+    return {"awarded": player, "on": date}
+
+
+def _awards() -> sandbox.Domain:
+    first = Call(id="a", tool="give_award", args={"player": "ann"}, after=("l",))
+    dated = Call(id="a", tool="give_award", args={"player": "ann", "date": "2026-12-03"}, after=("t",))
+    domain = sandbox.define_domain(
+        "oracle-awards", tools=[list_players, today, give_award], state=lambda seed: Building(seed),
+        tasks=[
+            UserTask("Give the award to the best player of team red.", id="best",
+                     plan=[Call(id="l", tool="list_players", args={"team": "red"}),
+                           Call(id="a", tool="give_award", args={"player": "bob"}, after=("l",))]),
+            UserTask("Give the award to the first player listed in team red.", id="first",
+                     plan=[Call(id="l", tool="list_players", args={"team": "red"}), first]),
+            UserTask("Give ann today's award.", id="today",
+                     plan=[Call(id="t", tool="today", args={}), dated]),
+        ],
+    )  # fmt: skip
+    sandbox.register_domain(domain, replace=True)
+    return domain
+
+
+@pytest.mark.parametrize(
+    ("task_id", "merge", "invert"),
+    [
+        ("best", False, False),  # the best player: picked by what the rows hold, not by place
+        ("first", True, True),  # the first row: a new tool given the lookup's arguments picks it as the user does
+        ("today", False, True),  # a lookup that takes no arguments: nothing to merge it by
+    ],
+)
+def test_dependencies_are_changed_only_where_a_new_tool_carries_them(task_id: str, merge: bool, invert: bool) -> None:
+    task = _task(_awards(), task_id)
+    assert get("dependency_merge")(severity=1).applies_to(task) is merge
+    assert get("logic_inversion")(severity=1).applies_to(task) is invert
+
+
+def test_the_oracle_follows_every_dependency_change_that_applies() -> None:
+    wrong = _wrong(_awards(), ("dependency_merge", "logic_inversion", "dependency_split"))
+    assert not wrong, "\n\n".join(wrong[:2])
