@@ -3,9 +3,9 @@
 Run: python benchmarks/bench_bfcl.py   (needs bfcl-eval: docs/bfcl.md)
 "Build" is what an episode's start costs: ``make_env`` plus ``reset`` plus the first
 ``tool_specs`` (which builds the fresh backend instances from the task's ``initial_config``),
-warm: data loaded and backend modules imported. The static baseline is not given: it replays a
-task's clean trajectory, which on BFCL is the gold plan itself (the replayer's row), so it would
-measure nothing the replayer does not.
+warm: data loaded and backend modules imported. The static baseline is not given: on a clean task it
+replays each turn's gold calls as the replayer does (the replayer's row), so it would measure nothing
+the replayer does not.
 """
 
 from __future__ import annotations

@@ -219,9 +219,13 @@ ORACLE_READS = {
         "a domain's vocabulary (its finder and the tools that take the finder's id)",
     "sandbox.agents.oracle.planner -> sandbox.perturbations.vocab":
         "a domain's vocabulary (its finder and the tools that take the finder's id)",
+    "sandbox.agents.static -> sandbox.perturbations.plan":
+        "the static baseline is briefed with the clean trajectory: the gold plan's results as the perturbations "
+        "replay them on the clean tools, and the user turns of a task of several",
 }  # fmt: skip
-"""The oracle's deliberate reads below its floor's rule, each with why: it is the reference agent that proves
-every perturbation keeps a task solvable, so it reads what the perturbations write, never the task's answer."""
+"""The reference agents' deliberate reads below their floor's rule, each with why: the oracle proves every
+perturbation keeps a task solvable, so it reads what the perturbations write, never the task's answer; the static
+baseline replays what training on the clean world burned in."""
 
 
 def _room(module: str) -> str:
