@@ -10,17 +10,20 @@ most episodes with one cause (a dead server, a bad key).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox.errors import MissingExtra, UsageError, install_line
-from sandbox.evaluation.cache import DEFAULT_CACHE_DIR
+from sandbox.evaluation.cache import DEFAULT_CACHE_DIR, check_folder
 from sandbox.evaluation.gate import DEFAULT_GATE, DEFAULT_MARGIN, EXAMPLE, GateResult
 from sandbox.evaluation.specs import SPEC_HELP
 
 EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE, EXIT_INCONCLUSIVE, EXIT_AGENT_FAILED = 0, 1, 2, 3, 4
+EXIT_BROKEN_PIPE = 141
+"""What a shell reports for a command that SIGPIPE ended: one whose output stopped being read mid-way."""
 
 
 UsageFailure = UsageError
@@ -115,6 +118,11 @@ def _run_eval(args: argparse.Namespace) -> int:
     domain = _eval_domain(args)
     domain_names(domain)
     check_agent(args.agent)
+    if not args.no_cache:
+        try:
+            check_folder(Path(args.cache_dir))
+        except UsageError as exc:
+            raise UsageFailure(f"--cache-dir: {exc} (--no-cache)") from None
     try:
         agent = load_agent(args.agent)
         report = evaluate(
@@ -130,14 +138,15 @@ def _run_eval(args: argparse.Namespace) -> int:
         report.meta["mcp"] = args.mcp
     meta = report.meta
     reused = "shared by identical cases" if args.no_cache else "from the cache"
-    print(
+    if args.json:  # before any output: a reader that stops early (| head) must not cost the report
+        report.to_json(args.json)
+    say(
         f"openagent eval: agent={args.agent}, seed={args.seed}, {len(report.records)} cases; "
         f"{meta['episodes_run']} episodes run, {meta['episodes_cached']} {reused}"
     )
-    print(report.table())
+    say(report.table())
     if args.json:
-        report.to_json(args.json)
-        print(f"report written to {args.json}")
+        say(f"report written to {args.json}")
     if criteria:
         return _verdict(check(report, criteria), args.inconclusive)
     return EXIT_OK
@@ -164,7 +173,7 @@ def _add_inconclusive(p: argparse.ArgumentParser) -> None:
 
 
 def _verdict(result: GateResult, inconclusive: str) -> int:
-    print(result.message())
+    say(result.message())
     if result.verdict == "PASS":
         return EXIT_OK
     if result.verdict == "FAIL":
@@ -196,7 +205,7 @@ def _run_gate(args: argparse.Namespace) -> int:
         result += check(report, parse_gate(args.gate))
     if args.baseline:
         result += compare(report, Report.load(args.baseline), margin)
-    print(report.table())
+    say(report.table())
     return _verdict(result, args.inconclusive)
 
 
@@ -277,6 +286,22 @@ def _training_cli():
     return cli
 
 
+def say(text: str) -> None:
+    """Print ``text`` to stdout; once its reader has gone (``openagent eval ... | head -1``), print nothing more
+    and go on: the command's files and exit code do not depend on who reads its output."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        _quiet_stdout()
+
+
+def _quiet_stdout() -> None:
+    """Send what is left for stdout to the null device: Python would otherwise fail again flushing it at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="openagent", description="Tool-use agent robustness to open-world shifts.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -296,6 +321,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args._parser.error(str(exc))  # exits with EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # a command that prints with print() whose reader went away: it ended there
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
     return EXIT_USAGE  # pragma: no cover - parser.error exits
 
 

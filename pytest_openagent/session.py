@@ -22,12 +22,12 @@ from typing import Any
 
 import pytest
 
-from pytest_openagent.options import CACHE_KEY, SEED_KEY, WORKER_KEY, header
+from pytest_openagent.options import CACHE_DIR, CACHE_KEY, NO_CACHE, SEED_KEY, WORKER_KEY, header
 from pytest_openagent.resolve import Options
 from sandbox.agent import fingerprint
 from sandbox.case import install_runner
-from sandbox.errors import OpenAgentError
-from sandbox.evaluation.cache import EpisodeCache, prepare
+from sandbox.errors import OpenAgentError, UsageError
+from sandbox.evaluation.cache import EpisodeCache, check_folder, prepare
 from sandbox.evaluation.gate import GateResult, check, compare
 from sandbox.evaluation.report import Record, Report
 from sandbox.evaluation.runner import Runner
@@ -35,6 +35,11 @@ from sandbox.evaluation.runner import Runner
 DEFAULT_N = 50
 GATE_TEST = "openagent::gate"
 """The test case a JUnit XML file gets for the gate's verdict."""
+
+
+def _runs_agents(item: pytest.Item) -> bool:
+    """Whether a test may run episodes: one of ours (the marker), or one that asks for the agent."""
+    return item.get_closest_marker("openagent") is not None or "agent" in getattr(item, "fixturenames", ())
 
 
 class OpenAgentSession:
@@ -99,6 +104,11 @@ class OpenAgentSession:
                 # What hypothesis.seed() sets, without what it also does: drop the example database,
                 # which would stop a failure from being replayed on the next run.
                 obj._hypothesis_internal_use_seed = self.test_seed(item)
+        if not self.options.no_cache and any(map(_runs_agents, items)):  # a session of other tests needs no cache
+            try:
+                check_folder(self.options.cache_dir)
+            except UsageError as exc:
+                raise pytest.UsageError(f"{CACHE_DIR}: {exc} ({NO_CACHE})") from None
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -106,7 +116,7 @@ class OpenAgentSession:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, Any]:
-        if not self._prepared and not self.options.no_cache:
+        if not self._prepared and not self.options.no_cache and _runs_agents(item):
             prepare(self.options.cache_dir)
             self._prepared = True
         self.runner.test = item.nodeid

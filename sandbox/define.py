@@ -34,7 +34,7 @@ from sandbox.errors import UsageError, WrongType, did_you_mean
 from sandbox.family import Family
 from sandbox.state import State
 from sandbox.task import Call, Source, Task, Unsolvable, read_path
-from sandbox.tools import Tool, Toolbox
+from sandbox.tools import DEFAULT_TIMEOUT, Tool, Toolbox
 from sandbox.vocabulary import DomainVocabulary
 
 UNSOLVABLE: tuple[str, ...] = get_args(Unsolvable)
@@ -115,6 +115,7 @@ def define_domain(
     world: Callable[[int], Any] | None = None,
     sizes: Mapping[str, int] | None = None,
     vocabulary: DomainVocabulary | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> Domain:
     """A domain from its tools (:class:`~sandbox.tools.Tool` objects or typed functions, see
     :func:`sandbox.tool`), a state factory ``state(seed)`` (a fresh, deterministic object per episode),
@@ -122,12 +123,15 @@ def define_domain(
     fine) or task ``families`` drawn over ``world(seed)``, a read-only world shared by episodes; ``vocabulary``,
     what it tells the perturbations and the oracle about its words (:class:`~sandbox.vocabulary.DomainVocabulary`).
 
+    ``timeout``: seconds a call of a tool given as a function may take before it fails as a hung tool, as an
+    MCP server's call does (``None``: no deadline; a :class:`~sandbox.tools.Tool` keeps its own).
+
     Misuse fails here, with what to fix: a gold call naming no tool, a typo'd argument, a source
     path its result lacks. Register the domain (:func:`sandbox.register_domain`) to reach it by name.
     """
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
         raise UsageError(f"a domain name is letters, digits, '_', '.' or '-', got {name!r}")
-    built = tuple(t if isinstance(t, Tool) else Tool.from_function(t) for t in tools)
+    built = tuple(t if isinstance(t, Tool) else Tool.from_function(t, timeout=timeout) for t in tools)
     seen: set[str] = set()
     for t in built:
         if t.name in seen:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from sandbox.errors import UnknownName, UsageError
+from sandbox.errors import OpenAgentError, UnknownName, UsageError
 from sandbox.family import Family
 from sandbox.seeds import child_seed, rng
 from sandbox.task import SPLITS, Split, Task
@@ -26,6 +26,12 @@ from sandbox.vocabulary import DomainVocabulary
 if TYPE_CHECKING:
     from sandbox.judge import Outcome
     from sandbox.trajectory import Episode
+
+
+class StartFailure(OpenAgentError):
+    """A domain's world or state factory raised: no episode of the task can start (each ends as an
+    ``agent_error`` that says so, and runs again next time); the domain's code is the one to fix."""
+
 
 DEFAULT_SIZES: Mapping[str, int] = {"train": 6000, "dev": 400, "test": 880}
 """Tasks per split of a domain with families, when no number is asked for (at most: fewer if fewer exist)."""
@@ -82,11 +88,23 @@ class Domain:
 
     def world(self, seed: int = 0) -> Any:
         """The read-only world of ``seed``, built once and shared by every episode (``None`` if the domain has none)."""
-        return None if self.build_world is None else _world(self, seed)
+        if self.build_world is None:
+            return None
+        try:
+            return _world(self, seed)
+        except Exception as exc:
+            raise StartFailure(f"the world of domain {self.name!r} failed for seed {seed}: {_error(exc)}") from exc
 
     def fresh_state(self, seed: int = 0) -> Any:
         """A new state object for one episode (``None`` if the domain has no state factory)."""
-        return None if self.new_state is None else self.new_state(seed)
+        if self.new_state is None:
+            return None
+        try:
+            return self.new_state(seed)
+        except Exception as exc:
+            raise StartFailure(
+                f"the state factory of domain {self.name!r} failed for seed {seed}: {_error(exc)}"
+            ) from exc
 
     def family(self, name: str) -> Family:
         for family in self.families:
@@ -153,6 +171,13 @@ class Domain:
 
 # Cached by the domain itself (a Domain hashes by identity), so this module needs no registry of domains.
 @lru_cache(maxsize=8)
+def _error(exc: BaseException) -> str:
+    try:
+        return f"{type(exc).__name__}: {str(exc)[:500]}"
+    except Exception:  # a __str__ that raises
+        return type(exc).__name__
+
+
 def _world(domain: Domain, seed: int) -> Any:
     assert domain.build_world is not None
     return domain.build_world(seed)

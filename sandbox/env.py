@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sandbox.agent import Message, ToolSpec
-from sandbox.domain import Domain
+from sandbox.domain import Domain, StartFailure
 from sandbox.errors import UsageError
 from sandbox.prompt import SYSTEM_PROMPT
 from sandbox.state import State
@@ -28,20 +28,29 @@ if TYPE_CHECKING:
 
 
 class Env:
+    failure: StartFailure | None = None
+    """Why no episode of this env can start (its domain's world or state factory raised); ``reset`` raises it."""
+
     def __init__(self, domain: Domain, task: Task, system_prompt: str = SYSTEM_PROMPT) -> None:
         self.domain = domain
         self.task = task
-        self.world = domain.world(task.seed)
         self.system_prompt = system_prompt
-        self.state = self.new_state()
+        try:
+            self.world = domain.world(task.seed)
+            self.state = self.new_state()
+        except StartFailure as failure:
+            self.world, self.state, self.failure = None, State(), failure
 
     @property
     def unwrapped(self) -> Env:
         return self
 
     def reset(self) -> list[Message]:
-        """Start the episode afresh: a new state and the opening messages."""
+        """Start the episode afresh: a new state and the opening messages; raises
+        :class:`~sandbox.domain.StartFailure` where the domain's world or state factory fails."""
         base = self.unwrapped
+        if base.failure is not None:
+            raise base.failure
         base.state = base.new_state()
         return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": self.query()}]
 

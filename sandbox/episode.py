@@ -24,6 +24,8 @@ _RAW_CALLS = json.JSONEncoder(default=str)
 """``json.dumps(..., default=str)``, built once: dumps builds an encoder per call when given options."""
 MAX_STORED_REPLY = 4_000
 """Characters of a reply kept in its step's record (``Step.reply``); the rest is cut, with a note."""
+START_FAILED = "the sandbox failed to start this case"
+"""How the error of an episode that never started begins (a perturbation or the domain's code raised)."""
 MAX_MESSAGE_CHARS = 50_000
 """Characters of a reply's text kept in the conversation and the answer (the judge reads it all):
 no real reply is longer, and it keeps an episode bounded whatever the agent says."""
@@ -200,7 +202,7 @@ def _start(agent: Any, env: Env) -> _Live | Episode:
     try:
         ep = _Live(env, episode_id, env.reset(), env.tool_specs())
     except Exception as exc:
-        return _failed(_Live(env, episode_id, [], []), f"the sandbox failed to start this case: {_error_text(exc)}")
+        return _failed(_Live(env, episode_id, [], []), f"{START_FAILED}: {_error_text(exc)}")
     try:
         brief(agent, ep.episode_id, env.task)  # a reference agent's own channel; others get nothing
     except Exception as exc:

@@ -3,22 +3,34 @@
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
 from pathlib import Path
 
 from sandbox.errors import UsageError
 
 
 def write_atomically(path: Path, text: str | bytes) -> None:
-    """Write to a temporary file beside ``path``, then rename it into place."""
+    """Write to a temporary file beside ``path``, then rename it into place.
+
+    The file gets the mode any new file gets (0666 less the umask), as ``open(path, "w")`` gives it: a report
+    is read by others (a CI artifact uploader), which ``tempfile.mkstemp``'s private 0600 would keep out.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    for _ in range(100):
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+            break
+        except FileExistsError:
+            continue
+    else:  # pragma: no cover - 100 collisions of 32 random bits
+        raise FileExistsError(f"no free temporary name beside {path}")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(text.encode() if isinstance(text, str) else text)
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 

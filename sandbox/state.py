@@ -42,6 +42,8 @@ class State:
     scratch: dict[str, Any] = field(default_factory=dict)
     """Free room for wrappers that keep per-episode state (a call counter, a token)."""
     data: Any = None
+    hung: str | None = None
+    """Why no tool may be called any more in this episode: a call that gave no answer still runs, in its thread."""
 
     def next_id(self, prefix: str) -> str:
         n = sum(1 for key in self.records if key.startswith(prefix)) + 1

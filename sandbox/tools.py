@@ -7,14 +7,19 @@ over ``(world, state, args)`` with an :class:`Args` model.
 
 A tool failure is an observation sent back to the agent (a :class:`ToolResult` with an
 ``error``), never an exception out of the episode. Tool functions signal failure by raising
-:class:`ToolFailure`; :meth:`Toolbox.call` turns it, and any validation problem, into a result.
+:class:`ToolFailure`; :meth:`Toolbox.call` turns it, and any validation problem, into a result, as it
+does a result that is no plain JSON, nested deeper than :data:`MAX_RESULT_DEPTH` or longer than
+:data:`MAX_RESULT_CHARS` (it could be neither shown nor stored), and a call of a tool with a ``timeout``
+that gives no answer in time.
 """
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import json
 import re
+import threading
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -24,6 +29,7 @@ from typing import Any, Literal, overload
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from sandbox.errors import UsageError, WrongType
+from sandbox.parse import json_value
 from sandbox.state import Write
 
 ErrorKind = Literal[
@@ -40,6 +46,15 @@ Role = Literal["lookup", "write", "wait"]
 ROLES: tuple[Role, ...] = Role.__args__  # type: ignore[attr-defined]
 AGENT_ERRORS: frozenset[str] = frozenset({"unknown_tool", "invalid_arguments"})
 """Error kinds that are the agent's fault; they make up the tool error rate."""
+DEFAULT_TIMEOUT = 10.0
+"""Seconds a tool call may take before it fails as a hung tool: an MCP server's, and a tool the user writes."""
+MAX_RESULT_DEPTH = 64
+"""Nesting of a tool's result at most: a deeper one would not read back from the episode cache."""
+MAX_RESULT_CHARS = 100_000
+"""Characters of a tool's result at most, as the JSON the agent reads: each is kept twice in its episode."""
+TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+"""A tool name as MCP's naming guidance has it: 1 to 128 ASCII letters, digits, ``_``, ``-`` and ``.``; any
+other (a control character, a newline, ``</tool_call>``, a path) would reach the prompt and the terminal."""
 
 
 class Args(BaseModel):
@@ -107,8 +122,14 @@ class Tool:
     state do; the built-in tools note their writes themselves, with a verification code)."""
     role_known: bool = True
     idempotent: bool = False
+    timeout: float | None = None
+    """Seconds a call may take (``None``: no deadline). A call that takes longer fails as a hung tool and is
+    left running in its thread; the episode's later calls fail, since its state is no longer its own."""
 
     def __post_init__(self) -> None:
+        check_tool_name(self.name)
+        if self.timeout is not None and not (isinstance(self.timeout, int | float) and self.timeout > 0):
+            raise UsageError(f"tool {self.name!r}: timeout={self.timeout!r}; give seconds above 0, or None")
         role = self.role if self.role is not None else "write" if self.writes else "lookup"
         if role not in ROLES:
             raise UsageError(f"tool {self.name!r}: role={role!r} is not known; use one of {', '.join(ROLES)}")
@@ -126,7 +147,7 @@ class Tool:
     @classmethod
     def from_function(
         cls, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None,
-        role: Role | None = None, idempotent: bool = False,
+        role: Role | None = None, idempotent: bool = False, timeout: float | None = DEFAULT_TIMEOUT,
     ) -> Tool:  # fmt: skip
         """A tool from a typed function ``fn(state, arg: type, ...) -> JSON-able data``; ``role`` and
         ``idempotent`` as :class:`Tool` says.
@@ -135,7 +156,8 @@ class Tool:
         this episode); the others are the tool's arguments. Their types and defaults give the JSON
         schema (through pydantic), their descriptions come from ``Annotated[str, Field(description=...)]``
         or the docstring's ``Args:`` section, and the docstring's first paragraph describes the tool.
-        ``fn`` may raise :class:`ToolFailure` for an error the agent should see.
+        ``fn`` may raise :class:`ToolFailure` for an error the agent should see. A call runs in a thread
+        of its own and fails after ``timeout`` seconds (``None``: no deadline, in the calling thread).
         """
         tool_name = name or fn.__name__
         params = list(inspect.signature(fn).parameters.values())
@@ -167,12 +189,13 @@ class Tool:
 
         summary = description if description is not None else summary
         return cls(tool_name, summary, model, call, role=role, records=True, role_known=role is not None,
-                   idempotent=idempotent)  # fmt: skip
+                   idempotent=idempotent, timeout=timeout)  # fmt: skip
 
     @classmethod
     def from_spec(
-        cls, spec: Mapping[str, Any], handler: Callable[..., Any], *, role: Role | None = None, idempotent: bool = False
-    ) -> Tool:
+        cls, spec: Mapping[str, Any], handler: Callable[..., Any], *, role: Role | None = None,
+        idempotent: bool = False, timeout: float | None = DEFAULT_TIMEOUT,
+    ) -> Tool:  # fmt: skip
         """A tool from an OpenAI-style spec ``{"type": "function", "function": {name, description, parameters}}``
         and ``handler(state, **arguments)``. Arguments are checked against the spec's properties (their
         JSON types, enums and required names; an unknown argument is an error) before the handler runs."""
@@ -192,24 +215,41 @@ class Tool:
             return handler(_own(state), **args.model_dump(exclude_unset=True))
 
         return cls(tool_name, function.get("description", ""), model, call, role=role, schema=schema, records=True,
-                   role_known=role is not None, idempotent=idempotent)  # fmt: skip
+                   role_known=role is not None, idempotent=idempotent, timeout=timeout)  # fmt: skip
 
 
 @overload
 def tool(fn: Callable[..., Any], /) -> Tool: ...
 @overload
 def tool(*, name: str | None = None, description: str | None = None, role: Role | None = None,
-         idempotent: bool = False) -> Callable[[Callable[..., Any]], Tool]: ...  # fmt: skip
+         idempotent: bool = False, timeout: float | None = DEFAULT_TIMEOUT,
+         ) -> Callable[[Callable[..., Any]], Tool]: ...  # fmt: skip
 def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None, description: str | None = None,
-         role: Role | None = None, idempotent: bool = False,
+         role: Role | None = None, idempotent: bool = False, timeout: float | None = DEFAULT_TIMEOUT,
          ) -> Tool | Callable[[Callable[..., Any]], Tool]:  # fmt: skip
-    """``@tool`` or ``@tool(role="write")``: :meth:`Tool.from_function` as a decorator.
+    """``@tool`` or ``@tool(role="write", timeout=30)``: :meth:`Tool.from_function` as a decorator.
 
     The decorated function's first parameter is the episode's state; see :meth:`Tool.from_function`.
     """
     if fn is not None:
-        return Tool.from_function(fn, name=name, description=description, role=role, idempotent=idempotent)
-    return lambda f: Tool.from_function(f, name=name, description=description, role=role, idempotent=idempotent)
+        return Tool.from_function(
+            fn, name=name, description=description, role=role, idempotent=idempotent, timeout=timeout
+        )
+    return lambda f: Tool.from_function(
+        f, name=name, description=description, role=role, idempotent=idempotent, timeout=timeout
+    )
+
+
+def check_tool_name(name: object, fix: str = "rename the tool") -> None:
+    """Raise :class:`~sandbox.errors.UsageError` unless ``name`` is a tool name by :data:`TOOL_NAME`; its message
+    shows the name escaped and ends with ``fix``."""
+    if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
+        text = str(name)
+        shown = ascii(text) if len(text) <= 80 else f"{text[:80]!a}... ({len(text):,} characters)"
+        raise UsageError(
+            f"tool name {shown} is outside MCP's naming guidance (1 to 128 ASCII letters, digits, '_', '-' "
+            f"and '.'): it would reach the agent's prompt and the terminal as it is; {fix}"
+        )
 
 
 def _own(state: Any) -> Any:
@@ -312,13 +352,63 @@ class Toolbox:
             args = tool.args.model_validate(arguments)
         except ValidationError as exc:
             return ToolResult(name=name, error="invalid_arguments", message=describe_validation_error(exc))
+        hung = getattr(state, "hung", None)
+        if hung is not None:
+            return ToolResult(name=name, error="fatal", message=f"the episode's tools are unusable: {hung}")
         try:
-            content = tool.fn(world, state, args)
+            content = tool.fn(world, state, args) if tool.timeout is None else _within(tool, world, state, args)
         except ToolFailure as failure:
             return ToolResult(name=name, error=failure.kind, message=failure.message)
+        except _Hung:
+            message = f"tool {name!r} gave no answer within {tool.timeout:g}s"
+            if hasattr(state, "hung"):
+                state.hung = f"{message} and may still change the state"
+            return ToolResult(name=name, error="runtime_error", message=f"the tool hangs: {message}")
         if tool.records and tool.writes and isinstance(getattr(state, "writes", None), list):
             code = content.get("code") if isinstance(content, dict) else None
             state.writes.append(Write(name, args.model_dump(mode="json"), code if isinstance(code, str) else ""))
         elif not tool.role_known and isinstance(getattr(state, "unsure", None), list):
             state.unsure.append(name)
-        return ToolResult(name=name, content=content)
+        return shown(name, content)
+
+
+def shown(name: str, content: Any) -> ToolResult:
+    """The result of a call that returned ``content``: an error the agent reads where it is no plain JSON,
+    deeper than :data:`MAX_RESULT_DEPTH` or longer than :data:`MAX_RESULT_CHARS` (the tool's fault, not the
+    agent's; such a result could be neither shown nor stored)."""
+    try:
+        content = json_value(content, max_depth=MAX_RESULT_DEPTH)
+    except ValueError as exc:
+        return ToolResult(name=name, error="runtime_error", message=f"the tool's result cannot be shown: {exc}")
+    chars = len(_OBSERVATION.encode(content))
+    if chars > MAX_RESULT_CHARS:
+        message = f"the tool's result is {chars:,} characters, more than the {MAX_RESULT_CHARS:,} a result may have"
+        return ToolResult(name=name, error="runtime_error", message=message)
+    return ToolResult(name=name, content=content)
+
+
+class _Hung(Exception):
+    """A call with a deadline gave no answer in time."""
+
+
+def _within(tool: Tool, world: Any, state: Any, args: Args) -> Any:
+    """``tool.fn(world, state, args)`` in a thread of its own, waited for ``tool.timeout`` seconds: Python
+    cannot stop a thread, so one that hangs is left behind (a daemon: it does not keep the process alive)."""
+    outcome: list[tuple[bool, Any]] = []
+    context = contextvars.copy_context()
+
+    def run() -> None:
+        try:
+            outcome.append((True, context.run(tool.fn, world, state, args)))
+        except BaseException as exc:  # handed to the caller, as if the call had raised there
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=run, name=f"tool {tool.name}", daemon=True)
+    thread.start()
+    thread.join(tool.timeout)
+    if not outcome:
+        raise _Hung
+    done, value = outcome[0]
+    if not done:
+        raise value
+    return value

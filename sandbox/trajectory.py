@@ -101,4 +101,13 @@ def explain(episode: Episode) -> str:
         done = Counter(str(w.get("tool")) for w in episode.writes)
         gold = Counter(c.tool for c in task.plan)
         lines.append("  writes done: " + ", ".join(f"{t} x{n} (gold plan: {gold[t]})" for t, n in done.items()))
-    return redact("\n".join(lines))
+    return printable(redact("\n".join(lines)))
+
+
+def printable(text: str) -> str:
+    """``text`` with each character a terminal would act on rather than show (a control character such as ESC
+    or NUL, a bidirectional override, a zero-width mark) written as its escape; newlines and tabs stay. What an
+    agent or a server says reaches pytest's output through :func:`explain`."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c in "\n\t" else c.encode("unicode_escape").decode("ascii") for c in text)

@@ -34,6 +34,7 @@ from typing import Any
 from sandbox.agent import fingerprint
 from sandbox.case import Case, run_cases
 from sandbox.episode import DEFAULT_MAX_STEPS, Episode
+from sandbox.errors import UsageError
 
 DEFAULT_CACHE_DIR = Path(".openagent_cache")
 """Where the episode cache and Hypothesis' example database live unless told otherwise."""
@@ -67,7 +68,6 @@ class EpisodeCache:
         self._stored: dict[str, bytes] = {}  # lines read from disk, not yet asked for: the newest per key
         self._older: dict[str, list[bytes]] = {}  # earlier lines of the same keys, oldest first
         self._loaded: set[str] = set()
-        self._bad: set[str] = set()  # keys whose lines did not read back this session
         self._packs: dict[str, tuple[int, int]] = {}  # agent folder -> (pid, fd) of this process's pack
         self._finalizer = weakref.finalize(self, _close_all, self._packs)
         self.hits = 0
@@ -125,7 +125,6 @@ class EpisodeCache:
                 self._memory[key] = episode
                 return episode
             self.corrupt += 1
-            self._bad.add(key)
             earlier = self._older.get(key)
             blob = earlier.pop() if earlier else None
         return None
@@ -142,9 +141,8 @@ class EpisodeCache:
         except Exception:  # a value pydantic cannot write as JSON: keep it in memory only
             self.skipped += 1
             return
-        if len(blob) > MAX_EPISODE_BYTES or (key in self._bad and _read(blob) is None):
-            # The second test stops a case whose episode never reads back from being appended on every run.
-            self.skipped += 1
+        if len(blob) > MAX_EPISODE_BYTES or not _reads_back(blob):
+            self.skipped += 1  # stored, it would run again on every run, and be appended again
             return
         self._append(agent_fingerprint, b"%s\t%s\n" % (key.encode(), blob))
 
@@ -227,6 +225,18 @@ def _read(blob: bytes) -> Episode | None:
         return None
 
 
+_READER_DEPTH = 200
+"""Nesting that pydantic's JSON reader takes at most; a deeper episode would be written and never read back."""
+
+
+def _reads_back(blob: bytes) -> bool:
+    """Whether ``blob`` reads back as an episode. Its nesting is at most its count of brackets, so one with fewer
+    brackets than the reader takes (every episode seen so far) needs no reading; the others are read to see."""
+    if blob.count(b"[") + blob.count(b"{") < _READER_DEPTH:
+        return True
+    return _read(blob) is not None
+
+
 def _remove_stale_temps(folder: Path) -> None:
     cutoff = time.time() - STALE_TEMP_SECONDS
     with contextlib.suppress(OSError):
@@ -240,10 +250,36 @@ def _budget(case: Case, max_steps: int | None) -> int:
     return max_steps if max_steps is not None else getattr(case, "max_steps", DEFAULT_MAX_STEPS)
 
 
+EPISODES = "episodes"
+"""The episode cache's folder inside a cache folder (beside Hypothesis' example database)."""
+
+
+def check_folder(directory: Path) -> None:
+    """Raise :class:`~sandbox.errors.UsageError` unless ``directory`` and its :data:`EPISODES` folder are
+    folders this process can write, or can be made so; creates nothing. An unusable cache is misuse to
+    report before a run, never a cache that silently keeps nothing."""
+    for folder in (directory, directory / EPISODES):
+        path = folder
+        while not path.exists() and path.parent != path:
+            path = path.parent
+        if not path.is_dir():
+            raise UsageError(f"the cache folder {directory} cannot be used: {path} is a file, not a folder; "
+                             "give the cache another folder, or turn it off")  # fmt: skip
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise UsageError(f"the cache folder {directory} cannot be used: {path} is not writable by this user; "
+                             "give the cache another folder, or turn it off")  # fmt: skip
+
+
 def prepare(directory: Path) -> Path:
-    """Create the cache folder with a ``.gitignore`` so that nobody commits it by accident."""
-    directory.mkdir(parents=True, exist_ok=True)
-    ignore = directory / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("# created by pytest-openagent\n*\n")
+    """Create the cache folder (checked by :func:`check_folder`) with a ``.gitignore`` so that nobody commits it
+    by accident."""
+    check_folder(directory)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        ignore = directory / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("# created by pytest-openagent\n*\n")
+    except OSError as exc:
+        raise UsageError(f"the cache folder {directory} cannot be used: {exc}; give the cache another folder, "
+                         "or turn it off") from None  # fmt: skip
     return directory

@@ -8,7 +8,7 @@ from typing import Any
 
 from sandbox.agent import fingerprint
 from sandbox.case import SANDBOX_VERSION
-from sandbox.evaluation.cache import DEFAULT_CACHE_DIR, EpisodeCache, prepare
+from sandbox.evaluation.cache import DEFAULT_CACHE_DIR, EPISODES, EpisodeCache, prepare
 from sandbox.evaluation.draw import DomainSpec, TierSpec, domain_label, draw_cases
 from sandbox.evaluation.report import Report
 from sandbox.evaluation.runner import Runner
@@ -49,8 +49,8 @@ def evaluate(
         agent = load_agent(spec)
     names = list(names) if names is not None else None
     families = list(families) if families is not None else None
+    cache = EpisodeCache(prepare(Path(cache_dir)) / EPISODES if cache_dir is not None else None)
     cases = draw_cases(tiers, n, seed, domain, split, names, max_stack, pool, families)
-    cache = EpisodeCache(prepare(Path(cache_dir)) / "episodes" if cache_dir is not None else None)
     runner = Runner(cache)
     runner.test = "evaluate"
     records = runner.run_batches(agent, cases, batch_size, max_steps, progress)

@@ -15,7 +15,7 @@ from typing import Any
 
 from sandbox.agent import fingerprint
 from sandbox.case import Case, install_runner
-from sandbox.episode import Episode
+from sandbox.episode import START_FAILED, Episode
 from sandbox.errors import OpenAgentError
 from sandbox.evaluation.cache import EpisodeCache
 from sandbox.evaluation.report import Record
@@ -53,9 +53,14 @@ class Health:
         if not unanimous and (self.episodes < MIN_EPISODES or 2 * count <= self.episodes):
             return None
         failed = sum(self.causes.values())
+        fix = (
+            "the domain (or the perturbation)"
+            if cause.startswith(START_FAILED)
+            else "the agent (or its server, URL or key)"
+        )
         return (
             f"the agent failed on {failed} of {self.episodes} episodes ({count} with the same cause): {cause}; "
-            "fix the agent (or its server, URL or key) and run again"
+            f"fix {fix} and run again"
         )
 
 

@@ -1,6 +1,8 @@
 """The openagent command: the table, the JSON report, the gate's exit codes, and its misuse."""
 
 import json
+import os
+import stat
 import subprocess
 import sys
 from fnmatch import fnmatch
@@ -134,3 +136,83 @@ def test_every_command_has_a_working_help(capsys):
         assert capsys.readouterr().out.startswith(f"usage: openagent {' '.join(command)}".rstrip())
     result = _openagent("--help")
     assert result.returncode == 0 and "eval" in result.stdout and "mcp-proxy" in result.stdout
+
+
+EVAL = ["eval", "--agent", "oracle", "--tiers", "perception", "--n", "2"]
+
+
+def test_a_closed_stdout_does_not_lose_the_report(tmp_path):
+    out = tmp_path / "r.json"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
+    command = [sys.executable, "-m", "pytest_openagent.cli", *EVAL, "--no-cache", "--json", str(out)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                               env=env)  # fmt: skip
+    process.stdout.close()  # the reader is gone before the first line, as `| head -1` is soon after it
+    _, err = process.communicate(timeout=300)
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+    assert process.returncode == 0 and json.loads(out.read_text())["schema_version"] == 2
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o027, 0o640), (0o002, 0o664)])
+def test_reports_and_exported_jsonl_get_the_umasks_mode(tmp_path, umask, mode, capsys):
+    from training.export import write_jsonl
+
+    previous = os.umask(umask)
+    try:
+        assert main([*EVAL, "--no-cache", "--json", str(tmp_path / "r.json")]) == 0
+        write_jsonl([{"messages": []}], tmp_path / "rows.jsonl")
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / "r.json").stat().st_mode) == mode
+    assert stat.S_IMODE((tmp_path / "rows.jsonl").stat().st_mode) == mode
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", "rows.jsonl"], "no temporary file is left"
+
+
+def test_an_unusable_cache_folder_is_misuse_before_the_run(tmp_path, capsys):
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    inside = tmp_path / "cache"
+    (inside / "episodes").parent.mkdir()
+    (inside / "episodes").write_text("a file where the episodes go")
+    for folder, where in ((blocked, blocked), (blocked / "sub", blocked), (inside, inside / "episodes")):
+        with pytest.raises(SystemExit) as exited:
+            main([*EVAL, "--cache-dir", str(folder)])
+        assert exited.value.code == 2
+        err = capsys.readouterr().err
+        assert f"--cache-dir: the cache folder {folder} cannot be used: {where} is a file, not a folder" in err
+        assert "--no-cache" in err
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere")
+def test_a_cache_folder_without_write_permission_is_misuse(tmp_path, capsys):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    try:
+        with pytest.raises(SystemExit) as exited:
+            main([*EVAL, "--cache-dir", str(locked)])
+    finally:
+        locked.chmod(0o700)
+    assert exited.value.code == 2 and "is not writable by this user" in capsys.readouterr().err
+
+
+def test_a_state_factory_that_raises_everywhere_is_no_measurement_naming_the_domain(tmp_path, monkeypatch, capsys):
+    (tmp_path / "brokenworld.py").write_text(
+        "import sandbox\n"
+        "def lookup(state, key: str) -> str:\n"
+        "    '''Look a key up.'''\n"
+        "    return state[key]\n"
+        "def factory(seed):\n"
+        "    raise RuntimeError('the database is down')\n"
+        "DOMAIN = sandbox.define_domain('brokenworld', [lookup], state=factory,\n"
+        "    tasks=[sandbox.UserTask(f'What is {k}?', answer={'v': '1'}, id=k) for k in 'abcdefgh'])\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        code = main(["eval", "--agent", "oracle", "--domain", "brokenworld:DOMAIN", "--n", "8", "--no-cache"])
+    finally:
+        from sandbox.domains import DOMAINS
+
+        DOMAINS.pop("brokenworld", None)
+    err = capsys.readouterr().err
+    assert code == 4 and "the state factory of domain 'brokenworld' failed for seed 0" in err
+    assert "RuntimeError: the database is down; fix the domain" in err

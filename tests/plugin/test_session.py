@@ -300,3 +300,14 @@ def test_a_dead_agent_found_by_the_measurement_fails_the_session(project):
     result = project.runpytest("--openagent-agent", "deadagent:Dead", "--openagent-gate", "default", *MEASURE)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["openagent: no measurement: the agent failed on 120 of 120 episodes*"])
+
+
+def test_an_unusable_cache_folder_is_a_usage_error_before_any_test_runs(project):
+    project.makepyfile(test_rec=RECORDING_TEST)
+    project.path.joinpath("taken").write_text("a file, not a folder")
+    result = project.runpytest("--openagent-cache-dir", "taken")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--openagent-cache-dir: the cache folder *taken cannot be used: *taken is a file, "
+                                 "not a folder*--openagent-no-cache*"])  # fmt: skip
+    project.makepyfile(test_rec="def test_plain(): pass")  # no test of ours: the cache folder is not asked for
+    project.runpytest("--openagent-cache-dir", "taken").assert_outcomes(passed=1)

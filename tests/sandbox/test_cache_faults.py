@@ -14,11 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sandbox
-from sandbox import Episode, Reply, make_env, run_episodes
+from sandbox import Episode, Reply, Wrapper, make_env, run_episodes
 from sandbox.case import Case
 from sandbox.evaluation import cache as cache_module
 from sandbox.evaluation.cache import MAX_EPISODE_BYTES, STALE_TEMP_SECONDS, EpisodeCache
 from sandbox.judge import OUTCOMES
+from sandbox.tools import ToolResult
 
 TASKS = sandbox.tasks("poi", "test", 40)
 CASES = [Case(t) for t in TASKS[:6]]
@@ -115,13 +116,32 @@ def test_a_newer_good_line_wins_over_an_older_bad_one_in_any_pack_order(tmp_path
     assert cache.run(Plain(), CASES[:1])[0].model_dump() == episode.model_dump() and cache.hits == 1
 
 
-def test_an_episode_that_never_reads_back_is_not_appended_on_every_run(tmp_path, monkeypatch):
-    agent = Plain()
-    EpisodeCache(tmp_path).run(agent, CASES[:1])
-    monkeypatch.setattr(cache_module, "_read", lambda blob: None)  # as if this episode never read back
-    for _ in range(3):
-        EpisodeCache(tmp_path).run(agent, CASES[:1])
-    assert sum(len(p.read_bytes().splitlines()) for p in packs(tmp_path)) == 1
+class DeepResults(Wrapper):
+    """A wrapper of the user's (a perturbation) whose results skip the toolbox's bounds: nested ``depth`` levels."""
+
+    label = "deep results"
+
+    def __init__(self, env, depth):
+        super().__init__(env)
+        self.depth = depth
+
+    def call(self, name, arguments):
+        content: object = "leaf"
+        for _ in range(self.depth):
+            content = {"a": content}
+        return ToolResult(name=name, content=content)
+
+
+def test_an_episode_that_would_not_read_back_is_never_written(tmp_path):
+    reply = '<tool_call>{"name": "find_place", "arguments": {"query": "cafe"}}</tool_call>'
+    for depth, written in ((250, 0), (150, 1)):  # deeper than pydantic's reader takes; as deep as it takes
+        [episode] = run_episodes(lambda messages, tools: reply, [DeepResults(make_env("poi", TASKS[0]), depth)], 2)
+        for _ in range(3):
+            cache = EpisodeCache(tmp_path / str(depth))
+            cache.put("k" * 40, episode, "deep")
+            assert cache.skipped == 1 - written
+        assert sum(len(p.read_bytes().splitlines()) for p in packs(tmp_path / str(depth))) == 3 * written
+        assert (EpisodeCache(tmp_path / str(depth)).get("k" * 40, "deep") is not None) == bool(written)
 
 
 def test_temporary_files_of_killed_writers_are_removed_when_the_folder_is_opened(tmp_path):

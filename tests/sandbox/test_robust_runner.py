@@ -13,7 +13,7 @@ from sandbox import Episode, Reply, Wrapper, make_env, run_episodes
 from sandbox.episode import MAX_MESSAGE_CHARS, MAX_STORED_REPLY
 from sandbox.evaluation.cache import MAX_EPISODE_BYTES
 from sandbox.judge import OUTCOMES
-from sandbox.parse import MAX_CALLS, clean_text, parse_reply
+from sandbox.parse import MAX_ARGUMENT_CHARS, MAX_CALLS, MAX_REPLY_CHARS, clean_text, parse_reply
 
 TASKS = sandbox.tasks("poi", "test", 3)
 PLAIN = "The answer is 42."
@@ -94,6 +94,15 @@ class Loud:
         pytest.param(Reply(text=None), "parse_error", id="text None"),  # type: ignore[arg-type]
         pytest.param(Reply(text=b"hi"), "parse_error", id="text bytes"),  # type: ignore[arg-type]
         pytest.param("".join(call("{}") for _ in range(MAX_CALLS + 1)), "parse_error", id="too many calls"),
+        pytest.param("x" * (MAX_REPLY_CHARS + 1), "parse_error", id="a reply over the cap"),
+        pytest.param(call('{"query": "' + "A" * 10_000_000 + '"}'), "parse_error", id="a 10 MB argument"),
+        pytest.param(call('{"query": "' + "A" * MAX_ARGUMENT_CHARS + '"}'), "parse_error",
+                     id="arguments over the cap in a reply under it"),
+        pytest.param(Reply(tool_calls=[{"function": {"name": "find_place",
+                                                     "arguments": '{"query": "' + "A" * 10_000_000 + '"}'}}]),
+                     "parse_error", id="a 10 MB structured arguments string"),
+        pytest.param(Reply(tool_calls=[{"name": "find_place", "arguments": {"query": "A" * MAX_ARGUMENT_CHARS}}]),
+                     "parse_error", id="a long argument in a dict"),
         pytest.param(42, "agent_error", id="an int, not a reply"),
         pytest.param(None, "agent_error", id="None, not a reply"),
         pytest.param({"content": "hi"}, "agent_error", id="a dict, not a reply"),
@@ -130,11 +139,27 @@ def test_lone_surrogates_become_replacement_characters_so_the_episode_can_be_sen
 
 
 def test_a_huge_reply_is_judged_whole_and_stored_bounded():
-    huge = "x" * 1_000_000 + " The answer is 42."
+    huge = "x" * (MAX_REPLY_CHARS - 100) + " The answer is 42."
     episode = run(FirstGetsIt(huge))
     assert len(episode.steps[-1].reply) < MAX_STORED_REPLY + 100 and "characters cut" in episode.steps[-1].reply
     assert len(episode.answer) < MAX_MESSAGE_CHARS + 100
     assert len(episode.messages[-1]["content"]) < MAX_MESSAGE_CHARS + 100
+
+
+def test_a_runaway_reply_ends_its_episode_at_the_first_turn_and_the_episode_stays_small():
+    for fault in (call('{"query": "' + "A" * 10_000_000 + '"}'), "B" * 10_000_000):
+        episode = run(FirstGetsIt(fault), max_steps=8)
+        assert episode.outcome == "parse_error" and len(episode.steps) == 1
+        assert "10,000,0" in episode.steps[0].error and "more than the 1,000,000" in episode.steps[0].error
+        assert len(episode.model_dump_json()) < 20_000
+
+
+def test_an_argument_at_the_cap_is_a_call():
+    parsed = parse_reply(call('{"query": "' + "A" * (MAX_ARGUMENT_CHARS - 20) + '"}'))
+    assert parsed.error is None and len(parsed.calls[0].arguments["query"]) == MAX_ARGUMENT_CHARS - 20
+    parsed = parse_reply("before " + call("{}") + " between <tool_call>" + '{"name": "b"}')
+    assert parsed.error is None and [c.name for c in parsed.calls] == ["find_place", "b"]
+    assert parsed.text == "before  between"
 
 
 def test_huge_replies_with_calls_on_every_turn_keep_the_episode_under_the_cache_cap():

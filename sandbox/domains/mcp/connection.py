@@ -30,10 +30,8 @@ from typing import Any, Literal
 
 from sandbox.domains.mcp.target import ServerTarget
 from sandbox.redact import redact
-from sandbox.tools import ErrorKind
+from sandbox.tools import DEFAULT_TIMEOUT, ErrorKind
 
-DEFAULT_TIMEOUT = 10.0
-"""Seconds a tool call may take before it fails as a hung server (``timeout=`` changes it)."""
 CONNECT_TIMEOUT = 30.0
 """Seconds a server may take to start and answer the handshake (a stdio server imports the SDK first)."""
 LoopMode = Literal["thread", "caller"]
@@ -284,7 +282,7 @@ def content_of(name: str, result: Any) -> Any:
     if len(texts) == 1 and isinstance(texts[0], str):
         try:
             return json.loads(texts[0])
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or JSON too deep to read: the text it is
             return texts[0]
     if texts and all(isinstance(t, str) for t in texts):
         return list(texts)

@@ -22,7 +22,7 @@ from sandbox.domains.mcp.link import McpState, Reset, ServerLink, check_reset
 from sandbox.domains.mcp.target import ServerTarget, is_server, parse_target
 from sandbox.errors import UsageError
 from sandbox.task import Task
-from sandbox.tools import Role, Tool, ToolFailure
+from sandbox.tools import Role, Tool, ToolFailure, check_tool_name
 
 SERVE_ONLY = UserTask("Use the tools to do what is asked.", id="serve")
 """The one task of a domain built without tasks: enough to serve the server's tools (the proxy), not to judge."""
@@ -97,6 +97,13 @@ def mcp_domain(
         if connection is not None:
             connection.close()
     hidden = {link.reset_tool} if link.reset_tool else set()
+    try:
+        for t in listed:
+            if t.name not in hidden:
+                check_tool_name(t.name, fix="the server must rename the tool")
+    except UsageError as exc:
+        link.close()
+        raise UsageError(f"MCP server {target.label}: {exc}") from None
     tools = [_tool(t, roles or {}) for t in listed if t.name not in hidden]
     if link.reset_tool and link.reset_tool not in {t.name for t in listed}:
         raise UsageError(f"MCP server {target.label}: reset={reset!r}, but it has no tool {link.reset_tool!r}; "
@@ -166,7 +173,8 @@ def _tool(tool: Any, roles: dict[str, Role]) -> Tool:
             raise ToolFailure(fault.kind, fault.message) from None
 
     role, idempotent = annotated_role(getattr(tool, "annotations", None))
-    return Tool.from_spec(spec, handler, role=roles.get(name, role), idempotent=idempotent)
+    # the connection keeps its own deadline
+    return Tool.from_spec(spec, handler, role=roles.get(name, role), idempotent=idempotent, timeout=None)
 
 
 def annotated_role(annotations: Any) -> tuple[Role | None, bool]:
