@@ -82,10 +82,24 @@ def _cut(text: str, limit: int) -> str:
     return f"{text[:limit]}... [{len(text) - limit} more characters cut]"
 
 
+def _shorten(value: Any, limit: int, depth: int = 0) -> Any:
+    """``value`` with each string cut to ``limit`` characters, each container to its first 64 items and 8 levels:
+    all a preview shows, and cheap to print however large the value (a 10 MB argument)."""
+    if isinstance(value, str):
+        return value[:limit]
+    if isinstance(value, dict | list | tuple) and depth >= 8:
+        return "..."
+    if isinstance(value, dict):
+        return {k: _shorten(v, limit, depth + 1) for k, v in itertools.islice(value.items(), 64)}
+    if isinstance(value, list | tuple):
+        return [_shorten(v, limit, depth + 1) for v in value[:64]]
+    return value
+
+
 def _preview(value: Any, limit: int = 2000) -> str:
     """A short, storable picture of something the agent gave; never raises."""
     try:
-        text = value if isinstance(value, str) else _RAW_CALLS.encode(value)
+        text = value if isinstance(value, str) else _RAW_CALLS.encode(_shorten(value, limit))
     except Exception:  # too deep, a cycle, an int too long to print, a __str__ that raises
         try:
             text = repr(value)
