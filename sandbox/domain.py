@@ -169,8 +169,6 @@ class Domain:
         return f"Domain({self.name!r}, {len(self.tools)} tools, {given})"
 
 
-# Cached by the domain itself (a Domain hashes by identity), so this module needs no registry of domains.
-@lru_cache(maxsize=8)
 def _error(exc: BaseException) -> str:
     try:
         return f"{type(exc).__name__}: {str(exc)[:500]}"
@@ -178,6 +176,8 @@ def _error(exc: BaseException) -> str:
         return type(exc).__name__
 
 
+# Cached by the domain itself (a Domain hashes by identity), so this module needs no registry of domains.
+@lru_cache(maxsize=8)
 def _world(domain: Domain, seed: int) -> Any:
     assert domain.build_world is not None
     return domain.build_world(seed)
