@@ -150,7 +150,7 @@ def test_a_closed_stdout_does_not_lose_the_report(tmp_path):
     process.stdout.close()  # the reader is gone before the first line, as `| head -1` is soon after it
     _, err = process.communicate(timeout=300)
     assert "Traceback" not in err and "BrokenPipe" not in err, err
-    assert process.returncode == 0 and json.loads(out.read_text())["schema_version"] == 2
+    assert process.returncode == 0 and len(json.loads(out.read_text())["records"]) > 0
 
 
 @pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o027, 0o640), (0o002, 0o664)])

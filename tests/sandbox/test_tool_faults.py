@@ -4,6 +4,7 @@ episode, and a name that would reach the terminal raw is refused."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -94,7 +95,8 @@ def test_a_result_within_the_bounds_comes_back_whole(registered):
     domain = registered(one_task_domain("fine-results", produce))
     [episode] = run_cases(caller("produce"), [Case(domain.listed[0])])
     [observation] = episode.steps[0].results
-    assert observation.ok and observation.content == {"deep": nest(60), "pair": [1, 2], "text": "y" * 1000}
+    expected = {"deep": nest(60), "pair": [1, 2], "text": "y" * 1000}
+    assert observation.ok and json.loads(episode.messages[3]["content"]) == expected
 
 
 def test_an_own_tool_that_hangs_fails_at_its_deadline_and_the_episode_calls_no_more_tools(registered):
