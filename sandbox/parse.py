@@ -30,8 +30,9 @@ MAX_REPLY_CHARS = 1_000_000
 """Characters of a reply at most (its text and its structured calls); a longer one is a runaway generation,
 refused before it is read, so no step costs more than reading a megabyte."""
 MAX_ARGUMENT_CHARS = 50_000
-"""Characters of one call's arguments (as JSON) at most: no tool takes more, and each call is kept twice in
-an episode (its step and the conversation), which must stay small enough to store."""
+"""Characters of one call's arguments at most (as JSON; a ``<tool_call>`` block as written, before it is read): no
+tool takes more, and each call is kept twice in an episode (its step and the conversation), which must stay small
+enough to store."""
 
 
 class ToolCall(BaseModel):
@@ -108,7 +109,8 @@ def _loads(text: str) -> Any:
         raise ValueError(f"not valid JSON ({type(exc).__name__}: {str(exc)[:80]})") from None
 
 
-def _call(obj: Any) -> ToolCall:
+def _call(obj: Any, measured: bool = False) -> ToolCall:
+    """The call ``obj`` describes; ``measured``: it was read from text no longer than :data:`MAX_ARGUMENT_CHARS`."""
     if not isinstance(obj, dict):
         raise ValueError(f"a tool call must be a JSON object, got {clean_text(type(obj).__name__)}")
     call_id = None
@@ -123,7 +125,7 @@ def _call(obj: Any) -> ToolCall:
         _check_size(len(arguments))
         arguments = _loads(arguments) if arguments.strip() else {}
     arguments = json_value(arguments)
-    if not isinstance(arguments, str | int | float | bool | None):
+    if not measured and not isinstance(arguments, str | int | float | bool | None):
         _check_size(len(_ARGUMENTS.encode(arguments)))
     return ToolCall(name=clean_text(name), arguments=arguments, id=None if call_id is None else clean_text(call_id))
 
@@ -176,7 +178,9 @@ def parse_reply(text: str, tool_calls: Sequence[dict[str, Any]] | None = None) -
         if len(calls) + len(blocks) > MAX_CALLS:  # before reading them: each may be long
             n = len(calls) + len(blocks)
             return Parsed(text=text, error=f"malformed reply: {n} tool calls (at most {MAX_CALLS})")
-        calls += [_call(_loads(block.strip())) for block in blocks]
+        for block in blocks:
+            _check_size(len(block))  # before reading it: a block holds its arguments and little else
+            calls.append(_call(_loads(block.strip()), measured=True))
     except Exception as exc:  # whatever the reply holds, it is an outcome
         return Parsed(text=text, error=f"malformed tool call: {_error(exc)}")
     return Parsed(calls=calls, text=outside.strip())

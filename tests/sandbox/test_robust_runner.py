@@ -155,8 +155,8 @@ def test_a_runaway_reply_ends_its_episode_at_the_first_turn_and_the_episode_stay
 
 
 def test_an_argument_at_the_cap_is_a_call():
-    parsed = parse_reply(call('{"query": "' + "A" * (MAX_ARGUMENT_CHARS - 20) + '"}'))
-    assert parsed.error is None and len(parsed.calls[0].arguments["query"]) == MAX_ARGUMENT_CHARS - 20
+    parsed = parse_reply(call('{"query": "' + "A" * (MAX_ARGUMENT_CHARS - 100) + '"}'))
+    assert parsed.error is None and len(parsed.calls[0].arguments["query"]) == MAX_ARGUMENT_CHARS - 100
     parsed = parse_reply("before " + call("{}") + " between <tool_call>" + '{"name": "b"}')
     assert parsed.error is None and [c.name for c in parsed.calls] == ["find_place", "b"]
     assert parsed.text == "before  between"
