@@ -132,6 +132,8 @@ def test_rewritten_descriptions_keep_what_the_tool_does() -> None:
     from sandbox.agents.oracle import capability
 
     for domain in DOMAINS.values():
+        if domain.vocabulary is None:  # a world other tests registered, with no rewrites of its own
+            continue
         for tool in domain.tools:
             rewrites = domain.vocabulary.description_rewrites[tool.name]
             texts = [tool.description, *(t for pool in rewrites.values() for t in pool)]
