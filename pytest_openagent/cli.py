@@ -78,6 +78,10 @@ def _configure_eval(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     p.add_argument("--batch-size", type=at_least(1), default=64, help="episodes per agent batch (default 64)")
     p.add_argument(
+        "--max-steps", type=at_least(1), default=None,
+        help="step limit of every episode (default: each case's own, from its plan and its perturbations)",
+    )  # fmt: skip
+    p.add_argument(
         "--cache-dir", default=str(DEFAULT_CACHE_DIR), help=f"episode cache folder (default {DEFAULT_CACHE_DIR})"
     )
     p.add_argument("--no-cache", action="store_true", help="run every episode afresh")
@@ -128,7 +132,7 @@ def _run_eval(args: argparse.Namespace) -> int:
         report = evaluate(
             agent, tiers, n=args.n, seed=args.seed, domain=domain, names=names, max_stack=args.max_stack,
             batch_size=args.batch_size, cache_dir=None if args.no_cache else args.cache_dir, pool=args.pool,
-            families=args.families.split(",") if args.families else None,
+            families=args.families.split(",") if args.families else None, max_steps=args.max_steps,
         )  # fmt: skip
     except AgentFailure as exc:
         print(f"openagent eval: no measurement: {exc}", file=sys.stderr)

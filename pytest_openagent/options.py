@@ -27,6 +27,7 @@ DOMAIN = "--openagent-domain"
 MCP = "--openagent-mcp"
 MCP_TASKS = "--openagent-mcp-tasks"
 INCONCLUSIVE = "--openagent-inconclusive"
+MAX_STEPS = "--openagent-max-steps"
 INCONCLUSIVE_POLICIES = ("fail", "pass")
 
 DEFAULT_AGENT = "oracle"
@@ -60,6 +61,8 @@ HELP = {
     DOMAIN: "domain of the fixed measurement: poi, medical, all, a registered or entry-point domain's name, "
     "or module:attribute naming a sandbox.Domain (default: poi)",
     INCONCLUSIVE: "what an INCONCLUSIVE gate does to the session: fail (default) or pass",
+    MAX_STEPS: "step limit of every episode, in tests and the fixed measurement (default: each case's own, the "
+    "plan's length plus what its perturbations add)",
     CACHE_DIR: f"folder of the episode cache and the example database (default: {DEFAULT_CACHE_DIR})",
     NO_CACHE: "run every episode afresh (the example database is kept)",
 }

@@ -26,6 +26,7 @@ from pytest_openagent.options import (
     INCONCLUSIVE,
     INCONCLUSIVE_POLICIES,
     MAX_REGRESSION,
+    MAX_STEPS,
     MCP,
     MCP_TASKS,
     NAMES,
@@ -66,6 +67,7 @@ class Options:
     mcp: str | None = None
     mcp_tasks: Path | None = None
     inconclusive: str = "fail"
+    max_steps: int | None = None
 
     @property
     def measures(self) -> bool:
@@ -143,6 +145,13 @@ def _n(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
     return {"n": n}
 
 
+def _max_steps(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+    steps = _integer(value, "a whole number of turns (e.g. 20)")
+    if steps < 1:
+        raise UsageError(f"{value!r}: give at least 1 turn (e.g. 20)")
+    return {"max_steps": steps}
+
+
 def _tiers(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
     tiers = [int(t) if t.isdigit() else t for t in _items(value)]
     if tiers == ["all"]:
@@ -215,6 +224,7 @@ CONVERTERS: dict[str, Converter] = {
     MCP: _mcp,  # after MCP_TASKS, before DOMAIN: names the server that the domain 'mcp' is
     DOMAIN: _domain,
     INCONCLUSIVE: _inconclusive,
+    MAX_STEPS: _max_steps,
     CACHE_DIR: lambda value, base, values: {"cache_dir": base / str(value)},
     NO_CACHE: _no_cache,
 }

@@ -61,7 +61,7 @@ class OpenAgentSession:
             self.options = _with_seed(options, config.workerinput.get(SEED_KEY, options.seed))  # type: ignore[attr-defined]
         episodes = None if options.no_cache else options.cache_dir / "episodes"
         self.cache = EpisodeCache(episodes)
-        self.runner = Runner(self.cache, self.records.append)
+        self.runner = Runner(self.cache, self.records.append, options.max_steps)
         from pytest_openagent.decorator import SessionDatabase
 
         # A session inside a session (pytester) puts the outer one's state back when it ends.
@@ -182,6 +182,7 @@ class OpenAgentSession:
             report = evaluate(
                 self.agent, options.tiers, n=options.n or DEFAULT_N, seed=options.seed, domain=options.domain,
                 names=options.names, cache_dir=None if options.no_cache else options.cache_dir,
+                max_steps=options.max_steps,
             )  # fmt: skip
         except OpenAgentError as exc:
             self.problem = str(exc)

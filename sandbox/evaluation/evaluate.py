@@ -8,6 +8,7 @@ from typing import Any
 
 from sandbox.agent import fingerprint
 from sandbox.case import SANDBOX_VERSION
+from sandbox.errors import UsageError
 from sandbox.evaluation.cache import DEFAULT_CACHE_DIR, EPISODES, EpisodeCache, prepare
 from sandbox.evaluation.draw import DomainSpec, TierSpec, domain_label, draw_cases
 from sandbox.evaluation.report import Report
@@ -40,8 +41,14 @@ def evaluate(
     perturbations' names and texts: ``"eval"`` (held out from training) or ``"train"`` (what PAFT trains on).
     Raises :class:`~sandbox.evaluation.runner.AgentFailure` when most episodes end as ``agent_error``
     of one cause: a dead server is not a 0% agent. ``progress(done, total)`` counts the episodes (the cases
-    and their clean twins) as each ends or is read back from the cache.
+    and their clean twins) as each ends or is read back from the cache. ``max_steps`` is the step limit of every
+    episode; ``None`` gives each case its own (``Case.max_steps``: the plan's length plus what its perturbations
+    add).
     """
+    if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1):
+        raise UsageError(
+            f"max_steps={max_steps!r}: give a whole number of turns (at least 1), or None for each case's own"
+        )
     spec = agent if isinstance(agent, str) else None
     if spec is not None:
         from sandbox.evaluation.specs import load_agent
@@ -61,7 +68,7 @@ def evaluate(
         "agent": spec or fingerprint(agent), "seed": seed, "n": n, "tiers": asked,
         "tiers_skipped": [t for t in asked if t not in drawn and (named is None or t in named)],
         "names": names, "domain": domain_label(domain), "split": split, "pool": pool, "max_stack": max_stack,
-        "families": families, "sandbox_version": SANDBOX_VERSION, "episodes_run": cache.misses,
+        "families": families, "max_steps": max_steps, "sandbox_version": SANDBOX_VERSION, "episodes_run": cache.misses,
         "episodes_cached": cache.hits,
     }  # fmt: skip
     return Report(records, meta)

@@ -67,15 +67,20 @@ class Health:
 class Runner:
     """Runs cases through a cache and hands one :class:`Record` per case (with its clean twin) to ``record``."""
 
-    def __init__(self, cache: EpisodeCache, record: Callable[[Record], None] | None = None) -> None:
+    def __init__(
+        self, cache: EpisodeCache, record: Callable[[Record], None] | None = None, max_steps: int | None = None
+    ) -> None:
         self.cache = cache
         self.record = record
+        self.max_steps = max_steps
+        """The step limit of every episode it runs where a call names none (``None``: each case's own)."""
         self.test = ""
         self.episodes_this_test: list[Record] = []
         self.health = Health()
 
     def run(self, agent: Any, case: Case, max_steps: int | None = None) -> tuple[Episode, Episode]:
         """One case: its episode and its clean twin's, run in one batch."""
+        max_steps = self.max_steps if max_steps is None else max_steps
         if case.perturbations:
             episode, clean = self.cache.run(agent, [case, case.clean()], max_steps)
             self.health.add([episode, clean])
@@ -98,6 +103,7 @@ class Runner:
         alone, so that an agent that looks broken raises :class:`AgentFailure` before the rest runs.
         ``progress(done, total)`` counts the episodes as each ends or is read back from the cache."""
         fp = fingerprint(agent)
+        max_steps = self.max_steps if max_steps is None else max_steps
         records: list[Record] = []
         parts = [(part, [c.clean() for c in part]) for part in (cases[:batch_size], cases[batch_size:]) if part]
         on_end = (

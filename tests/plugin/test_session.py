@@ -77,6 +77,7 @@ def test_options_come_from_ini_and_from_tool_openagent(project):
         (["--openagent-max-regression", "-1"], "*from 0 to 100*"),
         (["--openagent-gate", "clean.success==1"], "*an interval cannot show equality*"),
         (["--openagent-n", "0"], "*--openagent-n: '0': give at least 1 case per tier*"),
+        (["--openagent-max-steps", "0"], "*--openagent-max-steps: '0': give at least 1 turn*"),
         (["--openagent-names", "toy_shuot"], "*--openagent-names: Unknown perturbation 'toy_shuot'*"),
         (["--openagent-inconclusive", "maybe"], "*Unknown policy 'maybe'*"),
         (["--openagent-baseline", "missing.json"], "*--openagent-baseline: cannot read report*missing.json*"),
@@ -87,6 +88,19 @@ def test_a_bad_option_is_a_usage_error_that_says_what_was_given(project, args, m
     result = project.runpytest(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
+
+
+def test_the_step_budget_comes_from_the_options_and_tool_openagent(project):
+    project.makepyfile("def test_nothing(): pass")
+    project.makepyprojecttoml("[tool.openagent]\nmax_steps = 1\n")
+    measure = ["--openagent-names", "toy_pad", "--openagent-n", "2", "--openagent-report", "r.json"]
+    project.runpytest(*measure).assert_outcomes(passed=1)
+    meta = json.loads((project.path / "r.json").read_text())
+    assert meta["meta"]["max_steps"] == 1  # the oracle answers in its second turn: one is not enough
+    assert {r["clean_outcome"] for r in meta["records"]} == {"step_limit"}
+    project.runpytest(*measure, "--openagent-max-steps", "8").assert_outcomes(passed=1)
+    meta = json.loads((project.path / "r.json").read_text())
+    assert meta["meta"]["max_steps"] == 8 and {r["clean_outcome"] for r in meta["records"]} == {"success"}
 
 
 def test_a_bad_key_in_tool_openagent_is_a_usage_error(project):
