@@ -36,7 +36,16 @@ def _links(domain: Any, task: Task, merging: bool = False) -> dict[str, tuple[st
         return {tool: (finder, param, "id") for tool, (finder, param) in words.consumers.items()}
     deps = dependencies(task)
     deps = _turn_links(task, deps, merging) if user_turns(task) is not None else _plan_links(task, deps, merging)
+    if merging:
+        deps = tuple(d for d in deps if not _clash(task, d))
     return {d.consumer: (d.lookup, d.param, d.path) for d in deps}
+
+
+def _clash(task: Task, d: Dependency) -> bool:
+    """Whether the lookup takes an argument of the same name as one the consumer keeps: the merged tool, which
+    takes both, could not tell them apart."""
+    params = {t.name: set(t.spec["function"]["parameters"].get("properties", {})) for t in domain_of(task).tools}
+    return bool(params.get(d.lookup, set()) & (params.get(d.consumer, set()) - {d.param}))
 
 
 def _plan_links(task: Task, deps: tuple[Dependency, ...], merging: bool) -> tuple[Dependency, ...]:
@@ -79,7 +88,10 @@ PLAN_LINKS = (
     "its place in a list (`ls`'s first), or a value a lookup of an earlier turn returned (the new tool would need "
     "that turn's request again)"
 )
-MERGE_LINKS = PLAN_LINKS + "; and, to merge, a lookup that takes no arguments (the merged tool would take none)"
+MERGE_LINKS = PLAN_LINKS + (
+    "; and, to merge, a lookup that takes no arguments (the merged tool would take none) or one of the same name as "
+    "an argument the call keeps (the merged tool would take both)"
+)
 
 
 def _uses_consumer(task: Task, merging: bool = False) -> bool:

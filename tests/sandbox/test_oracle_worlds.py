@@ -14,10 +14,10 @@ import sandbox
 from sandbox import Call, OracleAgent, ToolFailure, UserTask
 from sandbox.case import Case, run_cases
 from sandbox.domains import DOMAINS
-from sandbox.perturbations import POOLS, get
+from sandbox.perturbations import POOLS, get, names
 
 ORACLE = OracleAgent()
-WORLDS = ("oracle-notes", "oracle-rooms", "oracle-mail", "oracle-awards")
+WORLDS = ("oracle-notes", "oracle-rooms", "oracle-mail", "oracle-awards", "oracle-inbox")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -345,4 +345,42 @@ def test_dependencies_are_changed_only_where_a_new_tool_carries_them(task_id: st
 
 def test_the_oracle_follows_every_dependency_change_that_applies() -> None:
     wrong = _wrong(_awards(), ("dependency_merge", "logic_inversion", "dependency_split"))
+    assert not wrong, "\n\n".join(wrong[:2])
+
+
+@sandbox.tool
+def search_contacts(building: Building, query: str) -> list:
+    """Finds contacts by name.
+
+    Args:
+        query: the name to look for
+    """
+    return [{"name": "Lily White", "email": "lily.white@example.com"}]
+
+
+@sandbox.tool
+def search_emails(building: Building, query: str, sender: str | None = None) -> list:
+    """Searches the emails that match a query.
+
+    Args:
+        query: the words to look for
+        sender: the sender's email address; if null, all emails. Use `search_contacts` when it is unknown.
+    """
+    return [{"id": "7", "subject": "birthday party", "sender": sender or "anyone@example.com"}]
+
+
+def test_an_optional_parameter_that_names_a_tool_is_filled_under_every_perturbation() -> None:
+    """``sender`` is optional (``anyOf [string, null]``), documented by naming another tool, and takes what that
+    tool returned; the look-up and the search both take a ``query``, so no merged tool could take both."""
+    domain = sandbox.define_domain(
+        "oracle-inbox", tools=[search_contacts, search_emails], state=lambda seed: Building(seed),
+        tasks=[UserTask("What is the id of Lily's email about the party?", id="find", sources={"id": "e.0.id"},
+                        plan=[Call(id="c", tool="search_contacts", args={"query": "Lily"}),
+                              Call(id="e", tool="search_emails", after=("c",),
+                                   args={"query": "party", "sender": "lily.white@example.com"})])],
+    )  # fmt: skip
+    sandbox.register_domain(domain, replace=True)
+    [task] = domain.tasks()
+    assert not get("dependency_merge")(severity=1).applies_to(task)
+    wrong = _wrong(domain, tuple(names()), seeds=range(2))
     assert not wrong, "\n\n".join(wrong[:2])
