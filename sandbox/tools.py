@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from sandbox.errors import UsageError, WrongType
 from sandbox.parse import json_value
+from sandbox.schema import describe_validation_error, make_spec, model_name, parse_docstring, python_type
 from sandbox.state import Write
 
 ErrorKind = Literal[
@@ -165,7 +166,7 @@ class Tool:
         if not params or params[0].kind not in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD):
             raise WrongType(f"tool {tool_name!r}: the function must take the episode's state first: "
                             f"def {fn.__name__}(state, ...)")  # fmt: skip
-        summary, documented = _docstring(inspect.getdoc(fn) or "")
+        summary, documented = parse_docstring(inspect.getdoc(fn) or "")
         arg_params = params[1:]
         names = [p.name for p in arg_params]
         for pname in documented:
@@ -183,7 +184,7 @@ class Tool:
             default = ... if p.default is p.empty else p.default
             info = Field(default, description=documented[p.name]) if p.name in documented else Field(default)
             fields[p.name] = (hints.get(p.name, Any), info)
-        model = create_model(f"{_camel(tool_name)}Args", __base__=Args, **fields)  # type: ignore[call-overload]
+        model = create_model(f"{model_name(tool_name)}Args", __base__=Args, **fields)  # type: ignore[call-overload]
 
         def call(world: Any, state: Any, args: Args) -> Any:
             return fn(_own(state), **{k: getattr(args, k) for k in names})
@@ -208,9 +209,9 @@ class Tool:
         required = set(schema.get("required", []))
         fields: dict[str, Any] = {}
         for pname, prop in schema.get("properties", {}).items():
-            kind = _json_type(prop)
+            kind = python_type(prop)
             fields[pname] = (kind, Field(...)) if pname in required else (kind | None, Field(None))
-        model = create_model(f"{_camel(tool_name)}Args", __base__=Args, **fields)  # type: ignore[call-overload]
+        model = create_model(f"{model_name(tool_name)}Args", __base__=Args, **fields)  # type: ignore[call-overload]
 
         def call(world: Any, state: Any, args: Args) -> Any:
             return handler(_own(state), **args.model_dump(exclude_unset=True))
@@ -256,73 +257,6 @@ def check_tool_name(name: object, fix: str = "rename the tool") -> None:
 def _own(state: Any) -> Any:
     """The domain's own state object of an episode's :class:`~sandbox.state.State` (a bare object passes)."""
     return getattr(state, "data", state)
-
-
-_SECTION = re.compile(r"^(Args|Arguments|Parameters):\s*$", re.MULTILINE)
-_ARG_LINE = re.compile(r"^\s+(\w+)(?:\s*\([^)]*\))?\s*:\s*(.*)$")
-
-
-def _docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """The first paragraph, and the descriptions of a Google-style ``Args:`` section."""
-    summary = " ".join(doc.split("\n\n", 1)[0].split())
-    found = _SECTION.search(doc)
-    if found is None:
-        return summary, {}
-    described: dict[str, str] = {}
-    current, indent = None, 0
-    for line in doc[found.end() :].splitlines()[1:]:
-        if line.strip() and not line.startswith((" ", "\t")):
-            break  # the next section
-        m = _ARG_LINE.match(line)
-        if m and (current is None or len(line) - len(line.lstrip()) <= indent):
-            current, indent = m.group(1), len(line) - len(line.lstrip())
-            described[current] = m.group(2).strip()
-        elif current is not None and line.strip():
-            described[current] = f"{described[current]} {line.strip()}".strip()
-    return summary, described
-
-
-_JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list,
-                               "object": dict, "null": type(None)}  # fmt: skip
-
-
-def _json_type(prop: Mapping[str, Any]) -> Any:
-    if "enum" in prop:
-        return Literal[tuple(prop["enum"])]  # type: ignore[valid-type]
-    for key in ("anyOf", "oneOf"):
-        if isinstance(prop.get(key), list):
-            return typing.Union[tuple(_json_type(p) for p in prop[key])]  # type: ignore[valid-type]  # noqa: UP007
-    kind = prop.get("type")
-    if isinstance(kind, list):
-        return typing.Union[tuple(_JSON_TYPES.get(k, Any) for k in kind)]  # type: ignore[valid-type]  # noqa: UP007
-    return _JSON_TYPES.get(kind, Any)
-
-
-def _camel(name: str) -> str:
-    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[^0-9A-Za-z]+", name)) or "Tool"
-
-
-def make_spec(name: str, description: str, args: type[BaseModel]) -> dict[str, Any]:
-    schema = args.model_json_schema()
-    properties = {}
-    for pname, prop in schema.get("properties", {}).items():
-        prop = {k: v for k, v in prop.items() if k not in ("title", "default")}
-        properties[pname] = prop
-    parameters = {"type": "object", "properties": properties, "required": schema.get("required", [])}
-    return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
-
-
-def describe_validation_error(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "arguments"
-        if err["type"] == "extra_forbidden":
-            parts.append(f"unexpected argument '{where}'")
-        elif err["type"] == "missing":
-            parts.append(f"missing argument '{where}'")
-        else:
-            parts.append(f"'{where}': {err['msg']}")
-    return "; ".join(parts)
 
 
 @dataclass

@@ -24,6 +24,7 @@ from sandbox.errors import UsageError
 from training.config import SFTConfig
 from training.figure import SCOPES
 from training.paired import paired
+from training.progress import Progress
 
 QUICK_FAMILIES = ("phone", "hours", "weather", "best_rated", "unknown_place")
 """The POI task families of one or two calls (one of them to refuse), which ``--quick`` trains and tests on."""
@@ -377,7 +378,7 @@ def evaluate_agents(
         agent = load_agent(spec)
         report = evaluate(
             agent, "all", n=cfg.n, seed=cfg.seed, domain="poi", split="test", batch_size=cfg.eval_batch,
-            cache_dir=root / "eval-cache", families=cfg.task_families or None, progress=Progress(label),
+            cache_dir=root / "eval-cache", families=cfg.task_families or None, progress=Progress(label, _say),
         )  # fmt: skip
         del agent
         timings[f"eval_{label}_s"] = round(time.perf_counter() - t, 1)
@@ -386,19 +387,3 @@ def evaluate_agents(
         tiers = ", ".join(f"{name} {pct(row[f'success_{scope}'])}" for scope, name in SCOPES[1:])
         _say(f"{label}: clean {pct(row['clean'])}, {tiers} in {timings[f'eval_{label}_s']} s")
     return rows, reports
-
-
-class Progress:
-    """``evaluate``'s progress as lines of the demo: the first episode, then one line every ``every`` seconds,
-    and the last."""
-
-    def __init__(self, label: str, every: float = 30.0) -> None:
-        self.label = label
-        self.every = every
-        self.start = self.last = time.perf_counter()
-
-    def __call__(self, done: int, total: int) -> None:
-        now = time.perf_counter()
-        if done in (1, total) or now - self.last >= self.every:
-            self.last = now
-            _say(f"{self.label}: {done} of {total} episodes in {now - self.start:.0f} s")
