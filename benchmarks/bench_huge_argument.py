@@ -8,6 +8,7 @@ would; the episode runs through the episode cache, as ``openagent eval`` does.
 
 from __future__ import annotations
 
+import argparse
 import json
 import tempfile
 import time
@@ -47,15 +48,18 @@ def one_episode(reply: object) -> dict:
 
 
 def main() -> None:
-    arguments = json.dumps({"query": "A" * ARGUMENT_CHARS})
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chars", type=int, default=ARGUMENT_CHARS, help="characters of the argument (default 10 MB)")
+    chars = parser.parse_args().chars
+    arguments = json.dumps({"query": "A" * chars})
     replies = {
         "text": f'<tool_call>{{"name": "find_place", "arguments": {arguments}}}</tool_call>',
         "structured": Reply(tool_calls=[{"function": {"name": "find_place", "arguments": arguments}}]),
     }
-    figures = {"argument_chars": ARGUMENT_CHARS}
+    figures = {"argument_chars": chars}
     for shape, reply in replies.items():
         figures[shape] = row = one_episode(reply)
-        print(f"{shape:>10} call, a {ARGUMENT_CHARS:,}-character argument each turn: {row['seconds']:.2f} s, "
+        print(f"{shape:>10} call, a {chars:,}-character argument each turn: {row['seconds']:.2f} s, "
               f"{row['steps']} steps, outcome {row['outcome']}, {row['episode_json_bytes'] / 1e6:.2f} MB")  # fmt: skip
     write("huge_argument", figures)
 
