@@ -35,7 +35,7 @@ def test_only_train_pool_perturbations_of_the_families_asked_for(train_tasks):
 
 def test_every_catalogue_perturbation_has_a_deliberate_family():
     held_out = {n for n in names() if get(n).tier == "reasoning" or get(n).shift == "domain"}
-    assert set(names()) - held_out <= set(FAMILY_OF), "new perturbations: put them in training.dataset.FAMILY_OF"
+    assert set(names()) - held_out <= set(FAMILY_OF), "new perturbations: declare their paft_family"
     assert all(family_of(get(n)) is None for n in held_out)
     assert {family_of(get(n)) for n in names()} - {None} == set(PERTURBATION_FAMILIES)
 
