@@ -113,7 +113,10 @@ def perturb(
         raise UsageError(f"relation={relation!r} is not known; use None or one of {RELATIONS}")
     if not isinstance(max_examples, int) or max_examples < 1:
         raise UsageError(f"max_examples must be a positive int, got {max_examples!r}")
-    strategy = cases(tier, names, domain=domain, split=split, max_stack=max_stack, tasks=tasks)
+    # The clean case is drawn too (rarely), so that a failure the agent shows with no perturbation shrinks to it; an
+    # invariant keeps only tasks the agent solves clean, so its cases are all perturbed.
+    min_stack = 1 if relation == "invariant" else 0
+    strategy = cases(tier, names, domain=domain, split=split, max_stack=max_stack, min_stack=min_stack, tasks=tasks)
 
     def decorate(fn: F) -> F:
         signature = inspect.signature(fn)

@@ -160,6 +160,17 @@ def _stack(
     return stack
 
 
+CLEAN_ODDS = 32
+"""With ``min_stack=0``, one case in about this many is drawn clean: rare in the search, first in the shrink."""
+
+
+@lru_cache(maxsize=1)
+def _perturbed() -> st.SearchStrategy[bool]:
+    # Hypothesis shrinks integers toward 0, so the clean case is the simplest one: a failure that does not need
+    # its perturbations shrinks to it.
+    return st.integers(0, CLEAN_ODDS - 1).map(bool)
+
+
 @st.composite
 def _cases(
     draw: st.DrawFn,
@@ -167,8 +178,11 @@ def _cases(
     classes: tuple[type[Perturbation], ...],
     pool: Pool,
     max_stack: int,
+    min_stack: int,
 ) -> Case:
     task = draw(task_strategy)
+    if min_stack == 0 and not draw(_perturbed()):
+        return Case(task)
     fitting = applicable(classes, task)
     if not fitting:
         assume(False)
@@ -185,16 +199,22 @@ def cases(
     domain: DomainSpec = "poi",
     split: str = "test",
     max_stack: int = 1,
+    min_stack: int = 1,
     pool: Pool = "eval",
     tasks: st.SearchStrategy[Task] | Sequence[Task | str] | None = None,
 ) -> st.SearchStrategy[Case]:
     """Cases: a task and a stack of 1 to ``max_stack`` perturbations that apply to it.
+
+    ``min_stack=0`` also draws the task clean, rarely (one case in :data:`CLEAN_ODDS`); as the simplest case,
+    it is where a failure shrinks to when the agent fails the task with no perturbation too.
 
     The task comes from ``domain``'s ``split``, or from ``tasks``: a strategy, or a list of tasks or task ids
     of ``domain`` (shrinking in the same order as the domain's pool: solvable first, fewer calls first).
     """
     if max_stack < 1:
         raise UsageError(f"max_stack must be at least 1, got {max_stack}")
+    if min_stack not in (0, 1):
+        raise UsageError(f"min_stack must be 0 (the clean case may be drawn) or 1, got {min_stack!r}")
     if pool not in POOLS:
         raise UsageError(f"Unknown pool {pool!r}. Use one of {', '.join(POOLS)}.")
     classes = perturbation_classes(tier, names)
@@ -204,7 +224,7 @@ def cases(
         task_strategy = tasks
     else:
         task_strategy = _chosen(tasks, domain, split)
-    return _cases(task_strategy, classes, pool, max_stack)
+    return _cases(task_strategy, classes, pool, max_stack, min_stack)
 
 
 def _chosen(tasks: Sequence[Task | str], domain: DomainSpec, split: str) -> st.SearchStrategy[Task]:

@@ -72,7 +72,8 @@ class Case:
     def run(self, agent: Any, max_steps: int | None = None) -> Episode:
         """The agent's episode on this case, through the installed runner if there is one."""
         if _runner is not None:
-            return _runner.run(agent, self, max_steps)[0]
+            episode, clean = _runner.run(agent, self, max_steps)
+            return episode.beside(clean, bool(self.perturbations))
         return run_cases(agent, [self], max_steps)[0]
 
     def run_with_clean(self, agent: Any, max_steps: int | None = None) -> tuple[Episode, Episode]:

@@ -39,6 +39,9 @@ class Episode(BaseModel):
     """Whether the case could be completed: ``task.solvable`` unless a perturbation ruled it out."""
     meta: list[dict[str, Any]] = Field(default_factory=list, exclude=True)
     """Per-turn data from the agent (token ids, log-probabilities), kept in memory only."""
+    clean_outcome: Outcome | None = Field(default=None, exclude=True)
+    """The outcome of the same task with no perturbation, where the case ran beside its clean twin (``Case.run``
+    through a runner); its own outcome for a clean case. Kept in memory only: it belongs to the case, not the run."""
 
     @model_validator(mode="after")
     def _default_solvable(self) -> Episode:
@@ -60,8 +63,17 @@ class Episode(BaseModel):
         return sum(r.error in AGENT_ERRORS for s in self.steps for r in s.results)
 
     def explain(self) -> str:
-        """A readable transcript: what was perturbed and where the agent went wrong."""
+        """A readable transcript: what was perturbed, what the clean twin did and where the agent went wrong."""
         return explain(self)
+
+    def beside(self, clean: Episode, perturbed: bool) -> Episode:
+        """This episode, knowing its clean twin's outcome (``perturbed=False``: it is its own twin)."""
+        return self.model_copy(update={"clean_outcome": clean.outcome if perturbed else self.outcome})
+
+    @property
+    def fails_clean(self) -> bool:
+        """Whether the task fails with no perturbation too (known where the episode ran beside its clean twin)."""
+        return self.clean_outcome is not None and self.clean_outcome not in GOOD_OUTCOMES
 
     def __repr__(self) -> str:
         # pytest prints the repr in assertion failures: keep it one line; explain() has the story.
@@ -82,6 +94,7 @@ def explain(episode: Episode) -> str:
         expected = (expected + ", " if task.answer else "") + f"code of {task.write.tool}"
     lines = [
         f"outcome: {episode.outcome} (case: {episode.perturbation or task.id})",
+        *_blame(episode),
         f"query: {episode.messages[1]['content'] if len(episode.messages) > 1 else task.query}",
         f"expected: {expected}; gold plan: " + " -> ".join(c.tool for c in task.plan),
     ]
@@ -102,6 +115,21 @@ def explain(episode: Episode) -> str:
         gold = Counter(c.tool for c in task.plan)
         lines.append("  writes done: " + ", ".join(f"{t} x{n} (gold plan: {gold[t]})" for t, n in done.items()))
     return printable(redact("\n".join(lines)))
+
+
+def _blame(episode: Episode) -> list[str]:
+    """Whether a failure is the perturbation's doing: what the same task did with no perturbation."""
+    if episode.success or episode.clean_outcome is None:
+        return []
+    if episode.perturbation in ("", episode.task.id):
+        return ["fails with no perturbation: the agent fails this task clean"]
+    if episode.clean_outcome in GOOD_OUTCOMES:
+        twin = episode.clean_outcome
+        return [f"clean twin: {twin} (the same task with no perturbation): the perturbation caused this"]
+    return [
+        f"clean twin: {episode.clean_outcome} too: the task fails with no perturbation, so this failure is not the "
+        "perturbation's doing"
+    ]
 
 
 def printable(text: str) -> str:

@@ -3,7 +3,8 @@
 ``toy_shout`` (perception) shouts the query with 1-3 exclamation marks; ``toy_pad`` (interaction)
 pads observations and applies only to tasks with tool calls. Both leave every task solvable.
 ``Fragile`` is the oracle, except that it gives up on a shouted query (2 marks or more) when the
-task needs a tool call: its minimal failure is ``toy_shout`` at severity 2 on a one-call task.
+task needs a tool call: its minimal failure is ``toy_shout`` at severity 2 on a one-call task. ``Stubborn``
+refuses every task of two calls or more, clean too: its failures are not the perturbations' doing.
 Pytester runs get this file as their conftest (see ``CONFTEST``) and ``AGENTS`` as a module.
 """
 
@@ -86,6 +87,18 @@ class Fragile(OracleAgent):
     def reply(self, turn):
         if "!!" in turn.messages[1]["content"] and self.task_for(turn.episode_id).n_calls >= 1:
             return Reply(text="no idea")
+        return super().reply(turn)
+
+
+class Stubborn(OracleAgent):
+    """The oracle, except that it refuses every task of two calls or more, perturbed or not."""
+
+    def fingerprint(self):
+        return "stubborn-v1"
+
+    def reply(self, turn):
+        if self.task_for(turn.episode_id).n_calls >= 2:
+            return Reply(text="I cannot help with that.")
         return super().reply(turn)
 
 

@@ -27,7 +27,7 @@ SCHEMA = "pytest-openagent/report"
 SCHEMA_VERSION = 3
 """2: rows hold ``wrong_refusal``; a report may hold its ``search`` (the examples property tests explored).
 3: each record names its task's domain (``domain``); a record of an older report has ``domain=None``; rows hold
-``repeated_write``."""
+``repeated_write`` and ``fails_clean`` (failures whose clean twin fails too)."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,8 @@ class Row:
     """Perturbed minus clean success on the same tasks (each case against its clean twin)."""
     repeated_writes: Rate
     """Cases whose agent did a write more often than the gold plan (``repeated_write``), of all cases."""
+    fails_clean: Rate
+    """Failures whose clean twin fails too (not the perturbation's doing), of all failures."""
 
     def value(self, metric: str) -> float:
         """A gate metric: rates as fractions, ``delta`` in points, ``episodes`` a count."""
@@ -138,6 +140,7 @@ class Row:
             "delta": {"points": _num(self.delta.points), "low": _num(low), "high": _num(high)},
             "tool_errors": rate(self.tool_errors), "refusal": rate(self.refusal),
             "wrong_refusal": rate(self.refused_solvable), "repeated_write": rate(self.repeated_writes),
+            "fails_clean": rate(self.fails_clean),
         }  # fmt: skip
 
 
@@ -163,6 +166,7 @@ def _row(scope: str, kind: str, records: list[Record]) -> Row:
             Rate(sum(r.clean_outcome == "wrong_refusal" for r in solvable), len(solvable)),
             PairedDelta.of((r.clean_success, r.clean_success) for r in twins),
             Rate(sum(r.clean_outcome == "repeated_write" for r in twins), len(twins)),
+            _fails_clean([(r.clean_success, r.clean_success) for r in twins]),
         )  # fmt: skip
     unsolvable = [r for r in records if not r.solvable]
     solvable = [r for r in records if r.solvable]
@@ -175,7 +179,13 @@ def _row(scope: str, kind: str, records: list[Record]) -> Row:
         Rate(sum(r.outcome == "wrong_refusal" for r in solvable), len(solvable)),
         PairedDelta.of((r.success, r.clean_success) for r in records),
         Rate(sum(r.outcome == "repeated_write" for r in records), len(records)),
+        _fails_clean([(r.success, r.clean_success) for r in records]),
     )  # fmt: skip
+
+
+def _fails_clean(pairs: list[tuple[bool, bool]]) -> Rate:
+    failures = [clean for success, clean in pairs if not success]
+    return Rate(sum(not clean for clean in failures), len(failures))
 
 
 @dataclass
@@ -243,6 +253,13 @@ class Report:
             text = tabulate(body, headers=headers, disable_numparse=True, preserve_whitespace=True)
         except TypeError:  # tabulate < 0.10 strips the indent of perturbation rows
             text = tabulate(body, headers=headers, disable_numparse=True)
+        everything = self.row("all")
+        if everything is not None and everything.fails_clean.k:
+            shared = everything.fails_clean
+            text += (
+                f"\nfailures not caused by a perturbation: {shared.k} of {shared.n} perturbed failures fail with no "
+                "perturbation too (their clean twin fails)"
+            )
         skipped = self.meta.get("tiers_skipped")
         if skipped:
             domain = self.meta.get("domain")
