@@ -18,6 +18,13 @@ stays light):
 - **Independent turns.** ``concurrency > 1`` tells :func:`sandbox.run_episodes` that turns are
   independent requests: it runs that many episodes at once, each advancing when its own reply
   arrives, instead of waiting for the slowest request of a round.
+- **Adaptive concurrency.** ``concurrency`` (256 by default) is the most requests in flight; how
+  many go at once adapts to the server (:class:`~sandbox.agents.inflight.InFlight`: more while it
+  answers, half as many after a 429, a 503 or a missed deadline). ``adaptive=False`` keeps
+  ``concurrency`` in flight whatever the server says. A request waiting to retry holds no slot.
+- **The server's own account** (:meth:`OpenAIAgent.server_report`): its ``GET /models``, its
+  ``Server`` header, and ``/version`` (vLLM, SGLang) or ``/props`` (llama.cpp) where it has them, with
+  what the in-flight limit did; the evaluation core puts it in the report's ``server``.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from typing import Any
 
 from sandbox.agent import Message, Reply, RequestFailed, ToolSpec, Turn
 from sandbox.agents import http
+from sandbox.agents.inflight import InFlight
 from sandbox.redact import API_KEY_VARS, redact
 
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
@@ -41,6 +49,10 @@ _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _KEEPS_BODY = frozenset({307, 308})
 _MAX_HOPS = 3
 _CHAT = "/chat/completions"
+_THROTTLES = frozenset({429, 503})
+"""Statuses that say the server is overloaded: the in-flight limit is cut."""
+_SELF_REPORTS = ("/version", "/props")
+"""Where engines say what they are, at the server's root: vLLM and SGLang ``/version``, llama.cpp ``/props``."""
 
 
 CLIENT_VERSION = "v2"
@@ -121,7 +133,8 @@ class OpenAIAgent:
     ``timeout`` is the deadline of one request (connect, send and the whole reply); ``retries``
     more tries follow a failed connection, a reset, a 429 or a 5xx, ``backoff * 2**attempt``
     seconds apart (or as ``Retry-After`` says), never more than ``max_wait``. ``concurrency`` is
-    how many requests run at once. ``top_p`` and ``seed`` are sent only when set.
+    the most requests in flight, adapted to the server unless ``adaptive=False`` (see the module).
+    ``top_p`` and ``seed`` are sent only when set.
 
     The API key is read from ``OPENAGENT_API_KEY`` or ``OPENAI_API_KEY`` at each request and kept
     nowhere else, so it never reaches a fingerprint, a report, a repr or a pickle.
@@ -136,10 +149,11 @@ class OpenAIAgent:
         timeout: float = 60.0,
         retries: int = 4,
         backoff: float = 0.5,
-        concurrency: int = 8,
+        concurrency: int = 256,
         top_p: float | None = None,
         seed: int | None = None,
         max_wait: float = 30.0,
+        adaptive: bool = True,
     ) -> None:
         self.model = model
         base = url.rstrip("/")
@@ -153,21 +167,25 @@ class OpenAIAgent:
         self.backoff = backoff
         self.max_wait = max_wait
         self.concurrency = concurrency
+        self.adaptive = adaptive
         self._setup()
 
     def _setup(self) -> None:
         self._lock = threading.RLock()  # the fingerprint asks the server, which may make the client
         self._client: Any = None  # one httpx.Client (one connection pool), made at the first request
         self._server: dict[str, Any] | str | None = None  # what GET /models said of this model
+        self._about: dict[str, Any] = {}  # what the server said of itself (server_report)
+        self.in_flight = InFlight(self.concurrency, adaptive=self.adaptive)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in vars(self).items() if k not in ("_lock", "_client")}
+        return {k: v for k, v in vars(self).items() if k not in ("_lock", "_client", "in_flight")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        server = state.pop("_server", None)
+        server, about = state.pop("_server", None), state.pop("_about", {})
+        state.setdefault("adaptive", True)
         vars(self).update(state)
         self._setup()
-        self._server = server
+        self._server, self._about = server, about
 
     def __repr__(self) -> str:
         return f"OpenAIAgent(model={self.model!r}, url={self.url!r})"
@@ -197,16 +215,42 @@ class OpenAIAgent:
                 self._server = self._ask_identity()
             return self._server
 
+    def server_report(self) -> dict[str, Any]:
+        """What the server said about itself, and what the in-flight limit did, for a report.
+
+        ``models``: the scalar fields of each model its ``GET /models`` lists; ``server``: its ``Server``
+        header; ``version`` and ``props``: the scalar fields of ``/version`` and ``/props`` where it answers
+        them (each asked once, best effort); ``in_flight``: :meth:`InFlight.summary`.
+        """
+        self.server_identity()
+        with self._lock:
+            if not any(path in self._about for path in _SELF_REPORTS):
+                for path in _SELF_REPORTS:
+                    self._about[path] = self._ask_root(path)
+            about = dict(self._about)
+        report = {"models": about.get("models", "unreported"), "server": about.get("server")}
+        report |= {path.strip("/"): about[path] for path in _SELF_REPORTS if about.get(path) is not None}
+        return report | {"in_flight": self.in_flight.summary()}
+
+    def _ask_root(self, path: str) -> dict[str, Any] | None:
+        root = self.url[: -len(_CHAT)].removesuffix("/v1")
+        try:
+            data, _ = self._request("GET", root + path, None, MODELS_TIMEOUT, retries=0)
+        except Exception:  # most servers have only one of these, or neither
+            return None
+        return _scalars(data) if isinstance(data, dict) else None
+
     def _ask_identity(self) -> dict[str, Any] | str:
         try:
             asked = time.time()
-            listing = self._request("GET", self.url[: -len(_CHAT)] + "/models", None, MODELS_TIMEOUT, retries=1)
+            listing, headers = self._request("GET", self.url[: -len(_CHAT)] + "/models", None, MODELS_TIMEOUT, 1)
+            self._about["server"] = redact(headers.get("server", "")) or None
             entries = listing.get("data") if isinstance(listing, dict) else listing
+            self._about["models"] = [_scalars(e) for e in entries[:16] if isinstance(e, dict)]
             entry = next(e for e in entries if isinstance(e, dict) and e.get("id") == self.model)
         except Exception:  # the server's identity is best effort; a run never fails for it
             return "unreported"
-        kept = {k: redact(v) if isinstance(v, str) else v for k, v in entry.items()
-                if k != "object" and (v is None or isinstance(v, str | int | float))}  # fmt: skip
+        kept = {k: v for k, v in _scalars(entry, clip=None).items() if k != "object"}
         created = kept.get("created")
         if isinstance(created, int | float) and abs(created - asked) < 600:
             del kept["created"]
@@ -234,15 +278,22 @@ class OpenAIAgent:
         body: dict[str, Any] = {"model": self.model, "messages": to_openai_messages(messages), **self.sampling()}
         if tools:
             body["tools"] = tools
-        return self._request("POST", self.url, json.dumps(body).encode(), self.timeout, self.retries)
+        return self._request("POST", self.url, json.dumps(body).encode(), self.timeout, self.retries)[0]
 
-    def _request(self, method: str, url: str, payload: bytes | None, timeout: float, retries: int) -> Any:
+    def _request(self, method: str, url: str, payload: bytes | None, timeout: float, retries: int) -> tuple[Any, Any]:
+        """The decoded JSON reply and its headers; each try holds an in-flight slot, a wait between tries none."""
         import httpx
 
         for attempt in range(retries + 1):
             wait = min(self.backoff * 2**attempt, self.max_wait)
             try:
-                status, headers, data = self._send(method, url, payload, timeout)
+                with self.in_flight.slot() as permit:
+                    try:
+                        status, headers, data = self._send(method, url, payload, timeout)
+                    except httpx.TimeoutException:
+                        permit.signal = "throttled"  # a missed deadline: a server with too much to do
+                        raise
+                    permit.signal = "throttled" if status in _THROTTLES else "answered"
             except httpx.TimeoutException:
                 # Not retried: a server that missed one deadline is likely to miss the next.
                 raise OSError(
@@ -259,7 +310,7 @@ class OpenAIAgent:
             else:
                 if status < 300:
                     try:
-                        return json.loads(data)
+                        return json.loads(data), headers
                     except ValueError:
                         raise ValueError(f"{url} answered HTTP {status} with no JSON: {_clip(data)}") from None
                 if (status != 429 and status < 500) or attempt == retries:
@@ -305,6 +356,18 @@ class OpenAIAgent:
                 if self._client is None:
                     self._client = http.client(self.timeout, self.concurrency)
         return self._client
+
+
+def _scalars(entry: dict[str, Any], clip: int | None = 300) -> dict[str, Any]:
+    """The scalar fields of a server's JSON object, strings redacted (and cut to ``clip`` characters)."""
+    kept = {}
+    for key, value in entry.items():
+        if isinstance(value, str):
+            value = redact(value)
+            kept[key] = value if clip is None or len(value) <= clip else value[:clip] + "..."
+        elif value is None or isinstance(value, int | float):
+            kept[key] = value
+    return kept
 
 
 def _clip(value: Any, n: int = 300) -> str:

@@ -71,4 +71,7 @@ def evaluate(
         "families": families, "max_steps": max_steps, "sandbox_version": SANDBOX_VERSION, "episodes_run": cache.misses,
         "episodes_cached": cache.hits,
     }  # fmt: skip
+    server_report = getattr(agent, "server_report", None)
+    if callable(server_report):  # an agent behind a server: what the server said of itself, and the traffic
+        meta["server"] = server_report()
     return Report(records, meta)
