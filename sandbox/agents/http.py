@@ -86,12 +86,18 @@ def _left(timeout_error: type[Exception], timeout: float | None = None) -> float
     return left if timeout is None else min(timeout, left)
 
 
-@functools.cache
 def _httpx() -> tuple[Any, type]:
     """httpx, and a network backend that holds each operation to the request's deadline (built at first use)."""
     import httpcore
     import httpx
 
+    # Keyed by the module: pytester's in-process runs unload what they imported, and a backend built on
+    # the unloaded httpcore would not be the one the reloaded httpx's pools take.
+    return httpx, _deadline_backend(httpcore)
+
+
+@functools.cache
+def _deadline_backend(httpcore: Any) -> type:
     class DeadlineStream(httpcore.NetworkStream):
         def __init__(self, inner: httpcore.NetworkStream) -> None:
             self._inner = inner
@@ -129,7 +135,7 @@ def _httpx() -> tuple[Any, type]:
         def sleep(self, seconds: float) -> None:
             self._inner.sleep(seconds)
 
-    return httpx, DeadlineBackend
+    return DeadlineBackend
 
 
 def client(timeout: float, concurrency: int) -> Any:
