@@ -5,6 +5,7 @@ from collections.abc import Sequence
 import sandbox.perturbations  # noqa: F401  (registers the built-in catalogue)
 from sandbox.agent import Agent, FunctionAgent, Reply, Turn, as_agent
 from sandbox.agents import OracleAgent, ScriptedAgent, StaticAgent
+from sandbox.computed import Computed
 from sandbox.define import UserTask, define_domain, load_tasks, snapshot
 from sandbox.domain import Domain
 from sandbox.domains import DOMAINS, EAGER, get_domain, make_env, register_domain
@@ -34,8 +35,9 @@ def tasks(
 
 
 __all__ = [
-    "DOMAINS", "OUTCOMES", "Agent", "Call", "Delta", "Domain", "Env", "Episode", "FunctionAgent", "OracleAgent",
-    "Outcome", "Rate", "Reply", "ScriptedAgent", "Source", "StaticAgent", "Step", "Task", "Tool", "ToolCall",
+    "DOMAINS", "OUTCOMES", "Agent", "Call", "Computed", "Delta", "Domain", "Env", "Episode", "FunctionAgent",
+    "OracleAgent", "Outcome", "Rate", "Reply", "ScriptedAgent", "Source", "StaticAgent", "Step", "Task", "Tool",
+    "ToolCall",
     "ToolFailure", "ToolResult", "Turn", "UserTask", "Wrapper",
     "as_agent", "define_domain", "delta", "get_domain", "judge", "load_tasks", "make_env", "parse_reply",
     "pass_hat_k", "refusal_rate", "register_domain", "run_episode", "run_episodes", "snapshot", "success_rate",

@@ -29,11 +29,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, get_args
 
+from sandbox import computed as computing
+from sandbox.computed import Computed
 from sandbox.domain import DEFAULT_SIZES, Check, Domain, EndState, Expectation
 from sandbox.errors import UsageError, WrongType, did_you_mean
 from sandbox.family import Family
 from sandbox.state import State
-from sandbox.task import Call, Source, Task, Unsolvable, read_path
+from sandbox.task import Call, Source, Task, Unsolvable
 from sandbox.tools import DEFAULT_TIMEOUT, Tool, Toolbox
 from sandbox.vocabulary import DomainVocabulary
 
@@ -46,7 +48,9 @@ class UserTask:
 
     ``answer`` holds values the final answer must quote; ``plan`` the gold calls (``Call`` objects or
     dicts ``{"tool": ..., "args": ...}``, ids ``c1``, ``c2``... when not given); ``sources`` answer
-    fields read from the plan's results (a :class:`~sandbox.task.Source` or ``"call_id.path.0.field"``);
+    fields read from the plan's results (a :class:`~sandbox.task.Source` or ``"call_id.path.0.field"``) or
+    computed from them (``"c1.results.*.price|sum"``, or a :class:`~sandbox.computed.Computed` function, see
+    :mod:`sandbox.computed`);
     ``end_state`` a function of the final state or a dict of values its fields must have; ``check``
     the user's own judge; ``unsolvable`` why no agent can do it (then the right act is to refuse).
     ``seed`` is given to the state factory for the task's episodes.
@@ -55,7 +59,7 @@ class UserTask:
     query: str
     answer: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     plan: Sequence[Call | Mapping[str, Any]] = ()
-    sources: Mapping[str, Source | str] = dataclasses.field(default_factory=dict)
+    sources: Mapping[str, Source | str | Computed] = dataclasses.field(default_factory=dict)
     end_state: EndState | Mapping[str, Any] | None = None
     check: Check | None = None
     unsolvable: Unsolvable | None = None
@@ -186,7 +190,7 @@ def _build(
         if task.id in listed:
             raise UsageError(f"domain {name!r}: two tasks have the id {task.id!r}; give each its own id=")
         listed[task.id] = task
-        if expectation.end_state is not None or expectation.check is not None:
+        if expectation.end_state is not None or expectation.check is not None or expectation.computed:
             expectations[task.id] = expectation
     return tuple(listed.values()), expectations, writers, readers
 
@@ -206,11 +210,13 @@ def _task(
         raise UsageError(f"{where}: an unsolvable task has no answer, sources, end state or check; it is judged by "
                          "refusal alone (the right act is to refuse)")  # fmt: skip
     plan = tuple(_call(where, n, c) for n, c in enumerate(spec.plan))
-    sources = {key: _source(where, key, src) for key, src in spec.sources.items()}
     ids = [c.id for c in plan]
+    sources = {key: _source(where, key, src, ids) for key, src in spec.sources.items()}
+    functions = {key: src for key, src in spec.sources.items() if isinstance(src, Computed)}
     for key, src in sources.items():
-        if src.call not in ids:
-            raise UsageError(f"{where}: source {key!r} reads call {src.call!r}; {did_you_mean('call', src.call, ids)}")
+        for call in src.computed or (src.call,):
+            if call not in ids:
+                raise UsageError(f"{where}: source {key!r} reads call {call!r}; {did_you_mean('call', call, ids)}")
     answer = {str(k): str(v) for k, v in spec.answer.items()}
     end_state = _end_state(where, spec.end_state)
     if plan:
@@ -221,19 +227,24 @@ def _task(
         roles[0].update(changed)
         roles[1].update(read)
         for key, src in sources.items():
-            value = read_path(results.get(src.call), src.path)
-            if value is None:
+            value = _computed(where, key, src, results, functions.get(key))
+            if value is None and not (src.reduce or src.computed):
                 raise UsageError(f"{where}: source {key!r}: the result of call {src.call!r} has no {src.path!r}: "
-                                 f"{json.dumps(results.get(src.call))[:300]}")  # fmt: skip
-            if key in answer and answer[key] != str(value):
-                raise UsageError(f"{where}: answer {key!r} is {answer[key]!r} but the plan gives {value!r}")
-            answer[key] = str(value)
+                                 f"{json.dumps(results.get(src.call), default=str)[:300]}")  # fmt: skip
+            if value is None:
+                raise UsageError(f"{where}: source {key!r} gives nothing from the results of "
+                                 f"{', '.join(src.computed or (src.call,))}: a value missing, one that is no number, "
+                                 f"or an argmax that ties: {json.dumps(results, default=str)[:300]}")  # fmt: skip
+            text = computing.text(src, value)
+            if key in answer and answer[key] != text:
+                raise UsageError(f"{where}: answer {key!r} is {answer[key]!r} but the plan gives {text!r}")
+            answer[key] = text
         if end_state is None and spec.unsolvable is None and before != after:
             end_state = _same_as(after)
     return (
         Task(id=task_id, domain=domain, family=spec.family, split="test", seed=spec.seed, params={}, phrasing=0,
              query=spec.query, plan=plan, answer=answer, sources=sources, unsolvable=spec.unsolvable),
-        Expectation(end_state, spec.check),
+        Expectation(end_state, spec.check, functions),
     )  # fmt: skip
 
 
@@ -332,15 +343,38 @@ def _call(where: str, n: int, call: Call | Mapping[str, Any]) -> Call:
                 after=tuple(call.get("after", ())))  # fmt: skip
 
 
-def _source(where: str, key: str, src: Source | str | Mapping[str, Any]) -> Source:
+def _source(where: str, key: str, src: Source | str | Computed | Mapping[str, Any], ids: Sequence[str]) -> Source:
+    if isinstance(src, Computed):
+        if not callable(src.fn):
+            raise WrongType(f"{where}: source {key!r}: Computed takes a function of the results, got {src.fn!r}")
+        calls = tuple(src.calls) or tuple(ids)
+        if not calls:
+            raise UsageError(f"{where}: source {key!r} is computed from the plan's results, but the task has no plan")
+        return Source(call=calls[-1], computed=calls)
     if isinstance(src, Source):
-        return src
-    if isinstance(src, Mapping):
-        return Source(**src)
-    call, _, path = str(src).partition(".")
-    if not path:
-        raise UsageError(f"{where}: source {key!r} is {src!r}; write 'call_id.path', e.g. 'c1.results.0.title'")
-    return Source(call=call, path=path)
+        source = src
+    elif isinstance(src, Mapping):
+        source = Source(**src)
+    else:
+        try:
+            source = computing.parse(str(src))
+        except ValueError as exc:
+            raise UsageError(f"{where}: source {key!r} is {src!r}: {exc}") from None
+    problem = computing.check(source)
+    if problem is not None:
+        raise UsageError(f"{where}: source {key!r}: {problem}")
+    return source
+
+
+def _computed(where: str, key: str, src: Source, results: Mapping[str, Any], function: Computed | None) -> Any:
+    """The value of a source over the gold plan's results; a user's function that raises is misuse, said here."""
+    if function is None:
+        return computing.value(src, results)
+    try:
+        return function.fn({call: results.get(call) for call in src.computed})
+    except Exception as exc:
+        raise UsageError(f"{where}: source {key!r}: the function raised {type(exc).__name__}: {exc} on the gold "
+                         f"plan's results {json.dumps(results, default=str)[:300]}") from exc  # fmt: skip
 
 
 def _slug(query: str) -> str:

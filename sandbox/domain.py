@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from sandbox.computed import Computed
 from sandbox.errors import OpenAgentError, UnknownName, UsageError
 from sandbox.family import Family
 from sandbox.seeds import child_seed, rng
@@ -49,6 +50,8 @@ class Expectation:
 
     end_state: EndState | None = None
     check: Check | None = None
+    computed: Mapping[str, Computed] = field(default_factory=dict)
+    """Answer fields computed by the user's functions (:class:`~sandbox.computed.Computed`), by key."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -159,6 +162,11 @@ class Domain:
             return None
         return bool(expected.end_state(getattr(state, "data", state)))
 
+    def computed(self, task: Task) -> Mapping[str, Computed]:
+        """The user's functions that compute ``task``'s answer fields, by key (none for a path)."""
+        expected = self.expectations.get(task.id)
+        return {} if expected is None else expected.computed
+
     def check(self, task: Task) -> Check | None:
         """The user's own judge of ``task``, if it has one."""
         expected = self.expectations.get(task.id)
@@ -231,7 +239,7 @@ def _version(domain: Domain) -> str:
     if domain.new_state is not None:
         parts.append(function_key(domain.new_state, module_source=True))
     for task_id, expectation in sorted(domain.expectations.items()):
-        for judged in (expectation.end_state, expectation.check):
+        for judged in (expectation.end_state, expectation.check, *(c.fn for c in expectation.computed.values())):
             if callable(judged):
                 parts.append(f"{task_id}:{function_key(judged, module_source=True)}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 from sandbox.errors import UsageError
 
 Split = Literal["train", "dev", "test"]
 SPLITS: tuple[Split, ...] = ("train", "dev", "test")
 Unsolvable = Literal["missing_capability", "nonexistent_entity", "fatal_error"]
+Reduce = Literal["sum", "count", "min", "max", "argmax", "argmin", "keys"]
+REDUCTIONS: tuple[Reduce, ...] = get_args(Reduce)
 
 
 class Call(BaseModel):
@@ -25,12 +27,25 @@ class Call(BaseModel):
 
 
 class Source(BaseModel):
-    """Where an answer value is read: field ``path`` of the observation of call ``call``."""
+    """Where an answer value is read: field ``path`` of the observation of call ``call``.
+
+    A computed answer (:mod:`sandbox.computed`) either reduces what the path selects (``reduce``: a ``*`` in the
+    path stands for every item of a list or value of a dict; ``pick``, the field of the winning item an
+    ``argmax``/``argmin`` gives), or is the value of the domain's function for it
+    (a :class:`~sandbox.computed.Computed`) over the results of the calls ``computed`` names."""
 
     model_config = ConfigDict(frozen=True)
 
     call: str
-    path: str
+    path: str = ""
+    reduce: Reduce | None = None
+    pick: str | None = None
+    computed: tuple[str, ...] = ()
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # a plain source dumps as it always has: case keys and the cache key on the task's JSON
+        return {k: v for k, v in handler(self).items() if k in ("call", "path") or v not in (None, (), [])}
 
 
 def read_path(content: Any, path: str) -> Any:

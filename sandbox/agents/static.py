@@ -18,6 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from sandbox import computed as computing
 from sandbox.agent import Briefed, Reply, Turn
 from sandbox.agents.oracle import lookup, refuse
 from sandbox.agents.oracle.agent import DONE, NOTHING_TO_CALL, user_turn
@@ -147,8 +148,10 @@ class StaticAgent(Briefed):
 
     def answer(self, task: Task, observed: dict[str, Any]) -> str:
         parts = []
+        functions = get_domain(task.domain).computed(task)
         for key, src in task.sources.items():
-            value = lookup(observed.get(src.call), src.path)
+            value = computing.value(src, observed, functions.get(key))
+            value = value if value is None else computing.text(src, value)
             if key == "code" and isinstance(value, str) and not _CODE.fullmatch(value):
                 found = _CODE.search(value)
                 alnum = re.sub(r"[^A-Z0-9]", "", value.upper())

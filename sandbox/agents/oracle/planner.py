@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from sandbox import computed as computing
 from sandbox.agent import Reply
 from sandbox.agents.oracle.arguments import ArgumentFiller
 from sandbox.agents.oracle.choice import ToolChoice
@@ -19,7 +20,6 @@ from sandbox.agents.oracle.observations import (
     View,
     first_string,
     is_error,
-    lookup,
     partial,
     rows_complete,
     rows_key,
@@ -29,7 +29,7 @@ from sandbox.agents.oracle.steps import Blocked, Refusal, Step
 from sandbox.agents.oracle.tools import clean_params
 from sandbox.perturbations.plan import domain_of, leaf_paths, may_write
 from sandbox.perturbations.vocab import vocabulary
-from sandbox.task import Call
+from sandbox.task import Call, Source
 
 MAX_ATTEMPTS = 8
 MAX_RETRIES = 3
@@ -70,6 +70,7 @@ class Planner(ArgumentFiller):
         self.rank_by = self.words.rank_by if self.words is not None else None
         self.plan = {c.id: c for c in self.task.plan}
         self.writing = may_write(domain_of(self.task), self.task, replay=False)
+        self.functions = domain_of(self.task).computed(self.task)
         self._finished: dict[str, bool] = {}
         self._final: dict[str, Step] = {}
 
@@ -110,7 +111,7 @@ class Planner(ArgumentFiller):
             raise Refusal("the tools found nothing to act on")
         for key, src in task.sources.items():
             call = self.plan[src.call]
-            if call.tool not in self.writing and lookup(self.result(call), src.path) is None:
+            if call.tool not in self.writing and self.value(key, src) is None:
                 raise Refusal(f"{self.called(call)} gave no {key}")  # asked again, the same answer
         return Reply(text=self.answer())
 
@@ -134,9 +135,7 @@ class Planner(ArgumentFiller):
             pages = [self.view.done(f"{call.id}~p{n}") for n in range(2, result["pages"] + 1)]
             if not all(p is not None and rows_complete(p, self.rank_by) for p in pages):
                 return False
-        merged = self.result(call)
-        sources = (src.path for src in self.task.sources.values() if src.call == call.id)
-        return all(lookup(merged, path) is not None for path in sources) or self.wrote(call) or self.settled(call)
+        return self.holds(call) or self.wrote(call) or self.settled(call)
 
     def wrote(self, call: Call) -> bool:
         """Whether ``call`` is a write (or a tool whose role nobody knows) whose last attempt succeeded: it is
@@ -173,11 +172,7 @@ class Planner(ArgumentFiller):
         pages = self.more_pages(final, result)
         if pages:
             return pages
-        merged = self.result(call)
-        for path in (src.path for src in self.task.sources.values() if src.call == call.id):
-            if lookup(merged, path) is None:
-                return again
-        return []
+        return [] if self.holds(call) else again
 
     def issue(self, steps: list[Step]) -> list[dict[str, Any]]:
         calls, wait = [], 0.0
@@ -276,12 +271,27 @@ class Planner(ArgumentFiller):
             return {**result, key: []}
         return {**result, key: sorted(rows, key=lambda r: -r[rank])}
 
+    def value(self, key: str, src: Source) -> Any:
+        """The answer value ``src`` names, read or computed from the results as observed; ``None`` where they do
+        not hold it yet."""
+        results = {c: self.result(self.plan[c]) for c in src.computed or (src.call,)}
+        return computing.value(src, {c: r for c, r in results.items() if r is not None}, self.functions.get(key))
+
+    def holds(self, call: Call) -> bool:
+        """Whether the results hold every answer value read from ``call``'s; one computed from several calls is
+        judged once all of them have answered."""
+        for key, src in self.task.sources.items():
+            calls = src.computed or (src.call,)
+            if call.id in calls and all(self.view.done(c) is not None for c in calls) and self.value(key, src) is None:
+                return False
+        return True
+
     def answer(self) -> str:
         parts = []
         for key, src in self.task.sources.items():
-            value = lookup(self.result(next(c for c in self.task.plan if c.id == src.call)), src.path)
+            value = self.value(key, src)
             if value is not None:  # a write's answer that lacks it: what it has, never the write again
-                parts.append(f"{key}: {value}")
+                parts.append(f"{key}: {computing.text(src, value)}")
         for key, gold in self.task.answer.items():
             if key not in self.task.sources:  # no source named: the value as one of the answers shows it
                 value = self.observed(gold)
