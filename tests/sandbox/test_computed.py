@@ -132,6 +132,13 @@ def test_the_oracle_computes_the_answer_from_what_it_observes(task_id: str) -> N
     assert episode.outcome == "success", episode.explain()
 
 
+def test_the_static_baseline_computes_them_on_every_clean_task() -> None:
+    """A code in a shape of the user's own (``R-B21``) is quoted as it came, never reshaped into ours."""
+    for task in _shop().tasks():
+        episode = Case(task).run(sandbox.StaticAgent())
+        assert episode.outcome == "success", episode.explain()
+
+
 def test_an_answer_that_quotes_another_value_is_wrong() -> None:
     task = _task(_shop(), "sum")
     episode = Case(task).run(sandbox.FunctionAgent(lambda messages, tools: "total: 12.5"))
