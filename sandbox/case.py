@@ -97,8 +97,15 @@ class Case:
     @property
     def solvable(self) -> bool:
         """Whether the gold act is to solve (not refuse): the perturbed env decides, since an
-        unsolvable perturbation that does not apply to the task leaves it solvable."""
-        return self.env().solvable
+        unsolvable perturbation that does not apply to the task leaves it solvable. A drift is read as
+        arrived (its static twin's env): an onset applies only where the gold plan is still under way then."""
+        return self.static().env().solvable
+
+    def static(self) -> Case:
+        """The same perturbations, each from before the first turn (``after=0``): a drift case's static twin."""
+        if not any(p.after for p in self.perturbations):
+            return self
+        return Case(self.task, tuple(p.static() for p in self.perturbations))
 
     def describe(self) -> str:
         stack = " + ".join(p.label() for p in self.perturbations) or "clean"

@@ -116,6 +116,10 @@ class Env:
     def wrappers(self) -> list[Wrapper]:
         return []
 
+    def onsets(self) -> frozenset[int]:
+        """The turns after which the env changes mid-episode (drift: sandbox.perturbations.drift); none here."""
+        return frozenset()
+
     def get_wrapper_attr(self, name: str) -> Any:
         """``name`` from the outermost env of the stack that has it (Gymnasium's ``get_wrapper_attr``)."""
         return getattr(self, name)
@@ -192,3 +196,6 @@ class Wrapper(Env):
 
     def wrappers(self) -> list[Wrapper]:
         return [*self.env.wrappers(), self]
+
+    def onsets(self) -> frozenset[int]:
+        return self.env.onsets()

@@ -14,6 +14,7 @@ from sandbox.env import Env
 from sandbox.errors import UsageError
 from sandbox.judge import Ending, audit, judge
 from sandbox.parse import ToolCall, clean_text, parse_reply
+from sandbox.prompt import tools_changed
 from sandbox.redact import redact
 from sandbox.task import Task
 from sandbox.trajectory import Episode, Step
@@ -41,6 +42,8 @@ class _Live:
     meta: list[dict[str, Any]] = field(default_factory=list)
     turn_start: int = 0
     """Steps before the current user turn: the step limit counts per user turn."""
+    onsets: frozenset[int] = frozenset()
+    """The turns after which the env changes (drift): the tool list is read again there."""
 
 
 def _assistant_message(text: str, calls: list[ToolCall]) -> Message:
@@ -214,7 +217,7 @@ def _start(agent: Any, env: Env) -> _Live | Episode:
     # An opaque id: a task id names the family (``unknown_place``), which would tell solvability.
     episode_id = f"ep{next(_episode_ids)}"
     try:
-        ep = _Live(env, episode_id, env.reset(), env.tool_specs())
+        ep = _Live(env, episode_id, env.reset(), env.tool_specs(), onsets=env.onsets())
     except Exception as exc:
         return _failed(_Live(env, episode_id, [], []), f"{START_FAILED}: {_error_text(exc)}")
     try:
@@ -332,6 +335,7 @@ def _apply(ep: _Live, reply: Reply | str, max_steps: int) -> Episode | None:
         # a task of several user turns (BFCL): the next one opens, and its tools may differ
         ep.messages.append({"role": "user", "content": follow})
         ep.tools = ep.env.tool_specs()
+        _next_turn(ep, ep.tools)
         ep.turn_start = len(ep.steps)
         return None
     results = [ep.env.call(c.name, c.arguments) for c in parsed.calls]
@@ -340,7 +344,22 @@ def _apply(ep: _Live, reply: Reply | str, max_steps: int) -> Episode | None:
     ep.messages.extend(_tool_message(c, ep.env.observe(r)) for c, r in zip(parsed.calls, results, strict=True))
     if len(ep.steps) - ep.turn_start >= max_steps:
         return _finish(ep, "step_limit")
+    _next_turn(ep, ep.tools)
     return None
+
+
+def _next_turn(ep: _Live, tools: list[ToolSpec]) -> None:
+    """Count the turn just played; where a drift starts after it and the tool list is no longer ``tools`` (the
+    list the agent saw), the agent gets the new list with a notice, as an MCP client gets
+    ``notifications/tools/list_changed``."""
+    state = ep.env.state
+    state.turn += 1
+    if state.turn not in ep.onsets:
+        return
+    now = ep.env.tool_specs()
+    if now != tools:
+        ep.tools = now
+        ep.messages.append(tools_changed([t["function"]["name"] for t in now]))
 
 
 def run_episode(agent: Any, env: Env, max_steps: int = DEFAULT_MAX_STEPS) -> Episode:

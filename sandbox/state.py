@@ -42,6 +42,8 @@ class State:
     scratch: dict[str, Any] = field(default_factory=dict)
     """Free room for wrappers that keep per-episode state (a call counter, a token)."""
     data: Any = None
+    turn: int = 0
+    """The agent's replies played so far in this episode: a drift's onset counts them."""
     hung: str | None = None
     """Why no tool may be called any more in this episode: a call that gave no answer still runs, in its thread."""
 

@@ -30,6 +30,12 @@ given in. Severity 0, where allowed, is the identity. *Refuse* rows make the tas
 the right act is to refuse. Every row works on any domain with gold plans, by the domain's own
 vocabulary where it has one and by generic rules otherwise (see *Where it does not apply*);
 `docs/perturbations-matrix.md` shows each on POI, medical and a domain with no vocabulary.
+
+*Drift* rows may also start mid-episode: `after=k` (an onset) keeps the world as it was for the
+agent's first k turns; the agent then gets the changed tool list with a notice, as an MCP client gets
+`notifications/tools/list_changed` (see docs/drift.md). A drifting `tool_name_noise` withdraws every tool
+and offers an equivalent under another name; a drifting `missing_capability` withdraws, for good, a tool
+the task still needs.
 """
 
 
@@ -38,13 +44,16 @@ def _levels(cls) -> str:
 
 
 def catalogue_markdown() -> str:
-    rows = ["| tier | shift | name | what it changes | severity | right behaviour |", "|---|---|---|---|---|---|"]
+    rows = [
+        "| tier | shift | name | what it changes | severity | drift | right behaviour |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for name in names():
         cls = get(name)
         expected = ("**Refuse**: " if cls.unsolvable else "") + cls.expected
         rows.append(
             f"| {tier_number(cls.tier)} {cls.tier} | {cls.shift} | `{name}` | {cls.summary} | {_levels(cls)} | "
-            f"{expected} |"
+            f"{'yes' if cls.can_drift() else ''} | {expected} |"
         )
     mild = [f"- `{n}`: {get(n).mild}" for n in names() if get(n).mild]
     notes = "\n## Mild by design\n\nWhere the static baseline is not meant to lose 50 points:\n\n" + "\n".join(mild)

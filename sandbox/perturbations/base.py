@@ -87,15 +87,36 @@ class Perturbation(BaseModel):
     """The PAFT family whose data it joins (``error_feedback``, ``symbolic``, ``semantic``), ``""`` for none (held
     out, as the paper holds tier 3 and domain transfer out); ``None``: its shift decides (``training.dataset``)."""
 
+    drifts: ClassVar[bool | None] = None
+    """Whether it may start mid-episode (an ``after`` onset); ``None``: its kind decides (:meth:`can_drift`)."""
+
     severity: int = 1
     pool: Pool = "eval"
     seed: int = 0
+    after: int = 0
+    """The onset: the turns the agent plays in the world as it was before this perturbation starts (0: before the
+    first turn). The agent sees the changed tool list on the next turn, with a notice (sandbox.perturbations.drift)."""
+
+    @classmethod
+    def can_drift(cls) -> bool:
+        """Whether an onset after the first turn is allowed: for perturbations of the tool surface and of
+        interaction (tiers 1 and 2, but those of the query), and those that say so (a tool withdrawn for good)."""
+        if cls.drifts is not None:
+            return cls.drifts
+        return cls.tier in ("perception", "interaction") and cls.shift in ("action", "observation")
 
     @model_validator(mode="after")
     def _check_severity(self) -> Perturbation:
         if not self.min_severity <= self.severity <= self.max_severity:
             raise ValueError(
                 f"{self.name}: severity must be in [{self.min_severity}, {self.max_severity}], got {self.severity}"
+            )
+        if self.after < 0:
+            raise ValueError(f"{self.name}: after (the onset turn) must be 0 or more, got {self.after}")
+        if self.after and not self.can_drift():
+            raise ValueError(
+                f"{self.name}: after={self.after}, but a {self.shift} perturbation of tier {self.tier} cannot start "
+                "mid-episode; only those of the tool surface and of interaction drift: use after=0"
             )
         return self
 
@@ -120,12 +141,18 @@ class Perturbation(BaseModel):
         return 0
 
     def label(self) -> str:
-        params = self.model_dump(exclude={"severity", "pool", "seed"})
+        params = self.model_dump(exclude={"severity", "pool", "seed", "after"})
         extra = "".join(f",{k}={v}" for k, v in params.items())
-        return f"{self.name}(s={self.severity},{self.pool}{extra})"
+        onset = f",after={self.after}" if self.after else ""
+        return f"{self.name}(s={self.severity},{self.pool}{extra}{onset})"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, **self.model_dump()}
+        """The spec as JSON data; an onset of 0 is left out, so a static spec keeps the key it always had."""
+        return {"name": self.name, **self.model_dump(exclude=None if self.after else {"after"})}
+
+    def static(self) -> Perturbation:
+        """The same perturbation from before the first turn (``after=0``): a drift case's static twin."""
+        return self.model_copy(update={"after": 0}) if self.after else self
 
     def __repr__(self) -> str:
         return self.label()
@@ -138,9 +165,15 @@ def apply_stack(env: Env, perturbations: Sequence[Perturbation]) -> Env:
     Layers make any stack well defined: the domain is swapped first, tools are removed or
     restructured next, then feedback changes, then surface names and descriptions, then the
     query's wording, so a rename always sees (and renames) every tool the layers below added.
+
+    A perturbation with an onset (``after``) wraps the env as every other does, inside an
+    :class:`~sandbox.perturbations.drift.Onset` that serves the env below it until the onset's turn.
     """
+    from sandbox.perturbations.drift import Onset
+
     for p in sorted(perturbations, key=lambda p: layer_index(p.layer)):
-        env = p.apply(env)
+        changed, after = p.apply(env), getattr(p, "after", 0)
+        env = Onset(env, changed, after) if after and changed is not env else changed
     return env
 
 

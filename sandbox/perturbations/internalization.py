@@ -8,7 +8,7 @@ from sandbox.domains import get_domain
 from sandbox.env import Env
 from sandbox.perturbations import vocab
 from sandbox.perturbations.base import Perturbation
-from sandbox.perturbations.plan import SCORED_BY_TURN, asked, dependencies, gold_results, user_turns
+from sandbox.perturbations.plan import SCORED_BY_TURN, asked, dependencies, gold_results, needed_after, user_turns
 from sandbox.perturbations.registry import register
 from sandbox.perturbations.vocab import vocabulary
 from sandbox.perturbations.wrappers import (
@@ -77,8 +77,8 @@ class _Without(ToolsWrapper):
         return self.env.solvable and self.gone is None
 
     def build(self, specs: list[ToolSpec]) -> list[Route]:
-        names = [s["function"]["name"] for s in specs]
-        needed = sorted({c.tool for c in self.task.plan if c.tool in names})
+        names = {s["function"]["name"] for s in specs}
+        needed = [t for t in needed_after(self.task, self.spec.after) if t in names]
         self.gone = self.rng().choice(needed) if needed else None
         return [Route(s, target=s["function"]["name"]) for s in specs if s["function"]["name"] != self.gone]
 
@@ -89,16 +89,17 @@ class MissingCapability(Perturbation):
     tier = "internalization"
     shift = "action"
     paft_family = "error_feedback"
-    summary = "a tool the task needs is gone"
+    summary = "a tool the task needs is gone (with an onset: withdrawn for good mid-episode, one not yet needed)"
     expected = "refuse: say that no available tool can do it"
     unsolvable = True
     layer = "unsolvable"
+    drifts = True
 
     needs_calls = True
-    limits = SCORED_BY_TURN
+    limits = SCORED_BY_TURN + "; with an onset, a plan of no more waves than the onset's turns"
 
     def applies_to(self, task: Task) -> bool:
-        return super().applies_to(task) and user_turns(task) is None
+        return super().applies_to(task) and user_turns(task) is None and bool(needed_after(task, self.after))
 
     wrapper = _Without
 

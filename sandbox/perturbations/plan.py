@@ -186,3 +186,10 @@ def asked(task: Task) -> set[str]:
     query = task.query.casefold()
     quoted = {v for c in task.plan for v in c.args.values() if isinstance(v, str) and v and v.casefold() in query}
     return {v for v in task.params.values() if v} | quoted
+
+
+def needed_after(task: Task, turns: int) -> list[str]:
+    """The tools of the gold plan's calls that an agent cannot have made in its first ``turns`` turns (those of
+    the plan's waves from ``turns`` on: each wave waits for the one before), sorted: what a drift starting after
+    turn ``turns`` may still take away."""
+    return sorted({c.tool for wave in task.waves()[turns:] for c in wave})

@@ -193,6 +193,8 @@ class View:
     attempts: dict[str, list[Attempt]] = field(default_factory=dict)
     latest: list[Attempt] = field(default_factory=list)
     """The attempts of the last reply that made calls."""
+    sent: dict[str, int] = field(default_factory=dict)
+    """Calls sent for each step, those that do not count (:meth:`_unordered`) included: the next call's number."""
 
     @classmethod
     def read(cls, turn: Turn, task: Task) -> View:
@@ -200,19 +202,40 @@ class View:
         query = next((m["content"] for m in turn.messages if m.get("role") == "user"), "")
         view = cls(task, tools, query)
         pending: dict[str, Attempt] = {}
+        replies: list[list[tuple[str, Attempt]]] = []
         for m in turn.messages:
             if m.get("tool_calls"):
                 view.latest = []
+                replies.append([])
             for call in m.get("tool_calls") or []:
                 fn = call["function"]
                 pending[call["id"]] = attempt = Attempt(fn["name"], fn["arguments"])
-                view.attempts.setdefault(call["id"].rsplit(".", 1)[0], []).append(attempt)
+                step = call["id"].rsplit(".", 1)[0]
+                view.attempts.setdefault(step, []).append(attempt)
+                view.sent[step] = view.sent.get(step, 0) + 1
                 view.latest.append(attempt)
+                replies[-1].append((step, attempt))
             if m.get("role") == "tool" and m.get("tool_call_id") in pending:
                 attempt = pending[m["tool_call_id"]]
                 attempt.result, attempt.normalized = _observation(m["content"], task.domain)
                 attempt.answered = True
+        for reply in replies:
+            view._unordered(reply)
         return view
+
+    def _unordered(self, reply: list[tuple[str, Attempt]]) -> None:
+        """Forget the calls of ``reply`` that failed after a call they depend on failed before them in the same
+        reply: they ran out of order (``cd a`` failed, then ``cd b`` ran from the wrong folder), and are sent
+        again once what they depend on is done. One that succeeded stays: what it did cannot be undone."""
+        after = {c.id: set(c.after) for c in self.task.plan}
+        failed: set[str] = set()
+        for step, attempt in reply:
+            call = step.split("~", 1)[0]
+            bad = attempt.answered and (is_error(attempt.result) or says_error(attempt.result))
+            if bad and after.get(call, set()) & failed:
+                self.attempts[step].remove(attempt)
+            if bad:
+                failed.add(call)
 
     def last(self, step: str) -> Attempt | None:
         tries = self.attempts.get(step)

@@ -178,7 +178,7 @@ class Planner(ArgumentFiller):
         calls, wait = [], 0.0
         for step in steps:
             last = self.view.last(step.id)
-            tool, n = step.tool, len(self.view.attempts.get(step.id, []))
+            tool, n = step.tool, self.view.sent.get(step.id, 0)
             if last is not None and is_error(last.result):
                 kind, message = last.result["error"], str(last.result.get("message", ""))
                 if not transient(kind, message) or n >= MAX_ATTEMPTS:
