@@ -1,4 +1,4 @@
-"""A bookshop as a tool world: three tools, a fresh state per episode, five tasks with gold plans."""
+"""A bookshop as a tool world: three tools, a fresh state per episode, six tasks with gold plans."""
 
 from dataclasses import dataclass, field
 
@@ -64,6 +64,8 @@ SHOP = sandbox.define_domain(
         UserTask("Who wrote the first book Jane Austen has here?", id="chain", sources={"author": "g.author"},
                  plan=[Call(id="s", tool="search_books", args={"author": "Jane Austen"}),
                        Call(id="g", tool="get_book", args={"book_id": "b2"}, after=("s",))]),
+        UserTask("How many books by Jane Austen do you have?", id="count", sources={"count": "s.results|count"},
+                 plan=[Call(id="s", tool="search_books", args={"author": "Jane Austen"})]),
         UserTask("Borrow the book b3 for me.", id="borrow", plan=[Call(id="b", tool="borrow", args={"book_id": "b3"})]),
         UserTask("Renew my loan of Dune for a month.", id="renew", unsolvable="missing_capability"),
     ],

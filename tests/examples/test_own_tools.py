@@ -16,7 +16,7 @@ right on the clean bookshop, lost as soon as a tool is renamed."""
 import json
 
 from sandbox.agent import Briefed, Reply
-from sandbox.agents.oracle import lookup
+from sandbox.computed import value
 
 
 class Blind(Briefed):
@@ -36,7 +36,7 @@ class Blind(Briefed):
         values = []
         for key, source in task.sources.items():
             try:
-                values.append(f"{key}: {lookup(json.loads(seen.get(source.call, 'null')), source.path)}")
+                values.append(f"{key}: {value(source, {source.call: json.loads(seen.get(source.call, 'null'))})}")
             except ValueError:
                 values.append(f"{key}: ?")
         return Reply(text="; ".join(values) or "Done.")
