@@ -25,3 +25,15 @@ def test_no_mcp_library_loads_until_an_mcp_server_is_asked_for():
         "pytest_openagent.plugin, pytest_openagent.options, pytest_openagent.cli"
     )
     assert not loaded & {"mcp", "mcp_types", "fastmcp", "anyio", "uvicorn", "starlette"}
+
+
+FRAMEWORKS = {"langchain", "langchain_core", "langgraph", "pydantic_ai", "agents", "openai"}
+"""The agent frameworks the adapters hand tools to (and the OpenAI SDK the Agents SDK brings)."""
+
+
+def test_no_agent_framework_loads_until_an_adapter_is_called():
+    loaded = _loaded(
+        "import sandbox, sandbox.agents, sandbox.agents.loop, sandbox.agents.frameworks, sandbox.evaluation, "
+        "pytest_openagent, pytest_openagent.plugin, pytest_openagent.cli"
+    )
+    assert not loaded & FRAMEWORKS

@@ -1,6 +1,16 @@
+from sandbox.agents.loop import EpisodeTool, EpisodeTools, Loop, LoopAgent
 from sandbox.agents.mcp import McpAgent
 from sandbox.agents.oracle import OracleAgent
 from sandbox.agents.scripted import ScriptedAgent
 from sandbox.agents.static import StaticAgent
 
-__all__ = ["McpAgent", "OracleAgent", "ScriptedAgent", "StaticAgent"]
+__all__ = [
+    "EpisodeTool",
+    "EpisodeTools",
+    "Loop",
+    "LoopAgent",
+    "McpAgent",
+    "OracleAgent",
+    "ScriptedAgent",
+    "StaticAgent",
+]

@@ -1,0 +1,235 @@
+"""Framework agents whose model is scripted by a sandbox agent (the oracle, the static baseline), through each
+framework's own test-model mechanism: pydantic-ai's ``FunctionModel``, a LangChain ``BaseChatModel`` with
+``bind_tools`` (under LangGraph's prebuilt ReAct agent), an OpenAI Agents SDK ``Model`` of our own.
+
+At each model call the framework's own history and tool definitions are turned back into the sandbox's chat
+messages and tool specs, so what the inner agent reads is what the framework shows its model: the names,
+descriptions and schemas the adapter handed over, and the results the tools returned.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from sandbox.agent import Message, Reply, ToolSpec, Turn
+from sandbox.agents.loop import EpisodeTools, LoopAgent
+from sandbox.parse import parse_reply
+
+Step = Callable[[str, list[Message], list[ToolSpec]], tuple[str, list[tuple[str, str, dict[str, Any]]]]]
+"""``step(episode_id, messages, specs) -> (text, [(call id, name, arguments)])``: the scripted model's move."""
+
+
+def spec(name: str, description: str | None, parameters: dict[str, Any] | None) -> ToolSpec:
+    parameters = parameters or {"type": "object", "properties": {}}
+    return {"type": "function", "function": {"name": name, "description": description or "", "parameters": parameters}}
+
+
+def call_message(text: str, calls: list[tuple[str, str, Any]]) -> Message:
+    message: Message = {"role": "assistant", "content": text}
+    if calls:
+        message["tool_calls"] = [{"id": i, "type": "function", "function": {"name": n, "arguments": a}}
+                                 for i, n, a in calls]  # fmt: skip
+    return message
+
+
+def stepper(inner: Any) -> Step:
+    """The inner sandbox agent as a model: one turn in, its reply parsed into text and calls."""
+    counter = iter(range(10**9))
+
+    def step(episode_id: str, messages: list[Message], specs: list[ToolSpec]) -> tuple[str, list[Any]]:
+        [reply] = inner.act([Turn(episode_id, messages, specs)])
+        reply = Reply(text=reply) if isinstance(reply, str) else reply
+        parsed = parse_reply(reply.text, reply.tool_calls)
+        return parsed.text, [(c.id or f"c{next(counter)}", c.name, dict(c.arguments)) for c in parsed.calls]
+
+    return step
+
+
+class Scripted(LoopAgent):
+    """A framework agent (``build(step)`` makes its ``run``) whose model is the reference agent ``inner``.
+
+    Test-only: it is told each task (``brief``) to pass it to ``inner``, as the runner tells any reference agent.
+    """
+
+    def __init__(self, inner: Any, build: Callable[[Step], Any], name: str) -> None:
+        self.inner = inner
+        super().__init__(build(stepper(inner)), name=name)
+
+    def fingerprint(self) -> str:
+        return f"{super().fingerprint()}:{type(self.inner).__name__}"
+
+    def brief(self, episode_id: str, task: Any) -> None:
+        self.inner.brief(episode_id, task)
+
+    def close(self, episode_ids: Any) -> None:
+        super().close(episode_ids)
+        self.inner.close(episode_ids)
+
+
+# -- pydantic-ai ----------------------------------------------------------------------------------------
+
+
+def pydantic_ai(step: Step) -> Callable[[str, EpisodeTools], str]:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import (
+        ModelResponse,
+        RetryPromptPart,
+        SystemPromptPart,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+    from pydantic_ai.models.function import FunctionModel
+
+    from sandbox.agents.frameworks import pydantic_ai_toolset
+
+    def messages_of(history: list[Any]) -> list[Message]:
+        out: list[Message] = []
+        for message in history:
+            if isinstance(message, ModelResponse):
+                calls = [(p.tool_call_id, p.tool_name, p.args) for p in message.parts if isinstance(p, ToolCallPart)]
+                text = "".join(p.content for p in message.parts if isinstance(p, TextPart))
+                out.append(call_message(text, calls))
+                continue
+            for part in message.parts:
+                if isinstance(part, SystemPromptPart):
+                    out.append({"role": "system", "content": part.content})
+                elif isinstance(part, UserPromptPart):
+                    out.append({"role": "user", "content": str(part.content)})
+                elif isinstance(part, ToolReturnPart | RetryPromptPart):
+                    out.append({"role": "tool", "name": part.tool_name or "", "tool_call_id": part.tool_call_id,
+                                "content": part.model_response_str() if isinstance(part, ToolReturnPart)
+                                else part.model_response()})  # fmt: skip
+        return out
+
+    def run(request: str, tools: EpisodeTools) -> str:
+        def model(history: list[Any], info: Any) -> Any:
+            specs = [spec(t.name, t.description, t.parameters_json_schema) for t in info.function_tools]
+            text, calls = step(tools.episode_id, messages_of(history), specs)
+            if not calls:
+                return ModelResponse(parts=[TextPart(text)])
+            return ModelResponse(parts=[ToolCallPart(n, a, tool_call_id=i) for i, n, a in calls])
+
+        agent = Agent(FunctionModel(model), toolsets=[pydantic_ai_toolset(tools)], retries=3)
+        return agent.run_sync(request).output
+
+    return run
+
+
+# -- LangChain / LangGraph ------------------------------------------------------------------------------
+
+
+def langgraph(step: Step) -> Callable[[str, EpisodeTools], str]:
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+    from langgraph.prebuilt import create_react_agent
+    from pydantic import Field
+
+    from sandbox.agents.frameworks import langchain_tools
+
+    class ScriptedChatModel(BaseChatModel):
+        """LangChain's fake-model mechanism: a ``BaseChatModel`` whose ``_generate`` is the scripted step."""
+
+        episode_id: str = ""
+        specs: list[dict[str, Any]] = Field(default_factory=list)
+
+        @property
+        def _llm_type(self) -> str:
+            return "scripted"
+
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self.model_copy(update={"specs": [convert_to_openai_tool(t) for t in tools]})
+
+        def _generate(self, messages: list[Any], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
+            text, calls = step(self.episode_id, [_chat(m) for m in messages], self.specs)
+            message = AIMessage(content=text, tool_calls=[{"id": i, "name": n, "args": a} for i, n, a in calls])
+            return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def _chat(message: Any) -> Message:
+        if isinstance(message, SystemMessage):
+            return {"role": "system", "content": message.content}
+        if isinstance(message, HumanMessage):
+            return {"role": "user", "content": message.content}
+        if isinstance(message, ToolMessage):
+            return {"role": "tool", "name": message.name or "", "tool_call_id": message.tool_call_id,
+                    "content": message.content}  # fmt: skip
+        return call_message(str(message.content), [(c["id"], c["name"], c["args"]) for c in message.tool_calls])
+
+    def run(request: str, tools: EpisodeTools) -> str:
+        with warnings.catch_warnings():  # create_react_agent's notice that it moved to langchain.agents
+            warnings.simplefilter("ignore")
+            graph = create_react_agent(ScriptedChatModel(episode_id=tools.episode_id), langchain_tools(tools))
+        state = graph.invoke({"messages": [HumanMessage(request)]}, {"recursion_limit": 50})
+        return str(state["messages"][-1].content)
+
+    return run
+
+
+# -- OpenAI Agents SDK ----------------------------------------------------------------------------------
+
+
+def openai_agents(step: Step) -> Callable[[str, EpisodeTools], str]:
+    from agents import Agent, Model, ModelResponse, RunConfig, Runner, Usage
+    from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+
+    from sandbox.agents.frameworks import openai_agents_tools
+
+    def messages_of(system: str | None, items: Any) -> list[Message]:
+        out: list[Message] = [{"role": "system", "content": system}] if system else []
+        items = [{"role": "user", "content": items}] if isinstance(items, str) else items
+        for item in items:
+            item = item if isinstance(item, dict) else item.model_dump()
+            kind = item.get("type", "message")
+            if kind == "function_call":  # parallel calls are items side by side: one assistant message
+                call = {"id": item["call_id"], "type": "function",
+                        "function": {"name": item["name"], "arguments": item["arguments"]}}  # fmt: skip
+                if out and out[-1]["role"] == "assistant" and "tool_calls" in out[-1]:
+                    out[-1]["tool_calls"].append(call)
+                else:
+                    out.append({"role": "assistant", "content": "", "tool_calls": [call]})
+            elif kind == "function_call_output":
+                out.append({"role": "tool", "tool_call_id": item["call_id"], "content": str(item["output"])})
+            elif item.get("role") in ("user", "system"):
+                out.append({"role": item["role"], "content": str(item["content"])})
+            else:
+                content = item.get("content")
+                text = content if isinstance(content, str) else "".join(c.get("text", "") for c in content or [])
+                out.append({"role": "assistant", "content": text})
+        return out
+
+    class ScriptedModel(Model):
+        def __init__(self, episode_id: str) -> None:
+            self.episode_id = episode_id
+
+        async def get_response(self, system_instructions: Any, input: Any, model_settings: Any, tools: Any,
+                               output_schema: Any, handoffs: Any, tracing: Any, **kwargs: Any) -> Any:  # fmt: skip
+            specs = [spec(t.name, t.description, t.params_json_schema) for t in tools]
+            text, calls = step(self.episode_id, messages_of(system_instructions, input), specs)
+            if calls:
+                output: list[Any] = [
+                    ResponseFunctionToolCall(type="function_call", call_id=i, name=n, arguments=json.dumps(a))
+                    for i, n, a in calls
+                ]
+            else:
+                output = [ResponseOutputMessage(id="m", role="assistant", status="completed", type="message",
+                          content=[ResponseOutputText(text=text, type="output_text", annotations=[])])]  # fmt: skip
+            return ModelResponse(output=output, usage=Usage(), response_id=None)
+
+        def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError("the scripted model does not stream")
+
+    def run(request: str, tools: EpisodeTools) -> str:
+        agent = Agent(name="scripted", model=ScriptedModel(tools.episode_id), tools=openai_agents_tools(tools))
+        result = Runner.run_sync(agent, request, max_turns=50, run_config=RunConfig(tracing_disabled=True))
+        return str(result.final_output)
+
+    return run
+
+
+FRAMEWORKS = {"pydantic-ai": pydantic_ai, "langgraph": langgraph, "openai-agents": openai_agents}
