@@ -71,10 +71,24 @@ class UserTask:
 _FIELDS = tuple(f.name for f in dataclasses.fields(UserTask))
 
 
+HEADER = "openagent"
+"""The key of a tasks file's header: a first JSONL line ``{"openagent": {...}}`` (or a YAML mapping's key beside
+``tasks``) holding how the domain is run (an MCP server's ``reset``, ``inspect``, ``roles``, the step budget)."""
+
+
 def load_tasks(path: str | Path) -> list[UserTask]:
     """Tasks from a JSONL file (one object per line, the fields of :class:`UserTask` but ``check``), or
-    from a YAML file (``.yaml``/``.yml``: a list of the same objects; needs ``pyyaml``)."""
-    path = Path(path)
+    from a YAML file (``.yaml``/``.yml``: a list of the same objects, or a mapping with ``tasks`` and a
+    header; needs ``pyyaml``). A header (:data:`HEADER`) is left out: :func:`load_header` reads it."""
+    return [_user_task(where, item) for where, item in _rows(Path(path))[1]]
+
+
+def load_header(path: str | Path) -> tuple[str, Any]:
+    """Where a tasks file's header is (for messages) and what it holds (``None`` without one)."""
+    return _rows(Path(path))[0]
+
+
+def _rows(path: Path) -> tuple[tuple[str, Any], list[tuple[str, Any]]]:
     text = path.read_text(encoding="utf-8")
     if path.suffix in (".yaml", ".yml"):
         try:
@@ -84,18 +98,23 @@ def load_tasks(path: str | Path) -> list[UserTask]:
                 f"{path}: reading YAML needs pyyaml (pip install pyyaml); or write the tasks as JSONL"
             ) from None
         items = yaml.safe_load(text) or []
+        header = (f"{path} {HEADER}", None)
+        if isinstance(items, dict) and set(items) <= {"tasks", HEADER}:
+            header, items = (f"{path} {HEADER}", items.get(HEADER)), items.get("tasks") or []
         if not isinstance(items, list):
-            raise UsageError(f"{path}: expected a list of tasks, got {type(items).__name__}")
-        rows = [(f"{path} item {i + 1}", item) for i, item in enumerate(items)]
-    else:
-        rows = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip() and not line.lstrip().startswith("#"):
-                try:
-                    rows.append((f"{path}:{n}", json.loads(line)))
-                except ValueError as exc:
-                    raise UsageError(f"{path}:{n}: not a JSON object ({exc})") from None
-    return [_user_task(where, item) for where, item in rows]
+            kind = type(items).__name__
+            raise UsageError(f"{path}: expected a list of tasks (or 'tasks' and '{HEADER}'), got {kind}")
+        return header, [(f"{path} item {i + 1}", item) for i, item in enumerate(items)]
+    rows = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip() and not line.lstrip().startswith("#"):
+            try:
+                rows.append((f"{path}:{n}", json.loads(line)))
+            except ValueError as exc:
+                raise UsageError(f"{path}:{n}: not a JSON object ({exc})") from None
+    if rows and isinstance(rows[0][1], dict) and set(rows[0][1]) == {HEADER}:
+        return (rows[0][0], rows[0][1][HEADER]), rows[1:]
+    return (str(path), None), rows
 
 
 def _user_task(where: str, item: Any) -> UserTask:

@@ -1,15 +1,20 @@
 """A small stateful MCP server built with the SDK: notes with tags, run over stdio or streamable HTTP.
 
-``python notes_server.py [--http PORT] [--fault crash|hang|garbage --on TOOL]``: a fault makes the server
-exit, hang, or write garbage on its transport when ``TOOL`` is called, to test that an episode survives it.
+``python notes_server.py [--http PORT] [--fault crash|hang|garbage --on TOOL] [--reset tool|none|broken]
+[--store FILE]``: a fault makes the server exit, hang, or write garbage on its transport when ``TOOL`` is
+called, to test that an episode survives it. ``--reset`` says whether it offers a ``reset`` tool that works
+(``tool``), none, or one that does nothing (``broken``); ``--store`` keeps the notes in a JSON file, which
+outlives the process.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
+from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -21,9 +26,17 @@ FIRST = {
 }
 
 
-def build(fault: str | None = None, on: str | None = None, version: str = "1.0") -> MCPServer:
+def build(
+    fault: str | None = None, on: str | None = None, version: str = "1.0", reset: str = "tool", store: str | None = None
+) -> MCPServer:
     server = MCPServer("notes", version=version, log_level="WARNING")
-    notes: dict[str, dict[str, str]] = {k: dict(v) for k, v in FIRST.items()}
+    reset_kind = reset
+    kept = json.loads(Path(store).read_text()) if store and os.path.exists(store) else FIRST
+    notes: dict[str, dict[str, str]] = {k: dict(v) for k, v in kept.items()}
+
+    def save() -> None:
+        if store:
+            Path(store).write_text(json.dumps(notes))
 
     def trip(tool: str) -> None:
         if fault is None or tool != on:
@@ -74,6 +87,7 @@ def build(fault: str | None = None, on: str | None = None, version: str = "1.0")
         trip("add_note")
         note_id = f"n{len(notes) + 1}"
         notes[note_id] = {"title": title, "text": text, "tag": tag}
+        save()
         return {"note_id": note_id, "saved": True}
 
     @server.tool()
@@ -81,12 +95,16 @@ def build(fault: str | None = None, on: str | None = None, version: str = "1.0")
         """List every note: id, title and tag."""
         return {"notes": [{"note_id": k, "title": n["title"], "tag": n["tag"]} for k, n in sorted(notes.items())]}
 
-    @server.tool()
     def reset() -> dict:
         """Forget every change: the notes as they were at the start."""
-        notes.clear()
-        notes.update({k: dict(v) for k, v in FIRST.items()})
+        if reset_kind == "tool":
+            notes.clear()
+            notes.update({k: dict(v) for k, v in FIRST.items()})
+            save()
         return {"reset": True}
+
+    if reset_kind != "none":
+        server.tool()(reset)
 
     return server
 
@@ -97,8 +115,10 @@ def main() -> None:
     parser.add_argument("--fault", choices=("crash", "hang", "garbage"), default=None)
     parser.add_argument("--on", default=None, help="the tool whose call trips the fault")
     parser.add_argument("--version", default="1.0")
+    parser.add_argument("--reset", choices=("tool", "none", "broken"), default="tool")
+    parser.add_argument("--store", default=None, help="keep the notes in this JSON file")
     args = parser.parse_args()
-    server = build(args.fault, args.on, args.version)
+    server = build(args.fault, args.on, args.version, args.reset, args.store)
     if args.http is not None:
         server.run("streamable-http", host="127.0.0.1", port=args.http)
     else:

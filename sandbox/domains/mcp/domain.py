@@ -15,11 +15,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from sandbox.define import UserTask, define_domain
+from sandbox.define import UserTask, define_domain, load_header, load_tasks
 from sandbox.domain import Domain
 from sandbox.domains.mcp.connection import DEFAULT_TIMEOUT, LoopMode, ServerFault
 from sandbox.domains.mcp.link import McpState, Reset, ServerLink, check_reset
+from sandbox.domains.mcp.settings import McpSettings, inspect_value, parse_settings, reset_value
 from sandbox.domains.mcp.target import ServerTarget, is_server, parse_target
+from sandbox.domains.mcp.verify import plans, verify_reset
 from sandbox.errors import UsageError
 from sandbox.task import Task
 from sandbox.tools import Role, Tool, ToolFailure, check_tool_name
@@ -68,9 +70,13 @@ def mcp_domain(
 
     ``tasks``: the user's tasks (or a JSONL/YAML file); none gives a domain that only serves the tools.
     ``reset`` keeps episodes apart: ``"restart"`` (a fresh server per episode), ``"tool:NAME"`` (a reset tool
-    the server offers, hidden from the agent), a function ``reset(connection)``, or ``None`` (a server
-    with no state); ``"auto"`` uses a tool named ``reset`` where the server has one, else restarts a stdio
-    command or a server factory, else does nothing. ``inspect`` reads the server's state for end
+    the server offers, hidden from the agent), a function ``reset(connection)`` (or ``"module:function"``
+    naming one), or ``None`` (``"none"``: the writes do not matter); ``"auto"`` uses a tool named ``reset``
+    where the server has one, else restarts a stdio command or a server factory, else refuses a server whose
+    tools may write. Before the gold plans are replayed, the reset is verified
+    (:mod:`sandbox.domains.mcp.verify`): a reset that does not restore the server is misuse. A tasks
+    file's header may give ``reset``, ``inspect`` and ``roles`` (:mod:`sandbox.domains.mcp.settings`); the
+    arguments here win. ``inspect`` reads the server's state for end
     states (``"tool:NAME"``, or ``inspect(call) -> data`` with ``call(name, args)``): a plan that changes
     it gives its task an expected end state. ``timeout``: seconds a call may take before it fails as a
     hung server. ``roles`` declares tools' roles (``lookup``, ``write``, ``wait``) by name; a tool the
@@ -78,6 +84,16 @@ def mcp_domain(
     (``"thread"``) or the thread that calls (``"caller"``: no thread hop, for one caller at a time; the proxy).
     """
     target = parse_target(server)
+    reset = reset_value(reset) if isinstance(reset, str) else reset
+    inspect = inspect_value(inspect) if isinstance(inspect, str) else inspect
+    if isinstance(tasks, (str, Path)):
+        where, raw = load_header(tasks)
+        header = McpSettings() if raw is None else parse_settings(raw, where)
+        reset = reset_value(header.reset) if reset == "auto" and header.reset is not None else reset
+        inspect = inspect if inspect is not None else inspect_value(header.inspect)
+        roles = {**header.roles, **(roles or {})}  # type: ignore[dict-item]
+        tasks = load_tasks(tasks)
+    specs = list(_tasks(tasks))
     probe = ServerLink(target, None, timeout, loop=loop)
     try:
         connection = probe.connect()
@@ -101,23 +117,19 @@ def mcp_domain(
         for t in listed:
             if t.name not in hidden:
                 check_tool_name(t.name, fix="the server must rename the tool")
+        if link.reset_tool and link.reset_tool not in {t.name for t in listed}:
+            raise UsageError(f"reset={reset!r}, but it has no tool {link.reset_tool!r}; "
+                             f"its tools: {', '.join(t.name for t in listed)}")  # fmt: skip
+        tools = [_tool(t, roles or {}) for t in listed if t.name not in hidden]
+        if reset == "auto" and link.reset is None:
+            _refuse_unreset(tools)
+        # before the gold replay below, the first calls that may change the server
+        verify_reset(link, plans(specs, tools))
     except UsageError as exc:
         link.close()
-        raise UsageError(f"MCP server {target.label}: {exc}") from None
-    tools = [_tool(t, roles or {}) for t in listed if t.name not in hidden]
-    if link.reset_tool and link.reset_tool not in {t.name for t in listed}:
-        raise UsageError(f"MCP server {target.label}: reset={reset!r}, but it has no tool {link.reset_tool!r}; "
-                         f"its tools: {', '.join(t.name for t in listed)}")  # fmt: skip
+        raise type(exc)(f"MCP server {target.label}: {exc}") from None
     domain_name = name or _name(server_name)
-    base = define_domain(domain_name, tools, state=lambda seed: McpState(link), tasks=_tasks(tasks))
-    writers = [t.name for t in base.tools if t.role == "write"]
-    if reset == "auto" and link.reset is None and writers:
-        link.close()
-        raise UsageError(
-            f"MCP server {target.label}: {', '.join(writers)} change the server's state, and nothing resets it "
-            "between episodes: give reset='tool:NAME' (a reset tool it offers), a function reset(connection), "
-            "reset='restart' with a command or a server factory, or reset=None if the writes do not matter"
-        )
+    base = define_domain(domain_name, tools, state=lambda seed: McpState(link), tasks=specs)
     fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(Domain)}
     return McpDomain(**fields, link=link, server_name=server_name, server_version=server_version,
                      tools_digest=tools_digest(listed))  # fmt: skip
@@ -130,6 +142,21 @@ def _choose_reset(reset: Reset | str, target: ServerTarget, names: list[str]) ->
         return "tool:reset"
     factory = target.kind == "memory" and callable(target.server) and not is_server(target.server)
     return "restart" if target.kind == "stdio" or factory else None
+
+
+def _refuse_unreset(tools: list[Tool]) -> None:
+    """A server with no reset whose tools may write: episodes would see each other's writes (and the gold replay's)."""
+    unsure = [t.name for t in tools if not (t.role_known and t.role == "lookup")]
+    if not unsure:
+        return
+    named = [t.name for t in tools if "reset" in t.name.lower()]
+    hint = f" (it has {', '.join(repr(n) for n in named)}: reset='tool:{named[0]}'?)" if named else ""
+    raise UsageError(
+        f"{', '.join(unsure)} may change the server's state (a write, or a tool whose role nobody declared), and "
+        f"nothing resets it between episodes: give reset='tool:NAME' (a reset tool it offers){hint}, a hook "
+        "reset='module:function' (reset(connection)), reset='restart' with a command or a server factory, "
+        "roles={...} declaring lookups, or reset='none' if the writes do not matter"
+    )
 
 
 def _tasks(tasks: Iterable[UserTask | Task] | str | Path | None) -> Any:

@@ -169,6 +169,11 @@ class McpState:
         except ServerFault as fault:
             return {"error": fault.kind, "message": fault.message}
 
+    def close(self) -> None:
+        """Stop this episode's own server, if it started one (a shared server stays)."""
+        if self._own is not None:
+            self._own.close()
+
     def __repr__(self) -> str:
         return f"McpState({self._link.target.label}, {len(self.sent)} calls)"
 
