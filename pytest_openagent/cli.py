@@ -10,12 +10,12 @@ most episodes with one cause (a dead server, a bad key).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_openagent.console import at_least, quiet_stdout, say
 from sandbox.errors import MissingExtra, UsageError, install_line
 from sandbox.evaluation.cache import DEFAULT_CACHE_DIR, check_folder
 from sandbox.evaluation.gate import DEFAULT_GATE, DEFAULT_MARGIN, EXAMPLE, GateResult
@@ -30,21 +30,6 @@ UsageFailure = UsageError
 """Misuse that ``main`` reports as ``openagent <command>: error: ...`` with exit code 2."""
 
 
-def at_least(low: int) -> Callable[[str], int]:
-    """An argparse ``type``: a whole number of at least ``low`` (a bad one exits 2 naming the option)."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
-        return value
-
-    return parse
-
-
 @dataclass(frozen=True)
 class Command:
     name: str
@@ -55,9 +40,7 @@ class Command:
 
 def _configure_eval(p: argparse.ArgumentParser) -> None:
     p.add_argument("--agent", required=True, help=SPEC_HELP)
-    p.add_argument("--tiers", default="all", help="tiers to evaluate: all, or names/numbers joined by commas")
-    p.add_argument("--names", default=None, help="only these perturbations, joined by commas")
-    p.add_argument("--families", default=None, help="only tasks of these task families, joined by commas")
+    _add_selection_options(p)
     p.add_argument("--n", type=at_least(1), default=50, help="cases per tier (default 50)")
     p.add_argument("--seed", type=at_least(0), default=0, help="seed of the drawn cases (default 0)")
     p.add_argument(
@@ -70,13 +53,37 @@ def _configure_eval(p: argparse.ArgumentParser) -> None:
         help="an MCP server as the domain: 'stdio:COMMAND', 'http://HOST:PORT/mcp' or module:attribute naming an "
         "SDK server object",
     )  # fmt: skip
-    p.add_argument("--tasks", default=None, metavar="FILE", help="the --mcp server's tasks: a JSONL (or YAML) file")
+    _add_mcp_options(p)
     p.add_argument("--max-stack", type=at_least(1), default=1, help="most perturbations per case (default 1)")
+    p.add_argument("--batch-size", type=at_least(1), default=64, help="episodes per agent batch (default 64)")
+    _add_episode_options(p)
+    p.add_argument("--json", default=None, metavar="FILE", help="also write the report as JSON")
+    p.add_argument("--gate", default=None, help=f"criteria to check, e.g. {EXAMPLE!r}, or 'default'")
+    _add_inconclusive(p)
+
+
+def _add_selection_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tiers", default="all", help="tiers of perturbations: all, or names/numbers joined by commas")
+    p.add_argument("--names", default=None, help="only these perturbations, joined by commas")
+    p.add_argument("--families", default=None, help="only tasks of these task families, joined by commas")
     p.add_argument(
         "--pool", choices=("eval", "train"), default="eval",
         help="the perturbations' held-out texts (eval, default) or those training uses (train)",
     )  # fmt: skip
-    p.add_argument("--batch-size", type=at_least(1), default=64, help="episodes per agent batch (default 64)")
+
+
+def _selection(args: argparse.Namespace) -> tuple[str | list[str | int], list[str] | None]:
+    """The tiers and perturbation names that ``_add_selection_options`` gave, checked."""
+    from sandbox.evaluation.draw import perturbation_classes
+
+    tiers = _tiers(args.tiers)
+    names = args.names.split(",") if args.names else None
+    if names is not None:
+        perturbation_classes(tiers, names)
+    return tiers, names
+
+
+def _add_episode_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--max-steps", type=at_least(1), default=None,
         help="step limit of every episode (default: each case's own, from its plan and its perturbations)",
@@ -85,9 +92,14 @@ def _configure_eval(p: argparse.ArgumentParser) -> None:
         "--cache-dir", default=str(DEFAULT_CACHE_DIR), help=f"episode cache folder (default {DEFAULT_CACHE_DIR})"
     )
     p.add_argument("--no-cache", action="store_true", help="run every episode afresh")
-    p.add_argument("--json", default=None, metavar="FILE", help="also write the report as JSON")
-    p.add_argument("--gate", default=None, help=f"criteria to check, e.g. {EXAMPLE!r}, or 'default'")
-    _add_inconclusive(p)
+
+
+def _check_cache(args: argparse.Namespace) -> None:
+    if not args.no_cache:
+        try:
+            check_folder(Path(args.cache_dir))
+        except UsageError as exc:
+            raise UsageFailure(f"--cache-dir: {exc} (--no-cache)") from None
 
 
 def _tiers(text: str) -> str | list[str | int]:
@@ -104,7 +116,7 @@ def _tiers(text: str) -> str | list[str | int]:
 
 
 def _run_eval(args: argparse.Namespace) -> int:
-    from sandbox.evaluation.draw import domain_names, perturbation_classes
+    from sandbox.evaluation.draw import domain_names
     from sandbox.evaluation.evaluate import evaluate
     from sandbox.evaluation.gate import check, parse_gate
     from sandbox.evaluation.runner import AgentFailure
@@ -112,21 +124,14 @@ def _run_eval(args: argparse.Namespace) -> int:
     from sandbox.files import check_output_file
 
     # Every input checked before any episode runs: a typo never costs a run.
-    tiers = _tiers(args.tiers)
-    names = args.names.split(",") if args.names else None
-    if names is not None:
-        perturbation_classes(tiers, names)
+    tiers, names = _selection(args)
     criteria = parse_gate(args.gate) if args.gate else []
     if args.json:
         check_output_file(Path(args.json))
     domain = _eval_domain(args)
     domain_names(domain)
     check_agent(args.agent)
-    if not args.no_cache:
-        try:
-            check_folder(Path(args.cache_dir))
-        except UsageError as exc:
-            raise UsageFailure(f"--cache-dir: {exc} (--no-cache)") from None
+    _check_cache(args)
     try:
         agent = load_agent(args.agent)
         report = evaluate(
@@ -163,10 +168,73 @@ def _eval_domain(args: argparse.Namespace) -> str:
             raise UsageFailure("--tasks gives the tasks of an MCP server: add --mcp SERVER (a domain you write "
                                "brings its own tasks: --domain module:attribute)")  # fmt: skip
         return args.domain or "poi"
+    return args.domain or _configure_mcp(args.mcp, args)
+
+
+def _add_mcp_options(p: argparse.ArgumentParser) -> None:
+    """The options that describe an MCP server's world, shared by every command that takes one."""
+    p.add_argument("--tasks", default=None, metavar="FILE", help="the MCP server's tasks: a JSONL (or YAML) file")
+
+
+def _configure_mcp(server: str, args: argparse.Namespace) -> str:
+    """Configure the ``mcp`` domain from ``server`` and the options of :func:`_add_mcp_options`; its name."""
     from sandbox.domains.mcp import NAME, configure
 
-    configure(args.mcp, args.tasks)
-    return args.domain or NAME
+    configure(server, args.tasks)
+    return NAME
+
+
+MCP_PREFIXES = ("stdio:", "http://", "https://")
+
+
+def _configure_check_domain(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "spec", metavar="SPEC",
+        help="the world to check: a registered or entry-point domain's name, module:attribute naming a sandbox.Domain, "
+        "or an MCP server ('stdio:COMMAND', 'http://HOST:PORT/mcp', or module:attribute naming an SDK server object "
+        "when --tasks is given)",
+    )  # fmt: skip
+    _add_mcp_options(p)
+    _add_selection_options(p)
+    p.add_argument(
+        "--per-family", type=at_least(1), default=None, metavar="N",
+        help="at most N tasks of each family (default: every task of the split)",
+    )  # fmt: skip
+    p.add_argument("--skip-tasks", default=None, metavar="IDS", help="leave out these task ids, joined by commas")
+    p.add_argument("--split", choices=("train", "dev", "test"), default="test", help="the tasks' split (default test)")
+    p.add_argument("--seed", type=at_least(0), default=0, help="seed of every perturbation (default 0)")
+    p.add_argument("--batch-size", type=at_least(1), default=256, help="episodes run at once (default 256)")
+    _add_episode_options(p)
+    p.add_argument("--json", default=None, metavar="FILE", help="also write the matrix and the failures as JSON")
+    p.add_argument(
+        "--show", type=at_least(0), default=10, metavar="N",
+        help="print the explanation of at most N failing cases (default 10; the JSON holds every one)",
+    )  # fmt: skip
+
+
+def _run_check_domain(args: argparse.Namespace) -> int:
+    from sandbox.evaluation.check_domain import check_domain, check_tasks
+    from sandbox.files import check_output_file
+
+    tiers, names = _selection(args)
+    if args.json:
+        check_output_file(Path(args.json), "the matrix")
+    mcp = args.tasks is not None or args.spec.startswith(MCP_PREFIXES)
+    domain = _configure_mcp(args.spec, args) if mcp else args.spec
+    families = args.families.split(",") if args.families else None
+    skip = [t for t in (args.skip_tasks or "").split(",") if t]
+    check_tasks(domain, args.split, families, args.per_family, skip)
+    _check_cache(args)
+    result = check_domain(
+        domain, split=args.split, tiers=tiers, names=names, families=families, per_family=args.per_family, skip=skip,
+        seed=args.seed, pool=args.pool, cache_dir=None if args.no_cache else args.cache_dir,
+        batch_size=args.batch_size, max_steps=args.max_steps,
+    )  # fmt: skip
+    result.meta["spec"] = args.spec
+    if args.json:  # before any output: a reader that stops early (| head) must not cost the matrix
+        result.to_json(args.json)
+    say(result.text(args.show, args.json))
+    return EXIT_GATE_FAILED if result.failures else EXIT_OK
 
 
 def _add_inconclusive(p: argparse.ArgumentParser) -> None:
@@ -247,6 +315,12 @@ def _run_mcp_proxy(args: argparse.Namespace) -> int:
 
 COMMANDS: list[Command] = [
     Command("eval", "evaluate an agent at fixed seeds and print the robustness table", _configure_eval, _run_eval),
+    Command(
+        "check-domain",
+        "prove a world: the oracle and the static baseline on every task under every perturbation and severity",
+        _configure_check_domain,
+        _run_check_domain,
+    ),
     Command("gate", "check a report against a gate or a baseline report", _configure_gate, _run_gate),
     Command(
         "mcp-proxy",
@@ -290,22 +364,6 @@ def _training_cli():
     return cli
 
 
-def say(text: str) -> None:
-    """Print ``text`` to stdout; once its reader has gone (``openagent eval ... | head -1``), print nothing more
-    and go on: the command's files and exit code do not depend on who reads its output."""
-    try:
-        print(text, flush=True)
-    except BrokenPipeError:
-        _quiet_stdout()
-
-
-def _quiet_stdout() -> None:
-    """Send what is left for stdout to the null device: Python would otherwise fail again flushing it at exit."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="openagent", description="Tool-use agent robustness to open-world shifts.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -326,7 +384,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # a command that prints with print() whose reader went away: it ended there
-        _quiet_stdout()
+        quiet_stdout()
         return EXIT_BROKEN_PIPE
     return EXIT_USAGE  # pragma: no cover - parser.error exits
 

@@ -85,3 +85,15 @@ def test_every_environment_variable_is_documented():
     section = DOC[DOC.index("## Environment variables") :]
     for name in sorted(variables):
         assert f"`{name}`" in section, name
+
+
+def test_every_check_domain_option_is_documented():
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command").choices["check-domain"]
+    section = DOC[DOC.index("## Checking a world (`openagent check-domain`)") :]
+    section = section[: section.index("\n## ", 1)]
+    for action in sub._actions:
+        for option in action.option_strings:
+            if option not in ("-h", "--help"):
+                assert f"`{option}" in section, option
+    assert "| `openagent check-domain` |" in DOC

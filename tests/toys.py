@@ -2,9 +2,12 @@
 
 ``toy_shout`` (perception) shouts the query with 1-3 exclamation marks; ``toy_pad`` (interaction)
 pads observations and applies only to tasks with tool calls. Both leave every task solvable.
-``Fragile`` is the oracle, except that it gives up on a shouted query (2 marks or more) when the
-task needs a tool call: its minimal failure is ``toy_shout`` at severity 2 on a one-call task. ``Stubborn``
-refuses every task of two calls or more, clean too: its failures are not the perturbations' doing.
+``toy_unplug`` (interaction, registered only by the tests that want it) is a broken perturbation: every
+call fails as if the tool had gone for good, yet the case still claims to be solvable, so the oracle
+cannot be right on it. ``Fragile`` is the oracle, except that it gives up on a shouted query (2 marks or
+more) when the task needs a tool call: its minimal failure is ``toy_shout`` at severity 2 on a one-call
+task. ``Stubborn`` refuses every task of two calls or more, clean too: its failures are not the
+perturbations' doing.
 Pytester runs get this file as their conftest (see ``CONFTEST``) and ``AGENTS`` as a module.
 """
 
@@ -17,6 +20,7 @@ from sandbox.agent import Reply
 from sandbox.agents import OracleAgent
 from sandbox.env import Wrapper
 from sandbox.perturbations import Perturbation, registry
+from sandbox.tools import ToolResult
 
 NAMES = ("toy_shout", "toy_pad")
 
@@ -59,6 +63,23 @@ class ToyPad(Perturbation):
 
     def apply(self, env):
         return _Pad(env)
+
+
+class _Unplug(Wrapper):
+    label = "unplug"
+
+    def call(self, name, arguments):
+        return ToolResult(name=name, error="not_found", message=f"{name} is gone for good")
+
+
+class ToyUnplug(Perturbation):
+    name = "toy_unplug"
+    tier = "interaction"
+    shift = "observation"
+    needs_calls = True
+
+    def apply(self, env):
+        return _Unplug(env)
 
 
 def register_toys() -> None:

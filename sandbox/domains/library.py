@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from sandbox.domain import Domain
+from sandbox.domain import DEFAULT_SIZES, Domain
 from sandbox.family import Draft, family
 from sandbox.state import State, Write, verification_code
 from sandbox.task import Call, Source
@@ -205,7 +205,9 @@ FAMILIES = (
         unsolvable="nonexistent_entity"),
 )  # fmt: skip
 
-DOMAIN = Domain(NAME, build_world, TOOLS, FAMILIES)
+TEST_TASKS = 150
+"""Every distinct task its test world holds: asking for more would draw 45,000 times to find none."""
+DOMAIN = Domain(NAME, build_world, TOOLS, FAMILIES, sizes={**DEFAULT_SIZES, "test": TEST_TASKS})
 
 
 @contextmanager

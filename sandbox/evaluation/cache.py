@@ -169,6 +169,11 @@ class EpisodeCache:
             with contextlib.suppress(OSError):
                 os.close(pack[1])
 
+    def forget(self) -> None:
+        """Drop the episodes held in memory (those on disk stay, and are read back when asked for): a run that asks
+        for each episode once (``check_domain``) keeps its memory flat."""
+        self._memory.clear()
+
     def flush(self) -> None:
         """Nothing is left to write: each episode went to disk when it was stored. Kept for callers
         (the pytest session flushes after each test)."""

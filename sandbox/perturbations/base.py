@@ -127,6 +127,12 @@ class Perturbation(BaseModel):
         """Whether this perturbation changes anything for ``task`` (a booking-code shift needs a booking)."""
         return bool(task.plan) or not self.needs_calls
 
+    def why_not(self, task: Task) -> str:
+        """Why it does not apply to ``task`` (where ``applies_to`` says no), in a few words for ``check-domain``."""
+        if self.needs_calls and not task.plan:
+            return "the task makes no tool call"
+        return self.limits or "it would change nothing in this task"
+
     wrapper: ClassVar[Callable[[Env, Any], Env] | None] = None
     """The wrapper class ``apply`` puts around the env, as ``wrapper(env, spec)``."""
 
