@@ -33,7 +33,8 @@ FRAMEWORKS = {"langchain", "langchain_core", "langgraph", "pydantic_ai", "agents
 
 def test_no_agent_framework_loads_until_an_adapter_is_called():
     loaded = _loaded(
-        "import sandbox, sandbox.agents, sandbox.agents.loop, sandbox.agents.frameworks, sandbox.evaluation, "
-        "pytest_openagent, pytest_openagent.plugin, pytest_openagent.cli"
+        "import sandbox, sandbox.agents, sandbox.agents.loop, sandbox.agents.frameworks, "
+        "sandbox.agents.frameworks.played, sandbox.evaluation, pytest_openagent, pytest_openagent.plugin, "
+        "pytest_openagent.cli"
     )
     assert not loaded & FRAMEWORKS

@@ -12,22 +12,19 @@ import pytest
 import sandbox
 from sandbox.agent import Turn
 from sandbox.agents import OracleAgent, StaticAgent
+from sandbox.agents.frameworks.played import EXTRAS, FRAMEWORKS, MODULES, played_through
 from sandbox.agents.loop import EpisodeTools
 from sandbox.agents.session import LoopSession
 from sandbox.case import Case, run_cases
 from sandbox.perturbations import registry
 from tests import toys
-from tests.frameworks.scripted import FRAMEWORKS, Scripted
 
 pytest_plugins = ["pytester"]
 
-NEEDS = {"pydantic-ai": "pydantic_ai", "langgraph": "langgraph", "openai-agents": "agents"}
-EXTRA = {"pydantic-ai": "pydantic-ai", "langgraph": "langchain", "openai-agents": "openai-agents"}
-
 
 def _framework(name: str) -> str:
-    if importlib.util.find_spec(NEEDS[name]) is None:
-        pytest.skip(f"needs the {EXTRA[name]} extra: pip install 'pytest-openagent[{EXTRA[name]}]'")
+    if importlib.util.find_spec(MODULES[name]) is None:
+        pytest.skip(f"needs the {EXTRAS[name]} extra: pip install 'pytest-openagent[{EXTRAS[name]}]'")
     return name
 
 
@@ -43,7 +40,7 @@ def test_the_oracles_moves_through_the_adapter_solve_perturbed_cases(framework):
     tasks = sandbox.tasks("poi", "test", n=2, seed=1)
     specs = [registry.create(name, severity=registry.get(name).max_severity, seed=3) for name in PERTURBED]
     cases = [Case(t) for t in tasks] + [Case(t, (s,)) for t in tasks for s in specs if s.applies_to(t)]
-    episodes = run_cases(Scripted(OracleAgent(), FRAMEWORKS[framework], f"{framework}-oracle"), cases)
+    episodes = run_cases(played_through(framework, OracleAgent()), cases)
     assert [f"{c.describe()}: {e.outcome}" for c, e in zip(cases, episodes, strict=True) if not e.success] == []
     renamed = next(e for c, e in zip(cases, episodes, strict=True) if "tool_name_noise" in c.describe())
     clean = {t.name for t in sandbox.get_domain("poi").tools}
@@ -54,7 +51,7 @@ def test_the_oracles_moves_through_the_adapter_solve_perturbed_cases(framework):
 def test_a_brittle_framework_agent_breaks_on_a_rename(framework):
     task = sandbox.tasks("poi", "test", n=1, seed=0)[0]
     renamed = registry.create("tool_name_noise", severity=2)
-    brittle = Scripted(StaticAgent(), FRAMEWORKS[framework], f"{framework}-static")
+    brittle = played_through(framework, StaticAgent())
     clean, perturbed = run_cases(brittle, [Case(task), Case(task, (renamed,))])
     assert clean.success, clean.explain()
     assert not perturbed.success and perturbed.outcome in sandbox.OUTCOMES
@@ -66,9 +63,9 @@ def test_the_brittle_agents_failure_shrinks_to_one_perturbation(pytester, framew
     pytester.makepyfile(test_framework=f"""
         import pytest_openagent as openagent
         from sandbox.agents import StaticAgent
-        from tests.frameworks.scripted import FRAMEWORKS, Scripted
+        from sandbox.agents.frameworks.played import played_through
 
-        AGENT = Scripted(StaticAgent(), FRAMEWORKS[{framework!r}], "brittle")
+        AGENT = played_through({framework!r}, StaticAgent())
 
         @openagent.perturb(names=["description_rewrite", "tool_name_noise"], max_stack=2, max_examples=15)
         def test_survives(case):

@@ -1,21 +1,24 @@
-"""Framework agents whose model is scripted by a sandbox agent (the oracle, the static baseline), through each
-framework's own test-model mechanism: pydantic-ai's ``FunctionModel``, a LangChain ``BaseChatModel`` with
-``bind_tools`` (under LangGraph's prebuilt ReAct agent), an OpenAI Agents SDK ``Model`` of our own.
+"""A sandbox agent's moves played through a framework's own loop: :func:`played_through`.
 
-At each model call the framework's own history and tool definitions are turned back into the sandbox's chat
-messages and tool specs, so what the inner agent reads is what the framework shows its model: the names,
-descriptions and schemas the adapter handed over, and the results the tools returned.
+The framework's model is its own scripted test model (pydantic-ai's ``FunctionModel``, a LangChain
+``BaseChatModel`` with ``bind_tools`` under LangGraph's prebuilt ReAct agent, an OpenAI Agents SDK ``Model``),
+whose every move is the sandbox agent's reply: at each model call the framework's history and tool definitions
+are turned back into chat messages and tool specs, so the agent reads what the framework shows its model (the
+names, descriptions and schemas the adapter handed over, the results the tools returned). The oracle played
+through a framework proves an adapter end to end; the static baseline is a brittle framework agent; and either,
+against the same agent's ``act(turns)``, measures what a framework and its adapter cost an episode.
 """
 
 from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from sandbox.agent import Message, Reply, ToolSpec, Turn
-from sandbox.agents.loop import EpisodeTools, LoopAgent
+from sandbox.agent import Message, Reply, ToolSpec, Turn, as_agent, brief, close
+from sandbox.agents.loop import EpisodeTools, Loop, LoopAgent
+from sandbox.errors import UnknownName, require_extra
 from sandbox.parse import parse_reply
 
 Step = Callable[[str, list[Message], list[ToolSpec]], tuple[str, list[tuple[str, str, dict[str, Any]]]]]
@@ -48,31 +51,33 @@ def stepper(inner: Any) -> Step:
     return step
 
 
-class Scripted(LoopAgent):
-    """A framework agent (``build(step)`` makes its ``run``) whose model is the reference agent ``inner``.
+class PlayedThrough(LoopAgent):
+    """``inner``'s moves played through a framework's loop (``build(step)`` makes the loop); see the module.
 
-    Test-only: it is told each task (``brief``) to pass it to ``inner``, as the runner tells any reference agent.
+    A reference agent where ``inner`` is one: it is briefed on each task only to pass it on to ``inner``.
     """
 
-    def __init__(self, inner: Any, build: Callable[[Step], Any], name: str) -> None:
+    def __init__(self, inner: Any, build: Callable[[Step], Loop], name: str) -> None:
         self.inner = inner
         super().__init__(build(stepper(inner)), name=name)
 
     def fingerprint(self) -> str:
-        return f"{super().fingerprint()}:{type(self.inner).__name__}"
+        from sandbox.agent import fingerprint
+
+        return f"{super().fingerprint()}:{fingerprint(self.inner)}"
 
     def brief(self, episode_id: str, task: Any) -> None:
-        self.inner.brief(episode_id, task)
+        brief(self.inner, episode_id, task)
 
-    def close(self, episode_ids: Any) -> None:
+    def close(self, episode_ids: Sequence[str]) -> None:
         super().close(episode_ids)
-        self.inner.close(episode_ids)
+        close(self.inner, episode_ids)
 
 
 # -- pydantic-ai ----------------------------------------------------------------------------------------
 
 
-def pydantic_ai(step: Step) -> Callable[[str, EpisodeTools], str]:
+def pydantic_ai(step: Step) -> Loop:
     from pydantic_ai import Agent
     from pydantic_ai.messages import (
         ModelResponse,
@@ -123,7 +128,7 @@ def pydantic_ai(step: Step) -> Callable[[str, EpisodeTools], str]:
 # -- LangChain / LangGraph ------------------------------------------------------------------------------
 
 
-def langgraph(step: Step) -> Callable[[str, EpisodeTools], str]:
+def langgraph(step: Step) -> Loop:
     from langchain_core.language_models.chat_models import BaseChatModel
     from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
     from langchain_core.outputs import ChatGeneration, ChatResult
@@ -174,7 +179,7 @@ def langgraph(step: Step) -> Callable[[str, EpisodeTools], str]:
 # -- OpenAI Agents SDK ----------------------------------------------------------------------------------
 
 
-def openai_agents(step: Step) -> Callable[[str, EpisodeTools], str]:
+def openai_agents(step: Step) -> Loop:
     from agents import Agent, Model, ModelResponse, RunConfig, Runner, Usage
     from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
@@ -232,4 +237,21 @@ def openai_agents(step: Step) -> Callable[[str, EpisodeTools], str]:
     return run
 
 
-FRAMEWORKS = {"pydantic-ai": pydantic_ai, "langgraph": langgraph, "openai-agents": openai_agents}
+BUILDERS: dict[str, Callable[[Step], Loop]] = {"pydantic-ai": pydantic_ai, "langgraph": langgraph,
+                                               "openai-agents": openai_agents}  # fmt: skip
+FRAMEWORKS = tuple(BUILDERS)
+MODULES = {"pydantic-ai": "pydantic_ai", "langgraph": "langgraph", "openai-agents": "agents"}
+"""The module each framework's loop needs, and the extra that installs it (below)."""
+EXTRAS = {"pydantic-ai": "pydantic-ai", "langgraph": "langchain", "openai-agents": "openai-agents"}
+
+
+def played_through(framework: str, agent: Any) -> PlayedThrough:
+    """``agent`` (anything with ``act(turns)``: the oracle, the static baseline, a model) played through
+    ``framework``'s loop and the adapter's tools; ``framework`` is one of :data:`FRAMEWORKS`."""
+    if framework not in BUILDERS:
+        raise UnknownName("framework", framework, FRAMEWORKS)
+    require_extra(EXTRAS[framework], (MODULES[framework],), f"played_through({framework!r}, ...)")
+    return PlayedThrough(as_agent(agent), BUILDERS[framework], f"{framework}:{type(agent).__name__}")
+
+
+__all__ = ["FRAMEWORKS", "PlayedThrough", "played_through"]
