@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
+import pytest
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "own_tools"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "worlds" / "bookshop.md"
 
 BLIND = '''
 """Calls the gold plan by the clean tool names and reads the answer where the clean results hold it:
@@ -78,3 +83,54 @@ def test_openagent_eval_takes_the_domain_by_module_attribute(tmp_path):
     result = _run(project, *argv, "--gate", "interaction.delta>=-50")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert "openagent gate PASS" in result.stdout and "interaction" in result.stdout
+
+
+@pytest.fixture(scope="module")
+def bookshop():
+    from sandbox.domains import DOMAINS, register_domain
+
+    spec = importlib.util.spec_from_file_location("bookshop_example", EXAMPLE / "bookshop.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    yield register_domain(module.SHOP, replace=True)
+    DOMAINS.pop("bookshop", None)
+
+
+def test_every_case_of_the_bookshop_is_as_its_page_says(bookshop):
+    """Every task x perturbation x severity x pool, seeds 0-2: the oracle right on each (a solvable case solved,
+    an unsolvable one refused), and each row of docs/worlds/bookshop.md what the oracle and the static baseline do."""
+    from sandbox import OracleAgent, StaticAgent
+    from sandbox.case import Case, run_cases
+    from sandbox.perturbations import POOLS, get, names
+
+    tasks = bookshop.tasks()
+    cases = [Case(t) for t in tasks]
+    for name in names():
+        cls = get(name)
+        for severity in range(max(1, cls.min_severity), cls.max_severity + 1):
+            specs = [cls(severity=severity, pool=pool, seed=seed) for pool in POOLS for seed in range(3)]
+            cases += [Case(t, (spec,)) for spec in specs for t in tasks if spec.applies_to(t)]
+    rows: dict[str, Counter] = {}
+    wrong = []
+    for agent in (OracleAgent(), StaticAgent()):
+        for case, episode in zip(cases, run_cases(agent, cases), strict=True):
+            name = case.perturbations[0].name if case.perturbations else "(none)"
+            right = episode.outcome == ("success" if case.solvable else "refused")
+            row = rows.setdefault(name, Counter())
+            row[type(agent).__name__] += right
+            if isinstance(agent, OracleAgent):
+                row["n"] += 1
+                row["solvable"] += case.solvable
+                if not right:
+                    wrong.append(episode.explain())
+    assert not wrong, f"{len(wrong)} of {len(cases)}:\n\n" + "\n\n".join(wrong[:2])
+    measured = {
+        name: (str(r["n"]), str(r["solvable"]), f"{r['OracleAgent']}/{r['n']}", f"{r['StaticAgent']}/{r['n']}")
+        for name, r in rows.items()
+    }
+    table = re.findall(r"^\| \w+ \| `?([\w()]+)`? \| (\d+) \| (\d+) \| (\d+/\d+) \| (\d+/\d+) \|$",
+                       PAGE.read_text(), re.MULTILINE)  # fmt: skip
+    page = {name: tuple(cells) for name, *cells in table}
+    differ = set(page.items()) ^ set(measured.items())
+    assert page == measured, f"docs/worlds/bookshop.md's table is not what runs now: {sorted(differ)}"
+    assert f"{len(cases)} cases" in PAGE.read_text()
