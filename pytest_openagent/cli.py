@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pytest_openagent.console import at_least, quiet_stdout, say
 from sandbox.errors import MissingExtra, UsageError, install_line
@@ -164,9 +165,12 @@ def _run_eval(args: argparse.Namespace) -> int:
 def _eval_domain(args: argparse.Namespace) -> str:
     """The domain ``--domain`` names; with ``--mcp``, the server's (``mcp``) unless ``--domain`` says otherwise."""
     if args.mcp is None:
-        if args.tasks is not None:
-            raise UsageFailure("--tasks gives the tasks of an MCP server: add --mcp SERVER (a domain you write "
-                               "brings its own tasks: --domain module:attribute)")  # fmt: skip
+        given = [
+            f"--{k.replace('_', '-')}" for k in ("tasks", "mcp_reset", "mcp_inspect", "mcp_roles") if getattr(args, k)
+        ]
+        if given:
+            raise UsageFailure(f"{given[0]} is about an MCP server: add --mcp SERVER (a domain you write brings its "
+                               "own tasks and state: --domain module:attribute)")  # fmt: skip
         return args.domain or "poi"
     return args.domain or _configure_mcp(args.mcp, args)
 
@@ -174,13 +178,41 @@ def _eval_domain(args: argparse.Namespace) -> str:
 def _add_mcp_options(p: argparse.ArgumentParser) -> None:
     """The options that describe an MCP server's world, shared by every command that takes one."""
     p.add_argument("--tasks", default=None, metavar="FILE", help="the MCP server's tasks: a JSONL (or YAML) file")
+    p.add_argument(
+        "--mcp-reset", default=None, metavar="RESET",
+        help="how the MCP server is brought back to its first state between episodes, verified before use: auto "
+        "(default), restart, tool:NAME, none (the writes do not matter) or module:function",
+    )  # fmt: skip
+    p.add_argument(
+        "--mcp-inspect", default=None, metavar="INSPECT",
+        help="how to read the MCP server's state for end states: tool:NAME or module:function",
+    )  # fmt: skip
+    p.add_argument(
+        "--mcp-roles", default=None, metavar="ROLES",
+        help="roles of the MCP server's tools: tool=role pairs joined by commas (lookup, write, wait)",
+    )  # fmt: skip
 
 
 def _configure_mcp(server: str, args: argparse.Namespace) -> str:
-    """Configure the ``mcp`` domain from ``server`` and the options of :func:`_add_mcp_options`; its name."""
+    """Configure the ``mcp`` domain from ``server`` and the options of :func:`_add_mcp_options`; its name. The tasks
+    file's header gives the step budget where ``--max-steps`` does not."""
     from sandbox.domains.mcp import NAME, configure
+    from sandbox.domains.mcp.settings import McpSettings, parse_inspect, parse_reset, parse_roles
 
-    configure(server, args.tasks)
+    def read(flag: str, value: str | None, parse: Callable[[str], Any]) -> Any:
+        try:
+            return None if value is None else parse(value)
+        except UsageError as exc:
+            raise UsageFailure(f"{flag}: {exc}") from None
+
+    settings = McpSettings(
+        reset=read("--mcp-reset", args.mcp_reset, parse_reset),
+        inspect=read("--mcp-inspect", args.mcp_inspect, parse_inspect),
+        roles=read("--mcp-roles", args.mcp_roles, parse_roles) or {},
+    )
+    in_force = configure(server, args.tasks, settings)
+    if args.max_steps is None:
+        args.max_steps = in_force.max_steps
     return NAME
 
 

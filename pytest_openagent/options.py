@@ -26,6 +26,9 @@ NAMES = "--openagent-names"
 DOMAIN = "--openagent-domain"
 MCP = "--openagent-mcp"
 MCP_TASKS = "--openagent-mcp-tasks"
+MCP_RESET = "--openagent-mcp-reset"
+MCP_INSPECT = "--openagent-mcp-inspect"
+MCP_ROLES = "--openagent-mcp-roles"
 INCONCLUSIVE = "--openagent-inconclusive"
 MAX_STEPS = "--openagent-max-steps"
 INCONCLUSIVE_POLICIES = ("fail", "pass")
@@ -56,6 +59,10 @@ HELP = {
     TIERS: "tiers of the fixed measurement: all, or names/numbers joined by commas (default: all)",
     NAMES: "only these perturbations in the fixed measurement, joined by commas (default: every one of the tiers)",
     MCP_TASKS: "the tasks of the --openagent-mcp server: a JSONL (or YAML) file of task objects (docs/mcp.md)",
+    MCP_RESET: "how the --openagent-mcp server is brought back to its first state between episodes, verified "
+    "before use: auto (default), restart, tool:NAME, none (the writes do not matter) or module:function",
+    MCP_INSPECT: "how to read the --openagent-mcp server's state for end states: tool:NAME or module:function",
+    MCP_ROLES: "roles of the --openagent-mcp server's tools: tool=role pairs joined by commas (lookup, write, wait)",
     MCP: "an MCP server as the domain 'mcp' (and of the fixed measurement, unless --openagent-domain says "
     "otherwise): 'stdio:COMMAND', 'http://HOST:PORT/mcp' or module:attribute naming an SDK server object",
     DOMAIN: "domain of the fixed measurement: poi, medical, all, a registered or entry-point domain's name, "

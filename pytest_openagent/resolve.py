@@ -28,6 +28,9 @@ from pytest_openagent.options import (
     MAX_REGRESSION,
     MAX_STEPS,
     MCP,
+    MCP_INSPECT,
+    MCP_RESET,
+    MCP_ROLES,
     MCP_TASKS,
     NAMES,
     NO_CACHE,
@@ -66,6 +69,9 @@ class Options:
     domain: str = "poi"
     mcp: str | None = None
     mcp_tasks: Path | None = None
+    mcp_reset: str | None = None
+    mcp_inspect: str | None = None
+    mcp_roles: tuple[tuple[str, str], ...] = ()
     inconclusive: str = "fail"
     max_steps: int | None = None
 
@@ -178,12 +184,33 @@ def _mcp_tasks(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]
     return {"mcp_tasks": path}
 
 
-def _mcp(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
-    from sandbox.domains.mcp import NAME, configure
+def _mcp_reset(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+    from sandbox.domains.mcp.settings import parse_reset
 
+    return {"mcp_reset": parse_reset(value)}
+
+
+def _mcp_inspect(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+    from sandbox.domains.mcp.settings import parse_inspect
+
+    return {"mcp_inspect": parse_inspect(value)}
+
+
+def _mcp_roles(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+    from sandbox.domains.mcp.settings import parse_roles
+
+    return {"mcp_roles": tuple(parse_roles(value).items())}
+
+
+def _mcp(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+    from sandbox.domains.mcp import NAME, McpSettings, configure
+
+    settings = McpSettings(values.get("mcp_reset"), values.get("mcp_inspect"), dict(values.get("mcp_roles", ())))
     # Named now (checked, not connected) so that the 'mcp' domain, here and in xdist workers, is this server's.
-    configure(str(value), values.get("mcp_tasks"))
-    return {"mcp": str(value), "domain": NAME}  # DOMAIN, read next, overrides it where given
+    in_force = configure(str(value), values.get("mcp_tasks"), settings)
+    # the tasks file's header may give the step budget; MAX_STEPS, read later, overrides it where given
+    steps = {} if in_force.max_steps is None else {"max_steps": in_force.max_steps}
+    return {"mcp": str(value), "domain": NAME, **steps}  # DOMAIN, read next, overrides it where given
 
 
 def _inconclusive(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
@@ -221,6 +248,9 @@ CONVERTERS: dict[str, Converter] = {
     TIERS: _tiers,
     NAMES: _names,  # after TIERS: the names are checked against the tiers
     MCP_TASKS: _mcp_tasks,
+    MCP_RESET: _mcp_reset,
+    MCP_INSPECT: _mcp_inspect,
+    MCP_ROLES: _mcp_roles,
     MCP: _mcp,  # after MCP_TASKS, before DOMAIN: names the server that the domain 'mcp' is
     DOMAIN: _domain,
     INCONCLUSIVE: _inconclusive,

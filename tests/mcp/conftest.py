@@ -89,9 +89,9 @@ def mcp_configured() -> Iterator[None]:
     import os
 
     from sandbox.domains import DOMAINS
-    from sandbox.domains.mcp import ENV_SERVER, ENV_TASKS, NAME
+    from sandbox.domains.mcp import ENV_SERVER, ENV_SETTINGS, ENV_TASKS, NAME
 
-    saved = {k: os.environ.get(k) for k in (ENV_SERVER, ENV_TASKS)}
+    saved = {k: os.environ.get(k) for k in (ENV_SERVER, ENV_TASKS, ENV_SETTINGS)}
     yield
     held = DOMAINS.pop(NAME, None)
     if held is not None:

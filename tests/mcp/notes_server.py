@@ -109,6 +109,11 @@ def build(
     return server
 
 
+def broken() -> MCPServer:
+    """A notes server whose reset tool does nothing (``notes_server:broken`` names it as a factory)."""
+    return build(reset="broken")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", type=int, default=None, help="serve streamable HTTP on this loopback port")

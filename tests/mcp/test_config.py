@@ -82,3 +82,77 @@ def test_a_bad_server_address_in_pytest_is_a_usage_error(pytester, mcp_configure
     result = project.runpytest("--openagent-mcp=stdio:")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--openagent-mcp: MCP server 'stdio:': 'stdio:' needs a command*"])
+
+
+def _header(path, settings):
+    tasks = write_tasks(path)
+    tasks.write_text(json.dumps({"openagent": settings}) + "\n" + tasks.read_text())
+    return tasks
+
+
+def test_openagent_eval_takes_reset_inspect_and_roles_from_flags(tmp_path, mcp_configured, capsys):
+    from sandbox.domains import DOMAINS
+
+    tasks = write_tasks(tmp_path / "tasks.jsonl")
+    code = main(["eval", "--agent", "oracle", "--mcp", "notes_server:build", "--tasks", str(tasks),
+                 "--mcp-reset", "tool:reset", "--mcp-inspect", "tool:list_notes", "--mcp-roles", "get_note=lookup",
+                 "--names", "tool_name_noise", "--tiers", "perception", "--n", "2", "--no-cache"])  # fmt: skip
+    assert code == 0, capsys.readouterr().out
+    link = DOMAINS["mcp"].link
+    assert (link.reset, link.inspect) == ("tool:reset", "tool:list_notes")
+    assert {t.name: (t.role, t.role_known) for t in DOMAINS["mcp"].tools}["get_note"] == ("lookup", True)
+
+
+def test_a_tasks_files_header_gives_the_settings_and_the_step_budget(tmp_path, mcp_configured, capsys):
+    from sandbox.domains import DOMAINS
+
+    tasks = _header(tmp_path / "tasks.jsonl", {"reset": "tool:reset", "inspect": "tool:list_notes", "max_steps": 7})
+    report = tmp_path / "report.json"
+    names = ["--names", "tool_name_noise", "--tiers", "perception"]
+    code = main(["eval", "--agent", "oracle", "--mcp", "notes_server:build", "--tasks", str(tasks), "--n", "2",
+                 *names, "--no-cache", "--json", str(report)])  # fmt: skip
+    assert code == 0, capsys.readouterr().out
+    assert json.loads(report.read_text())["meta"]["max_steps"] == 7
+    assert DOMAINS["mcp"].link.inspect == "tool:list_notes"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--mcp-reset", "none"], "--mcp-reset is about an MCP server: add --mcp SERVER"),
+        (["--mcp", "notes_server:build", "--mcp-reset", "wipe"], "--mcp-reset: reset 'wipe': give 'auto', 'restart'"),
+        (["--mcp", "notes_server:build", "--mcp-roles", "add_note=writer"], "Did you mean 'write'?"),
+        (["--mcp", "notes_server:build", "--mcp-inspect", "list_notes"], "--mcp-inspect: inspect 'list_notes': give"),
+        (["--mcp", "notes_server:broken", "--tasks", "TASKS"], "does not bring the server back to its first state"),
+        (["--mcp", "notes_server:build", "--tasks", "HEADER"], "Unknown setting 'rest'. Did you mean 'reset'?"),
+    ],
+)
+def test_mcp_settings_misuse_exits_2_with_what_to_fix(argv, message, tmp_path, mcp_configured, capsys):
+    files = {
+        "TASKS": str(write_tasks(tmp_path / "tasks.jsonl")),
+        "HEADER": str(_header(tmp_path / "h.jsonl", {"rest": 1})),
+    }
+    with pytest.raises(SystemExit) as exit_info:
+        main(["eval", "--agent", "oracle", "--n", "1", "--no-cache", *[files.get(a, a) for a in argv]])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_the_plugin_takes_the_settings_from_pyproject(pytester, mcp_configured):
+    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider -p no:randomly\n")
+    write_tasks(pytester.path / "tasks.jsonl")
+    pytester.makepyprojecttoml('[tool.openagent]\nmcp = "notes_server:build"\nmcp-tasks = "tasks.jsonl"\n'
+                               'mcp-reset = "tool:reset"\nmcp-inspect = "tool:list_notes"\n'
+                               'mcp-roles = {get_note = "lookup"}\n')  # fmt: skip
+    pytester.makepyfile(test_settings="""
+        from sandbox.domains import get_domain
+
+        def test_the_domain_is_run_as_the_settings_say():
+            domain = get_domain("mcp")
+            assert (domain.link.reset, domain.link.inspect) == ("tool:reset", "tool:list_notes")
+            assert {t.name: t.role_known for t in domain.tools}["get_note"]
+    """)  # fmt: skip
+    pytester.runpytest().assert_outcomes(passed=1)
+    result = pytester.runpytest("--openagent-mcp-roles=get_note=reader")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--openagent-mcp-roles: roles: tool 'get_note': Unknown role 'reader'*"])

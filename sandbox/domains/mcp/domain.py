@@ -121,7 +121,7 @@ def mcp_domain(
             raise UsageError(f"reset={reset!r}, but it has no tool {link.reset_tool!r}; "
                              f"its tools: {', '.join(t.name for t in listed)}")  # fmt: skip
         tools = [_tool(t, roles or {}) for t in listed if t.name not in hidden]
-        if reset == "auto" and link.reset is None:
+        if reset == "auto" and link.reset is None and tasks is not None:  # without tasks: the proxy's one episode
             _refuse_unreset(tools)
         # before the gold replay below, the first calls that may change the server
         verify_reset(link, plans(specs, tools))
