@@ -34,7 +34,7 @@ def test_openagent_eval_measures_an_mcp_server_from_a_tasks_file(tmp_path, mcp_c
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--tasks", "t.jsonl"], "--tasks gives the tasks of an MCP server: add --mcp SERVER"),
+        (["--tasks", "t.jsonl"], "--tasks is about an MCP server: add --mcp SERVER"),
         (["--mcp", "ftp://nowhere"], "not a server address; write it as 'stdio:python -m my_server'"),
         (["--mcp", stdio(), "--tasks", "missing.jsonl"], "MCP tasks file 'missing.jsonl' does not exist"),
         (["--mcp", "stdio:/no/such/server"], "cannot start MCP server stdio:/no/such/server"),
