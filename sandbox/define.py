@@ -380,6 +380,9 @@ def _source(where: str, key: str, src: Source | str | Computed | Mapping[str, An
         except ValueError as exc:
             raise UsageError(f"{where}: source {key!r} is {src!r}: {exc}") from None
     problem = computing.check(source)
+    if source.computed:
+        problem = ("it names calls a function computes from, but gives no function: write sandbox.Computed(fn) in "
+                   "Python, or a path with a reduction (e.g. 'c1.results|count')")  # fmt: skip
     if problem is not None:
         raise UsageError(f"{where}: source {key!r}: {problem}")
     return source

@@ -10,11 +10,12 @@ import pytest
 
 import sandbox
 from sandbox import Call, Computed, OracleAgent, Source, Task, ToolFailure, UserTask
-from sandbox.case import Case, run_cases
+from sandbox.case import Case
 from sandbox.computed import parse, value
 from sandbox.domains import DOMAINS
 from sandbox.errors import UsageError
-from sandbox.perturbations import POOLS, get, names
+from sandbox.evaluation.check_domain import check_domain
+from sandbox.perturbations import POOLS, get
 
 ORACLE = OracleAgent()
 WORLD = "computed-shop"
@@ -145,24 +146,17 @@ def test_an_answer_that_quotes_another_value_is_wrong() -> None:
     assert episode.outcome == "wrong_answer"
 
 
-def _wrong(domain: sandbox.Domain, seeds: range = range(2)) -> tuple[int, list[str]]:
-    """How many applied solvable cases there are, and the oracle's episodes on them that fail, explained."""
-    cases = []
-    for name in names():
-        cls = get(name)
-        for severity in range(max(1, cls.min_severity), cls.max_severity + 1):
-            specs = [cls(severity=severity, pool=pool, seed=seed) for pool in POOLS for seed in seeds]
-            cases += [Case(t, (spec,)) for spec in specs for t in domain.tasks() if spec.applies_to(t)]
-    episodes = run_cases(ORACLE, cases)
-    wrong = [e.explain() for c, e in zip(cases, episodes, strict=True)
-             if e.outcome != ("success" if c.solvable else "refused")]  # fmt: skip
-    return sum(c.solvable for c in cases), wrong
-
-
 def test_the_oracle_is_right_on_every_applied_case_of_every_perturbation() -> None:
-    applied, wrong = _wrong(_shop())
-    assert applied > 100
-    assert not wrong, f"{len(wrong)} of {applied}:\n\n" + "\n\n".join(wrong[:2])
+    """check_domain (``openagent check-domain``) with each pool and seeds 0-1: every task under every perturbation
+    at every severity, the oracle solving each solvable case and refusing each unsolvable one."""
+    applied, failures = 0, []
+    for pool in POOLS:
+        for seed in range(2):
+            found = check_domain(_shop(), seed=seed, pool=pool, cache_dir=None)
+            applied += sum(c.solvable for c in found.cells)
+            failures += found.failures
+    assert applied > 500
+    assert not failures, f"{len(failures)} of {applied}:\n\n" + "\n\n".join(f.explain for f in failures[:2])
 
 
 def test_a_value_picked_by_what_the_rows_hold_is_not_merged_or_inverted() -> None:
@@ -234,6 +228,7 @@ def test_computed_answers_load_from_a_tasks_file(tmp_path) -> None:
         ({"t": "l.books.*.title|sum"}, "no number"),
         ({"t": Computed(lambda r: r["l"]["pages"])}, "the function raised KeyError"),
         ({"t": Computed(spread, calls=("x",))}, "reads call 'x'"),
+        ({"t": {"call": "l", "computed": ["l"]}}, "gives no function"),
     ],
 )
 def test_a_source_that_cannot_be_computed_is_refused_at_definition(sources: dict, message: str) -> None:
