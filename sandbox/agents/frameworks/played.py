@@ -74,6 +74,27 @@ class PlayedThrough(LoopAgent):
         close(self.inner, episode_ids)
 
 
+# -- no framework ----------------------------------------------------------------------------------------
+
+
+def python(step: Step) -> Loop:
+    """No framework: a plain loop that calls the tools one by one; what a framework adds is measured against it."""
+
+    def run(request: str, tools: EpisodeTools) -> str:
+        messages: list[Message] = [{"role": "user", "content": request}]
+        text = ""
+        for _ in range(100):  # the episode's step limit ends it first; then every call answers at once
+            text, calls = step(tools.episode_id, messages, tools.specs)
+            messages.append(call_message(text, calls))
+            if not calls:
+                break
+            for i, n, a in calls:
+                messages.append({"role": "tool", "name": n, "tool_call_id": i, "content": tools.call(n, a)})
+        return text
+
+    return run
+
+
 # -- pydantic-ai ----------------------------------------------------------------------------------------
 
 
@@ -237,12 +258,12 @@ def openai_agents(step: Step) -> Loop:
     return run
 
 
-BUILDERS: dict[str, Callable[[Step], Loop]] = {"pydantic-ai": pydantic_ai, "langgraph": langgraph,
+BUILDERS: dict[str, Callable[[Step], Loop]] = {"python": python, "pydantic-ai": pydantic_ai, "langgraph": langgraph,
                                                "openai-agents": openai_agents}  # fmt: skip
 FRAMEWORKS = tuple(BUILDERS)
-MODULES = {"pydantic-ai": "pydantic_ai", "langgraph": "langgraph", "openai-agents": "agents"}
+MODULES = {"python": None, "pydantic-ai": "pydantic_ai", "langgraph": "langgraph", "openai-agents": "agents"}
 """The module each framework's loop needs, and the extra that installs it (below)."""
-EXTRAS = {"pydantic-ai": "pydantic-ai", "langgraph": "langchain", "openai-agents": "openai-agents"}
+EXTRAS = {"python": None, "pydantic-ai": "pydantic-ai", "langgraph": "langchain", "openai-agents": "openai-agents"}
 
 
 def played_through(framework: str, agent: Any) -> PlayedThrough:
@@ -250,7 +271,8 @@ def played_through(framework: str, agent: Any) -> PlayedThrough:
     ``framework``'s loop and the adapter's tools; ``framework`` is one of :data:`FRAMEWORKS`."""
     if framework not in BUILDERS:
         raise UnknownName("framework", framework, FRAMEWORKS)
-    require_extra(EXTRAS[framework], (MODULES[framework],), f"played_through({framework!r}, ...)")
+    if (module := MODULES[framework]) is not None:
+        require_extra(str(EXTRAS[framework]), (module,), f"played_through({framework!r}, ...)")
     return PlayedThrough(as_agent(agent), BUILDERS[framework], f"{framework}:{type(agent).__name__}")
 
 
