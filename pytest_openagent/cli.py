@@ -260,7 +260,7 @@ def _run_check_domain(args: argparse.Namespace) -> int:
     result = check_domain(
         domain, split=args.split, tiers=tiers, names=names, families=families, per_family=args.per_family, skip=skip,
         seed=args.seed, pool=args.pool, cache_dir=None if args.no_cache else args.cache_dir,
-        batch_size=args.batch_size, max_steps=args.max_steps,
+        batch_size=args.batch_size, max_steps=args.max_steps, progress=lambda line: print(line, file=sys.stderr),
     )  # fmt: skip
     result.meta["spec"] = args.spec
     if args.json:  # before any output: a reader that stops early (| head) must not cost the matrix
