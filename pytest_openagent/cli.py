@@ -59,6 +59,15 @@ def _configure_eval(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=at_least(1), default=64, help="episodes per agent batch (default 64)")
     _add_episode_options(p)
     p.add_argument("--json", default=None, metavar="FILE", help="also write the report as JSON")
+    p.add_argument(
+        "--html", default=None, metavar="FILE",
+        help="also write the report as one self-contained HTML page (tables, verdicts, figures, failing cases)",
+    )  # fmt: skip
+    p.add_argument(
+        "--plot", default=None, metavar="FILE",
+        help="also draw the sensitivity curves (success against severity per perturbation) as a PNG; needs the "
+        "plot extra",
+    )  # fmt: skip
     p.add_argument("--gate", default=None, help=f"criteria to check, e.g. {EXAMPLE!r}, or 'default'")
     _add_inconclusive(p)
 
@@ -129,6 +138,13 @@ def _run_eval(args: argparse.Namespace) -> int:
     criteria = parse_gate(args.gate) if args.gate else []
     if args.json:
         check_output_file(Path(args.json))
+    if args.html:
+        check_output_file(Path(args.html), "the HTML report")
+    if args.plot:
+        from sandbox.evaluation.figures import require_plot
+
+        check_output_file(Path(args.plot), "the figure")
+        require_plot()
     domain = _eval_domain(args)
     domain_names(domain)
     check_agent(args.agent)
@@ -148,17 +164,31 @@ def _run_eval(args: argparse.Namespace) -> int:
         report.meta["mcp"] = args.mcp
     meta = report.meta
     reused = "shared by identical cases" if args.no_cache else "from the cache"
+    result = check(report, criteria) if criteria else None
     if args.json:  # before any output: a reader that stops early (| head) must not cost the report
         report.to_json(args.json)
+    if args.html:
+        from sandbox.evaluation.html_report import write_html
+
+        write_html(report, args.html, result)
+    plotted = None
+    if args.plot:
+        from sandbox.evaluation.figures import write_plot
+
+        plotted = write_plot(report, args.plot)
     say(
         f"openagent eval: agent={args.agent}, seed={args.seed}, {len(report.records)} cases; "
         f"{meta['episodes_run']} episodes run, {meta['episodes_cached']} {reused}"
     )
     say(report.table())
-    if args.json:
-        say(f"report written to {args.json}")
-    if criteria:
-        return _verdict(check(report, criteria), args.inconclusive)
+    say("\nsuccess against severity (s=0: the same tasks clean)\n" + report.sensitivity_table())
+    for path, what in ((args.json, "report"), (args.html, "HTML report"), (plotted, "sensitivity figure")):
+        if path:
+            say(f"{what} written to {path}")
+    if args.plot and plotted is None:
+        say(f"no sensitivity figure: no perturbed case to draw ({args.plot} not written)")
+    if result is not None:
+        return _verdict(result, args.inconclusive)
     return EXIT_OK
 
 

@@ -15,6 +15,8 @@ import pytest
 AGENT = "--openagent-agent"
 SEED = "--openagent-seed"
 REPORT = "--openagent-report"
+HTML = "--openagent-html"
+PLOT = "--openagent-plot"
 GATE = "--openagent-gate"
 BASELINE = "--openagent-baseline"
 MAX_REGRESSION = "--openagent-max-regression"
@@ -44,12 +46,16 @@ SPEC_HELP = "oracle, static, module:callable, openai:MODEL@URL or hf:PATH"
 WORKER_KEY = "openagent_records"
 CACHE_KEY = "openagent_cache"
 SEED_KEY = "openagent_seed"
+FAILURES_KEY = "openagent_failures"
 """What an xdist worker sends its controller (``workeroutput``) and what the controller sends a worker."""
 
 HELP = {
     AGENT: f"agent under test: {SPEC_HELP} (default: {DEFAULT_AGENT})",
     SEED: f"seed of every openagent test's examples, an int or 'random' (default: {DEFAULT_SEED})",
     REPORT: "write the robustness report as JSON to this path",
+    HTML: "write the report as one self-contained HTML page to this path (tables, verdicts, figures, failing cases)",
+    PLOT: "draw the sensitivity curves (success against severity per perturbation) as a PNG at this path "
+    "(needs the plot extra)",
     GATE: "fail the session unless the measurement meets these criteria (verdicts from 95% intervals), "
     "e.g. 'clean.success>=0.95 perception.delta>=-10', or 'default'",
     BASELINE: "a report JSON to compare against, paired on the same cases (see --openagent-max-regression)",

@@ -23,6 +23,7 @@ from pytest_openagent.options import (
     DEFAULT_CACHE_DIR,
     DOMAIN,
     GATE,
+    HTML,
     INCONCLUSIVE,
     INCONCLUSIVE_POLICIES,
     MAX_REGRESSION,
@@ -34,6 +35,7 @@ from pytest_openagent.options import (
     MCP_TASKS,
     NAMES,
     NO_CACHE,
+    PLOT,
     REPORT,
     SEED,
     TIERS,
@@ -56,6 +58,8 @@ class Options:
     agent: str = "oracle"
     seed: int = 0
     report: Path | None = None
+    html: Path | None = None
+    plot: Path | None = None
     gate: tuple[Criterion, ...] = ()
     gate_text: str = ""
     baseline: Report | None = None
@@ -78,7 +82,12 @@ class Options:
     @property
     def measures(self) -> bool:
         """Whether the session runs the fixed measurement: something reads it, or it was asked for."""
-        return bool(self.gate) or self.baseline is not None or self.report is not None or self.n is not None
+        return (
+            bool(self.gate)
+            or self.baseline is not None
+            or self.n is not None
+            or any(path is not None for path in (self.report, self.html, self.plot))
+        )
 
 
 def resolve(config: pytest.Config) -> Options:
@@ -142,6 +151,13 @@ def _gate(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
 
 def _baseline(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
     return {"baseline": Report.load(base / str(value)), "baseline_path": base / str(value)}
+
+
+def _plot(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+    from sandbox.evaluation.figures import require_plot
+
+    require_plot()
+    return {"plot": check_output_file(base / str(value), "the figure")}
 
 
 def _n(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
@@ -241,6 +257,8 @@ CONVERTERS: dict[str, Converter] = {
     AGENT: lambda value, base, values: {"agent": check_agent(str(value))},
     SEED: _seed,
     REPORT: lambda value, base, values: {"report": check_output_file(base / str(value))},
+    HTML: lambda value, base, values: {"html": check_output_file(base / str(value), "the HTML report")},
+    PLOT: _plot,
     GATE: _gate,
     BASELINE: _baseline,
     MAX_REGRESSION: lambda value, base, values: {"max_regression": check_margin(value)},

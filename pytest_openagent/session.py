@@ -18,18 +18,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Generator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_openagent.options import CACHE_DIR, CACHE_KEY, NO_CACHE, SEED_KEY, WORKER_KEY, header
+from pytest_openagent.options import CACHE_DIR, CACHE_KEY, FAILURES_KEY, NO_CACHE, SEED_KEY, WORKER_KEY, header
 from pytest_openagent.resolve import Options
 from sandbox.agent import fingerprint
 from sandbox.case import install_runner
 from sandbox.errors import OpenAgentError, UsageError
 from sandbox.evaluation.cache import EpisodeCache, check_folder, prepare
 from sandbox.evaluation.gate import GateResult, check, compare
-from sandbox.evaluation.report import Record, Report
+from sandbox.evaluation.report import Failure, Record, Report
 from sandbox.evaluation.runner import Runner
 
 DEFAULT_N = 50
@@ -47,6 +48,10 @@ class OpenAgentSession:
         self.config = config
         self.options = options
         self.records: list[Record] = []
+        self.failures: dict[str, Failure] = {}
+        """The case each failed test ended on (Hypothesis' shrunk example), by test id."""
+        self.written: list[tuple[str, Any]] = []
+        """What the session wrote besides the JSON report (the HTML page, the figure), for the summary."""
         self.episodes = {"run": 0, "cached": 0}
         """Search episodes run and served from the cache, over this process and its xdist workers."""
         self._agent: Any = None
@@ -121,8 +126,14 @@ class OpenAgentSession:
             self._prepared = True
         self.runner.test = item.nodeid
         self.runner.episodes_this_test = []
+        self.runner.last = None
         try:
             return (yield)
+        except Exception:
+            ran = self.runner.episodes_this_test
+            if ran and self.runner.last is not None:  # the last case run: the example Hypothesis failed on, shrunk
+                self.failures[item.nodeid] = Failure(ran[-1], self.runner.last.explain())
+            raise
         finally:
             self.cache.flush()
             ran = self.runner.episodes_this_test
@@ -138,6 +149,9 @@ class OpenAgentSession:
     def worker_done(self, output: dict[str, Any]) -> None:
         """Take what an xdist worker sent (the plugin calls this as each worker ends)."""
         self.records.extend(Record.from_dict(r) for r in output.get(WORKER_KEY, []))
+        for data in output.get(FAILURES_KEY, []):
+            failure = Failure.from_dict(data)
+            self.failures[failure.record.test] = failure
         for key, count in output.get(CACHE_KEY, {}).items():
             self.episodes[key] += count
 
@@ -149,6 +163,7 @@ class OpenAgentSession:
         if self.is_worker:
             self.config.workeroutput[WORKER_KEY] = [r.to_dict() for r in self.records]  # type: ignore[attr-defined]
             self.config.workeroutput[CACHE_KEY] = self.episodes  # type: ignore[attr-defined]
+            self.config.workeroutput[FAILURES_KEY] = [f.to_dict() for f in self.failures.values()]  # type: ignore[attr-defined]
             return
         from sandbox.case import SANDBOX_VERSION
 
@@ -163,10 +178,15 @@ class OpenAgentSession:
             self.report = self._measure(meta)
         elif not self.options.measures:
             self.report = self.search
+        failures = [self.failures[test] for test in sorted(self.failures)]
+        for report in (self.search, self.report):
+            if report is not None:
+                report.failures = failures
         if self.report is not None and self.report is not self.search:
             if self.options.report is not None:
                 self.report.to_json(self.options.report)
             self._check_gates(self.report)
+        self._write_pages(self.report or self.search)
         self._junit(self.report or self.search)
         if self.gate is not None and not self._gate_passes(self.gate) and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -199,6 +219,21 @@ class OpenAgentSession:
             result += compare(report, self.options.baseline, self.options.max_regression)
         if result.checks:
             self.gate = result
+
+    def _write_pages(self, report: Report | None) -> None:
+        """The HTML page and the sensitivity figure, where asked for (of the search when nothing was measured)."""
+        if report is None:
+            return
+        if self.options.html is not None:
+            from sandbox.evaluation.html_report import write_html
+
+            write_html(report, self.options.html, self.gate, self.options.baseline)
+            self.written.append(("HTML report", self.options.html))
+        if self.options.plot is not None:
+            from sandbox.evaluation.figures import write_plot
+
+            plotted = write_plot(report, self.options.plot)
+            self.written.append(("sensitivity figure", plotted or "none: no perturbed case to draw"))
 
     def _gate_passes(self, result: GateResult) -> bool:
         return result.verdict == "PASS" or (result.verdict == "INCONCLUSIVE" and self.options.inconclusive == "pass")
@@ -264,8 +299,12 @@ class OpenAgentSession:
                 f"{meta['episodes_cached']} from the cache"
             )
             tr.write_line(self.report.table())
+            tr.write_line("measurement: success against severity (s=0: the same tasks clean)")
+            tr.write_line(self.report.sensitivity_table())
             if self.options.report is not None:
                 tr.write_line(f"report written to {self.options.report}")
+        for what, path in self.written:
+            tr.write_line(f"{what} written to {path}" if isinstance(path, Path) else f"{what}: {path}")
         if self.problem is not None:
             tr.write_line(f"openagent: no measurement: {self.problem}", red=True, bold=True)
         if self.gate is not None:

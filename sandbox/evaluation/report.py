@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sandbox.errors import UsageError
+from sandbox.evaluation.sensitivity import Dose, sensitivity, sensitivity_table
 from sandbox.files import write_atomically
 from sandbox.metrics import PairedDelta, Rate
 from sandbox.perturbations.base import TIERS
@@ -24,10 +25,11 @@ if TYPE_CHECKING:
     from sandbox.episode import Episode
 
 SCHEMA = "pytest-openagent/report"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """2: rows hold ``wrong_refusal``; a report may hold its ``search`` (the examples property tests explored).
 3: each record names its task's domain (``domain``); a record of an older report has ``domain=None``; rows hold
-``repeated_write`` and ``fails_clean`` (failures whose clean twin fails too)."""
+``repeated_write`` and ``fails_clean`` (failures whose clean twin fails too). 4: the report holds its
+``sensitivity`` (success against severity per perturbation) and the property tests' ``failures``."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,22 @@ class Record:
     @property
     def identity(self) -> tuple[str, str, str]:
         return (self.test, self.agent, self.case)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A case a property test failed on, as Hypothesis left it (shrunk): its record and the episode's
+    ``explain()`` trajectory."""
+
+    record: Record
+    explanation: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"record": self.record.to_dict(), "explanation": self.explanation}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Failure:
+        return cls(Record.from_dict(data["record"]), str(data["explanation"]))
 
 
 @dataclass(frozen=True)
@@ -200,6 +218,8 @@ class Report:
     records: list[Record]
     meta: dict[str, Any] = field(default_factory=dict)
     search: Report | None = None
+    failures: list[Failure] = field(default_factory=list)
+    """The cases the property tests failed on, one per failed test (a pytest session's; ``evaluate`` has none)."""
 
     def __post_init__(self) -> None:
         unique = {r.identity: r for r in self.records}
@@ -228,6 +248,13 @@ class Report:
 
     def row(self, scope: str) -> Row | None:
         return next((r for r in self.rows() if r.scope == scope), None)
+
+    def sensitivity(self) -> list[Dose]:
+        """Success against severity for each perturbation, from the clean twins (severity 0) up."""
+        return sensitivity(self.perturbed)
+
+    def sensitivity_table(self) -> str:
+        return sensitivity_table(self.sensitivity())
 
     def table(self) -> str:
         from tabulate import tabulate
@@ -275,6 +302,8 @@ class Report:
             "meta": self.meta,
             "rows": [r.to_dict() for r in self.rows()],
             "records": [r.to_dict() for r in self.records],
+            "sensitivity": [d.to_dict() for d in self.sensitivity()],
+            "failures": [f.to_dict() for f in self.failures],
         }
         if self.search is not None:
             data["search"] = {k: v for k, v in self.search.to_dict().items() if k in ("meta", "rows", "records")}
@@ -303,6 +332,7 @@ class Report:
                 [Record.from_dict(r) for r in data.get("records", [])],
                 dict(data.get("meta", {})),
                 None if search is None else cls([Record.from_dict(r) for r in search["records"]], search["meta"]),
+                [Failure.from_dict(f) for f in data.get("failures", [])],
             )
         except (TypeError, KeyError, AttributeError) as exc:
             raise UsageError(f"the report's records are malformed ({type(exc).__name__}: {exc})") from None

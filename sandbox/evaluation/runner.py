@@ -76,6 +76,8 @@ class Runner:
         """The step limit of every episode it runs where a call names none (``None``: each case's own)."""
         self.test = ""
         self.episodes_this_test: list[Record] = []
+        self.last: Episode | None = None
+        """The perturbed episode of the last case :meth:`run` ran (what a failed test ended on)."""
         self.health = Health()
 
     def run(self, agent: Any, case: Case, max_steps: int | None = None) -> tuple[Episode, Episode]:
@@ -87,6 +89,7 @@ class Runner:
         else:
             episode = clean = self.cache.run(agent, [case], max_steps)[0]
             self.health.add([episode])
+        self.last = episode
         self._keep(Record.of(self.test, fingerprint(agent), case, episode, clean))
         return episode, clean
 

@@ -18,7 +18,7 @@ def test_the_command_prints_the_table_writes_json_and_gates(tmp_path, capsys):
     argv = ["eval", "--agent", "oracle", "--names", "toy_shout,toy_pad", "--n", "4", "--cache-dir", str(tmp_path)]
     assert main([*argv, "--json", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "perception" in printed and "Δ points" in printed and json.loads(out.read_text())["schema_version"] == 3
+    assert "perception" in printed and "Δ points" in printed and json.loads(out.read_text())["schema_version"] == 4
     assert main(argv) == 0
     assert "; 0 episodes run, " in capsys.readouterr().out  # the second run is served from the cache
     assert main([*argv[:-2], "--no-cache"]) == 0
@@ -81,6 +81,8 @@ def _openagent(*argv: str, cwd=None) -> subprocess.CompletedProcess:
         (["--seed", "-1"], "openagent eval: error: argument --seed: must be at least 0, got -1"),
         (["--n", "2.5"], "openagent eval: error: argument --n: '2.5' is not a whole number"),
         (["--json", "."], "openagent eval: error: '.' is a folder; give the file to write the report to, *"),
+        (["--html", "."], "openagent eval: error: '.' is a folder; give the file to write the HTML report to, *"),
+        (["--plot", "."], "openagent eval: error: '.' is a folder; give the file to write the figure to, *"),
         (["--agent", "my_agent:nope"], "openagent eval: error: agent 'my_agent:nope': module 'my_agent' has no *"),
     ],
 )
@@ -90,6 +92,31 @@ def test_eval_checks_every_input_before_it_runs(tmp_path, argv, message):
     result = _openagent(*args, cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     assert fnmatch(result.stderr.strip().splitlines()[-1], message), result.stderr
+
+
+@pytest.mark.usefixtures("toy_perturbations")
+def test_eval_writes_the_html_page_and_the_sensitivity_figure_and_prints_the_curves(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    page, png = tmp_path / "r.html", tmp_path / "figures" / "curves.png"
+    argv = ["eval", "--agent", "tests.toys:Fragile", "--names", "toy_shout", "--n", "12", "--no-cache"]
+    assert main([*argv, "--html", str(page), "--plot", str(png), "--gate", "perception.success>=0.99"]) == 1
+    printed = capsys.readouterr().out
+    assert "success against severity (s=0: the same tasks clean)" in printed
+    assert f"HTML report written to {page}" in printed and f"sensitivity figure written to {png}" in printed
+    text = page.read_text()
+    assert 'data-verdict="FAIL"' in text and "perception.success&gt;=0.99" in text and 'id="sensitivity"' in text
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_plot_without_matplotlib_is_misuse_before_any_episode(monkeypatch, capsys):
+    from sandbox import errors
+
+    real = errors.importlib.util.find_spec
+    monkeypatch.setattr(errors.importlib.util, "find_spec", lambda name: None if name == "matplotlib" else real(name))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["eval", "--agent", "tests.toys:Dead", "--tiers", "1", "--n", "1", "--no-cache", "--plot", "x.png"])
+    assert exit_info.value.code == 2
+    assert "needs the `plot` extra (matplotlib not installed); install it: pip install " in capsys.readouterr().err
 
 
 def test_data_export_refuses_zero_episodes(tmp_path):

@@ -1,5 +1,6 @@
 """Options, header, marker, report, gates and pytest-xdist, as a user meets them."""
 
+import html
 import json
 
 import pytest
@@ -152,7 +153,7 @@ def test_the_search_and_the_measurement_are_shown_apart_and_the_json_holds_both(
         ]
     )
     data = json.loads((project.path / "out" / "report.json").read_text())
-    assert data["schema"] == "pytest-openagent/report" and data["schema_version"] == 3
+    assert data["schema"] == "pytest-openagent/report" and data["schema_version"] == 4
     assert data["meta"]["agent"] == "conftest:Fragile" and data["meta"]["seed"] == 0
     assert data["meta"]["kind"] == "measurement" and data["meta"]["n"] == 30
     assert {r["test"] for r in data["records"]} == {"evaluate"}
@@ -193,6 +194,34 @@ def test_a_failing_test_file_run_twice_gives_the_same_gate_figures_and_n(project
     assert two["search"]["meta"]["episodes_cached"] > 0
     # The search did differ: the second run replayed the saved failure first and stopped early.
     assert len(two["search"]["records"]) <= len(one["search"]["records"])
+
+
+def test_the_html_page_holds_the_shrunk_failure_with_its_trajectory_and_the_figures(project):
+    pytest.importorskip("matplotlib")
+    project.makepyfile(test_fail=FAILING_TEST, test_rec=RECORDING_TEST)
+    args = ["--openagent-agent", "conftest:Fragile", *MEASURE, "--openagent-gate", "perception.delta>=-10"]
+    result = project.runpytest(*args, "--openagent-html", "out/r.html", "--openagent-plot", "out/curves.png",
+                               "--openagent-report", "out/r.json")  # fmt: skip
+    result.assert_outcomes(failed=1, passed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "measurement: success against severity (s=0: the same tasks clean)",
+            "toy_shout * perception * 100% (*",
+            "HTML report written to *r.html",
+            "sensitivity figure written to *curves.png",
+        ]
+    )
+    data = json.loads((project.path / "out" / "r.json").read_text())
+    [failure] = data["failures"]
+    assert failure["record"]["test"] == "test_fail.py::test_survives_shouting"
+    # Hypothesis shrank it to the minimal failure: one shout of severity 2 (toys.py)
+    assert [(p["name"], p["severity"]) for p in failure["record"]["stack"]] == [("toy_shout", 2)]
+    assert failure["explanation"].startswith(f"outcome: {failure['record']['outcome']} (case: ")
+    text = (project.path / "out" / "r.html").read_text()
+    assert "test_fail.py::test_survives_shouting" in text and "toy_shout(s=2" in text
+    assert html.escape(failure["explanation"].splitlines()[1], quote=True) in text
+    assert 'id="search"' in text and 'data-verdict="FAIL"' in text and text.count("data:image/png;base64,") == 2
+    assert (project.path / "out" / "curves.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_a_gate_that_should_fail_fails_and_says_what_was_measured(project):
@@ -295,17 +324,18 @@ def test_a_dead_agent_stops_the_session_naming_the_cause(project):
 def test_the_report_holds_the_same_figures_serially_and_with_two_workers(project):
     # Both runs in fresh processes: Hypothesis mixes constants from the loaded local modules into its
     # draws, so a run inside this test process (which loaded other tests) would draw other examples.
-    project.makepyfile(test_rec=RECORDING_TEST)
+    project.makepyfile(test_rec=RECORDING_TEST, test_fail=FAILING_TEST)
     agent = ["--openagent-agent", "conftest:Fragile"]
     serial = project.runpytest_subprocess(*agent, "--openagent-report", "serial.json", "--openagent-cache-dir", "c1")
-    serial.assert_outcomes(passed=3)
+    serial.assert_outcomes(passed=3, failed=1)
     parallel = project.runpytest_subprocess(
         *agent, "-n", "2", "--openagent-report", "parallel.json", "--openagent-cache-dir", "c2"
     )
-    parallel.assert_outcomes(passed=3)
+    parallel.assert_outcomes(passed=3, failed=1)
     one, two = (json.loads((project.path / f"{name}.json").read_text()) for name in ("serial", "parallel"))
     assert one["rows"] == two["rows"]
     assert one["records"] == two["records"]
+    assert one["failures"] == two["failures"] and len(one["failures"]) == 1  # a worker's failure reaches the report
     assert len(one["records"]) > 20
 
 

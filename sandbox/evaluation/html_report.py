@@ -1,0 +1,289 @@
+"""The report as one self-contained HTML page: no network, no script, figures inlined as ``data:`` URIs.
+
+The page is a list of sections (:data:`SECTIONS`), each a function of the :class:`Page` that returns an
+HTML fragment, or ``""`` where it has nothing to show. A new kind of figure adds its section to the list.
+Everything that comes from a report, an agent or a tool is escaped (:func:`html.escape`). A number on the
+page carries its source in ``data-`` attributes (``data-scope``, ``data-metric``, ``data-value``), so
+that a reader of the DOM (the browser test) can tell which figure of the report it is.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sandbox.evaluation.sensitivity import CLEAN_SEVERITY, curves
+from sandbox.files import write_atomically
+
+if TYPE_CHECKING:
+    from sandbox.evaluation.gate import GateResult
+    from sandbox.evaluation.report import Report, Row
+    from sandbox.metrics import Rate
+
+MAX_LISTED = 200
+"""Failing cases of a sample listed by name at most (the rest are counted)."""
+
+
+@dataclass
+class Page:
+    """What the page shows: the report, the gate's checks (a baseline comparison among them) and the baseline."""
+
+    report: Report
+    gate: GateResult | None = None
+    baseline: Report | None = None
+    figures: bool = True
+    """Draw the figures (needs matplotlib; without it the page says how to get them)."""
+
+
+Section = Callable[[Page], str]
+
+
+def esc(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def percent(value: float) -> str:
+    return "-" if value != value else f"{100 * value:.1f}%"
+
+
+def rate_cell(rate: Rate, scope: str, metric: str) -> str:
+    """A rate as ``12.5% [4.1%, 32.0%] (3/24)``, its figures in ``data-`` attributes too."""
+    if rate.n == 0:
+        return f'<td class="num" data-scope="{esc(scope)}" data-metric="{esc(metric)}" data-n="0">-</td>'
+    low, high = rate.interval
+    return (
+        f'<td class="num" data-scope="{esc(scope)}" data-metric="{esc(metric)}" data-value="{rate.value:.6f}" '
+        f'data-k="{rate.k}" data-n="{rate.n}"><b>{percent(rate.value)}</b> '
+        f'<span class="ci">[{percent(low)}, {percent(high)}]</span> <span class="kn">({rate.k}/{rate.n})</span></td>'
+    )
+
+
+def table(headers: Sequence[str], rows: Iterable[str], cls: str = "") -> str:
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    body = f'<table class="{esc(cls)}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    return f'<div class="scroll">{body}</div>'
+
+
+def section(key: str, title: str, body: str) -> str:
+    return f'<section id="{esc(key)}"><h2>{esc(title)}</h2>{body}</section>'
+
+
+def image(png: bytes | None, alt: str) -> str:
+    if png is None:
+        return ""
+    data = base64.b64encode(png).decode("ascii")
+    caption = f"<figcaption>{esc(alt)}</figcaption>"
+    return f'<figure><img alt="{esc(alt)}" src="data:image/png;base64,{data}">{caption}</figure>'
+
+
+# -- sections ----------------------------------------------------------------------------------------
+
+
+def summary(page: Page) -> str:
+    meta = page.report.meta
+    keys = ("agent", "kind", "domain", "split", "seed", "n", "tiers", "names", "pool", "max_stack", "max_steps",
+            "sandbox_version", "created", "episodes_run", "episodes_cached")  # fmt: skip
+    items = "".join(
+        f'<tr><th>{esc(k)}</th><td data-meta="{esc(k)}">{esc(meta[k])}</td></tr>'
+        for k in keys
+        if meta.get(k) is not None
+    )
+    cases = f'<p><span data-metric="cases">{len(page.report.records)}</span> cases and their clean twins.</p>'
+    return section("summary", "What was measured", f"<table class=meta>{items}</table>{cases}")
+
+
+def tier_table(page: Page) -> str:
+    rows = []
+    for row in page.report.rows():
+        rows.append(_row(row))
+    if not rows:
+        return section("tiers", "Success per tier", "<p>No episodes.</p>")
+    headers = ["scope", "episodes", "clean", "perturbed", "Δ points [95% CI]", "tool errors", "refusal",
+               "refused solvable", "repeated writes"]  # fmt: skip
+    note = (
+        "<p>Rates with their 95% Wilson intervals; Δ is perturbed minus clean success on the same tasks "
+        "(Newcombe's paired interval). Clean: the clean twins of the perturbed cases.</p>"
+    )
+    return section("tiers", "Success per tier", note + table(headers, rows, "tiers"))
+
+
+def _row(row: Row) -> str:
+    scope = row.scope
+    delta = '<td class="num"></td>'
+    if row.kind != "clean":
+        low, high = row.delta.interval
+        delta = (
+            f'<td class="num" data-scope="{esc(scope)}" data-metric="delta" data-value="{row.delta.points:.6f}">'
+            f"<b>{row.delta.points:+.1f}</b> <span class=ci>[{low:+.1f}, {high:+.1f}]</span></td>"
+        )
+    success = '<td class="num"></td>' if row.kind == "clean" else rate_cell(row.perturbed, scope, "success")
+    cells = [
+        f'<td class="scope {esc(row.kind)}">{esc(scope)}</td>',
+        f'<td class="num" data-scope="{esc(scope)}" data-metric="episodes" data-value="{row.episodes}">'
+        f"{row.episodes}</td>",
+        rate_cell(row.clean, scope, "clean"), success, delta,
+        rate_cell(row.tool_errors, scope, "tool_errors"), rate_cell(row.refusal, scope, "refusal"),
+        rate_cell(row.refused_solvable, scope, "wrong_refusal"),
+        rate_cell(row.repeated_writes, scope, "repeated_write"),
+    ]  # fmt: skip
+    return f'<tr class="{esc(row.kind)}">{"".join(cells)}</tr>'
+
+
+def verdict(text: str) -> str:
+    return f'<span class="verdict {esc(text)}" data-verdict="{esc(text)}">{esc(text)}</span>'
+
+
+def outcome(text: str) -> str:
+    return f'<span class="outcome {esc(text)}" data-outcome="{esc(text)}">{esc(text)}</span>'
+
+
+def gate(page: Page) -> str:
+    checks = [c for c in page.gate.checks if not c.text.startswith("baseline")] if page.gate is not None else []
+    if not checks:
+        return ""
+    rows = [f"<tr><td><code>{esc(c.text)}</code></td><td>{verdict(c.verdict)}</td><td>{esc(c.detail)}</td></tr>"
+            for c in checks]  # fmt: skip
+    overall = page.gate.verdict  # type: ignore[union-attr]
+    head = f"<p>Gate: {verdict(overall)} (verdicts from the 95% intervals; the whole gate, baseline included).</p>"
+    return section("gate", "Gate", head + table(["criterion", "verdict", "measured"], rows, "gate"))
+
+
+def baseline(page: Page) -> str:
+    checks = [c for c in page.gate.checks if c.text.startswith("baseline")] if page.gate is not None else []
+    if page.baseline is None and not checks:
+        return ""
+    rows = [f"<tr><td>{esc(c.text)}</td><td>{verdict(c.verdict)}</td><td>{esc(c.detail)}</td></tr>" for c in checks]
+    body = table(["scope", "verdict", "paired difference"], rows, "baseline") if rows else ""
+    if page.baseline is not None:
+        mine = {r.scope: r for r in page.report.rows()}
+        side = []
+        for row in page.baseline.rows():
+            if row.kind == "perturbation":
+                continue
+            here = mine.get(row.scope)
+            rate = row.clean if row.kind == "clean" else row.perturbed
+            now = "<td>-</td>" if here is None else rate_cell(here.clean if row.kind == "clean" else here.perturbed,
+                                                               row.scope, "success")  # fmt: skip
+            side.append(f"<tr><td>{esc(row.scope)}</td>{rate_cell(rate, row.scope, 'baseline_success')}{now}</tr>")
+        body += "<h3>Success side by side</h3>" + table(["scope", "baseline", "this report"], side, "side")
+    return section("baseline", "Comparison with the baseline", body)
+
+
+def figures(page: Page) -> str:
+    if not page.figures or not page.report.records:
+        return ""
+    from sandbox.errors import MissingExtra
+    from sandbox.evaluation.figures import sensitivity_figure, tier_figure
+
+    try:
+        body = image(tier_figure(page.report), "success per tier, 95% intervals")
+        body += image(sensitivity_figure(page.report), "sensitivity: success against severity per perturbation")
+    except MissingExtra as exc:
+        body = f"<p>No figures: {esc(exc)}</p>"
+    return section("figures", "Figures", body)
+
+
+def sensitivity(page: Page) -> str:
+    by_name = curves(page.report.sensitivity())
+    if not by_name:
+        return ""
+    severities = sorted({d.severity for points in by_name.values() for d in points})
+    rows = []
+    for name, points in by_name.items():
+        at = {d.severity: d.success for d in points}
+        cells = "".join(
+            rate_cell(at[s], name, f"severity_{s}") if s in at else '<td class="num"></td>' for s in severities
+        )
+        rows.append(f"<tr><td>{esc(name)}</td><td>{esc(points[0].tier or '-')}</td>{cells}</tr>")
+    headers = ["perturbation", "tier", *[f"s={s}" + (" (clean)" if s == CLEAN_SEVERITY else "") for s in severities]]
+    note = "<p>Success against severity for each perturbation; s=0 is the clean twins of the same tasks.</p>"
+    return section("sensitivity", "Sensitivity (dose-response)", note + table(headers, rows, "sensitivity"))
+
+
+def failures(page: Page) -> str:
+    report = page.report
+    if report.failures:
+        items = []
+        for failure in report.failures:
+            r = failure.record
+            items.append(
+                f'<details class="failure" open><summary><code>{esc(r.test)}</code>: {outcome(r.outcome)} on '
+                f"<code>{esc(r.label)}</code> (clean twin: {esc(r.clean_outcome)})</summary>"
+                f"<pre>{esc(failure.explanation)}</pre></details>"
+            )
+        note = "<p>Each failed property test's case as Hypothesis shrank it, with the episode's trajectory.</p>"
+        return section("failures", f"Failing cases ({len(report.failures)})", note + "".join(items))
+    failed = [r for r in report.perturbed if not r.success]
+    if not failed:
+        return ""
+    rows = [
+        f"<tr><td><code>{esc(r.label)}</code></td><td>{outcome(r.outcome)}</td><td>{esc(r.clean_outcome)}</td></tr>"
+        for r in failed[:MAX_LISTED]
+    ]
+    more = f"<p>and {len(failed) - MAX_LISTED} more.</p>" if len(failed) > MAX_LISTED else ""
+    return section("failures", f"Failing cases of the sample ({len(failed)})",
+                   table(["case", "outcome", "clean twin"], rows, "failed") + more)  # fmt: skip
+
+
+def search(page: Page) -> str:
+    explored = page.report.search
+    if explored is None or explored is page.report or not explored.records:
+        return ""
+    rows = [_row(r) for r in explored.rows()]
+    headers = ["scope", "episodes", "clean", "perturbed", "Δ points", "tool errors", "refusal", "refused solvable",
+               "repeated writes"]  # fmt: skip
+    note = f"<p>{len(explored.records)} cases the property tests explored (not gated: Hypothesis chose them).</p>"
+    return section("search", "Search", note + f'<div class="search">{table(headers, rows, "tiers search")}</div>')
+
+
+SECTIONS: list[tuple[str, Section]] = [
+    ("summary", summary),
+    ("gate", gate),
+    ("baseline", baseline),
+    ("tiers", tier_table),
+    ("figures", figures),
+    ("sensitivity", sensitivity),
+    ("failures", failures),
+    ("search", search),
+]
+"""The page's sections in order, by name: a new section (a worst case, drift) inserts itself where it belongs."""
+
+STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1500px;padding:0 1em;color:#222}
+h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
+table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ddd;padding:.25em .5em;text-align:left}
+td.num{text-align:right;white-space:nowrap}.ci,.kn{color:#666;font-size:.85em}.scroll{overflow-x:auto}
+tr.perturbation td.scope{padding-left:1.6em;color:#444}tr.tier td,tr.all td{background:#f6f8fa}
+.verdict{font-weight:bold;padding:0 .3em;border-radius:3px}.PASS,.success{background:#d9f2d9}
+.FAIL{background:#f8d7d7}.INCONCLUSIVE{background:#fff1c2}.outcome{padding:0 .3em;background:#f3e3e3}
+pre{background:#f6f8fa;padding:.6em;overflow-x:auto;white-space:pre-wrap}
+figure{margin:1em 0}img{max-width:100%}figcaption{color:#666;font-size:.9em}
+"""
+
+
+def render(page: Page) -> str:
+    """The page as HTML text."""
+    agent = page.report.meta.get("agent", "")
+    body = "".join(fragment for _, render_section in SECTIONS if (fragment := render_section(page)))
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>pytest-openagent report: {esc(agent)}</title><style>{STYLE}</style></head>"
+        f"<body><h1>pytest-openagent report: <code>{esc(agent)}</code></h1>{body}</body></html>\n"
+    )
+
+
+def write_html(
+    report: Report,
+    path: str | Path,
+    gate: GateResult | None = None,
+    baseline: Report | None = None,
+    figures: bool = True,
+) -> Path:
+    """Write ``report`` (with the gate's checks and the baseline it was compared with, if any) as one HTML file
+    at ``path``, atomically."""
+    write_atomically(Path(path), render(Page(report, gate, baseline, figures)))
+    return Path(path)
