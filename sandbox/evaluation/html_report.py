@@ -103,7 +103,7 @@ def tier_table(page: Page) -> str:
     if not rows:
         return section("tiers", "Success per tier", "<p>No episodes.</p>")
     headers = ["scope", "episodes", "clean", "perturbed", "Δ points [95% CI]", "tool errors", "refusal",
-               "refused solvable", "repeated writes"]  # fmt: skip
+               "refused solvable", "repeated writes", "fails clean too"]  # fmt: skip
     note = (
         "<p>Rates with their 95% Wilson intervals; Δ is perturbed minus clean success on the same tasks "
         "(Newcombe's paired interval). Clean: the clean twins of the perturbed cases.</p>"
@@ -129,6 +129,7 @@ def _row(row: Row) -> str:
         rate_cell(row.tool_errors, scope, "tool_errors"), rate_cell(row.refusal, scope, "refusal"),
         rate_cell(row.refused_solvable, scope, "wrong_refusal"),
         rate_cell(row.repeated_writes, scope, "repeated_write"),
+        rate_cell(row.fails_clean, scope, "fails_clean"),
     ]  # fmt: skip
     return f'<tr class="{esc(row.kind)}">{"".join(cells)}</tr>'
 
@@ -235,7 +236,7 @@ def search(page: Page) -> str:
         return ""
     rows = [_row(r) for r in explored.rows()]
     headers = ["scope", "episodes", "clean", "perturbed", "Δ points", "tool errors", "refusal", "refused solvable",
-               "repeated writes"]  # fmt: skip
+               "repeated writes", "fails clean too"]  # fmt: skip
     note = f"<p>{len(explored.records)} cases the property tests explored (not gated: Hypothesis chose them).</p>"
     return section("search", "Search", note + f'<div class="search">{table(headers, rows, "tiers search")}</div>')
 

@@ -3,7 +3,8 @@
 Read from a report's records: each perturbation's cases grouped by the severity it had in them, with
 severity 0 for the clean twins of the same tasks, so that every curve starts from the agent's own
 clean skill on the tasks it was measured on. A case that stacks several perturbations counts for each
-of them, at its own severity (the fixed sample stacks none unless ``max_stack`` is above 1).
+of them, at its own severity (the fixed sample stacks none unless ``max_stack`` is above 1). Cases where a
+perturbation starts mid-episode (drift, ``after`` above 0) make a curve of their own, ``name (drift)``.
 """
 
 from __future__ import annotations
@@ -24,8 +25,11 @@ class Record(Protocol):
     clean_success: bool
     stack: tuple[dict[str, Any], ...]
 
+
 CLEAN_SEVERITY = 0
 """The severity the clean twins stand at on every curve."""
+DRIFT = "(drift)"
+"""What a perturbation's name is followed by on the curve of its cases with an onset (``after`` above 0)."""
 
 
 @dataclass(frozen=True)
@@ -62,8 +66,9 @@ def sensitivity(records: Iterable[Record]) -> list[Dose]:
             severity = spec.get("severity")
             if not isinstance(severity, int):
                 continue
-            by_name.setdefault(name, {}).setdefault(severity, []).append(record)
-            tier_of.setdefault(name, _tier(name, record))
+            curve = f"{name} {DRIFT}" if spec.get("after") else name
+            by_name.setdefault(curve, {}).setdefault(severity, []).append(record)
+            tier_of.setdefault(curve, _tier(name, record))
     order = sorted(by_name, key=lambda n: TIERS.index(tier_of[n]) if tier_of[n] in TIERS else len(TIERS))
     out: list[Dose] = []
     for name in order:

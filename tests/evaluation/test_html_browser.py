@@ -79,7 +79,7 @@ def test_chromium_renders_the_page_and_its_numbers_are_the_reports(tmp_path):
     dom.feed(done.stdout)
     assert [a.get("id") for t, a in dom.tags if t == "section"][:3] == ["summary", "gate", "tiers"]
     shown = {(a.get("data-scope"), a["data-metric"]): text for a, text in dom.cells if "data-metric" in a}
-    metrics = ("clean", "success", "tool_errors", "refusal", "wrong_refusal", "repeated_write")
+    metrics = ("clean", "success", "tool_errors", "refusal", "wrong_refusal", "repeated_write", "fails_clean")
     compared = 0
     for row in data["rows"]:
         for metric in metrics:

@@ -54,6 +54,13 @@ def test_a_stacked_case_counts_for_each_of_its_perturbations_at_its_own_severity
     assert doses["toy_pad", 1].n == doses["toy_shout", shout].n == 1
 
 
+def test_cases_with_an_onset_make_a_curve_of_their_own(report):
+    record = next(r for r in report.records if "toy_pad" in r.perturbations)
+    drifted = dataclasses.replace(record, stack=({**record.stack[0], "after": 2},))
+    names = [d.perturbation for d in sensitivity([record, drifted])]
+    assert names == ["toy_pad", "toy_pad", "toy_pad (drift)", "toy_pad (drift)"]
+
+
 def test_the_json_holds_the_curves_and_the_failures_and_reads_them_back(report):
     failure = Failure(report.records[0], "outcome: wrong_answer\n  turn 1: answer 'no idea'")
     with_failure = Report(report.records, report.meta, failures=[failure])
