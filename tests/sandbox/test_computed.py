@@ -102,6 +102,12 @@ TASKS = [
              sources={"spread": Computed(spread)}),
     UserTask("Buy the cheapest book on shelf A.", id="cheapest", sources={"code": "b.code"},
              plan=[LIST, Call(id="b", tool="buy", args={"book_id": "b2"}, after=("l",))]),
+    UserTask("Buy the dearest book on shelf A; what is its title?", id="dearest",  # the argmax is the first row
+             sources={"code": "b.code", "title": "l.books.*.price|argmax:title"},
+             plan=[LIST, Call(id="b", tool="buy", args={"book_id": "b1"}, after=("l",))]),
+    UserTask("Buy the book in Ann's cart.", id="cart", sources={"code": "b.code"},  # a key carried to a write
+             plan=[Call(id="c", tool="get_cart", args={"customer": "ann"}),
+                   Call(id="b", tool="buy", args={"book_id": "b3"}, after=("c",))]),
     UserTask("Buy the first book on shelf A; what do the books there cost together?", id="first-and-sum",
              sources={"code": "b.code", "total": "l.books.*.price|sum"},
              plan=[LIST, Call(id="b", tool="buy", args={"book_id": "b1"}, after=("l",))]),
@@ -159,11 +165,21 @@ def test_the_oracle_is_right_on_every_applied_case_of_every_perturbation() -> No
     assert not failures, f"{len(failures)} of {applied}:\n\n" + "\n\n".join(f.explain for f in failures[:2])
 
 
-def test_a_value_picked_by_what_the_rows_hold_is_not_merged_or_inverted() -> None:
-    task = _task(_shop(), "cheapest")
+@pytest.mark.parametrize(
+    ("task_id", "changed"),
+    [
+        ("cheapest", False),  # picked by what the rows hold, from a later row: a new tool would pick by place
+        ("cart", False),  # a dict's key: no value of a result carried
+        ("dearest", True),  # the argmax is the first row: a new tool given the lookup's arguments picks it too
+    ],
+)
+def test_dependencies_are_changed_only_where_a_new_tool_can_pick_the_value(task_id: str, changed: bool) -> None:
+    task = _task(_shop(), task_id)
     for name in ("dependency_merge", "logic_inversion"):
-        assert not get(name)(severity=1).applies_to(task)
-        assert "argmax" in get(name).limits
+        spec = get(name)(severity=1)
+        assert spec.applies_to(task) is changed
+        if not changed:
+            assert spec.why_not(task) == get(name).limits
 
 
 @pytest.mark.parametrize(
