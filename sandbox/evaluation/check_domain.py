@@ -202,11 +202,11 @@ def check_tasks(
     unknown = skip - {t.id for t in tasks}
     if unknown:
         raise UsageError(f"no {split} task has the id {', '.join(sorted(unknown))}; give ids of the domain's tasks")
-    kept, seen = [], Counter[str]()
+    kept, seen = [], Counter[tuple[str, str]]()
     for task in tasks:
-        if task.id in skip or (per_family is not None and seen[task.family] >= per_family):
+        if task.id in skip or (per_family is not None and seen[task.domain, task.family] >= per_family):
             continue
-        seen[task.family] += 1
+        seen[task.domain, task.family] += 1
         kept.append(task)
     if not kept:
         raise UsageError(f"no {split} task is left to check in {domain}")
