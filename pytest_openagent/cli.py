@@ -59,16 +59,14 @@ def _configure_eval(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=at_least(1), default=64, help="episodes per agent batch (default 64)")
     _add_episode_options(p)
     p.add_argument("--json", default=None, metavar="FILE", help="also write the report as JSON")
-    p.add_argument(
-        "--html", default=None, metavar="FILE",
-        help="also write the report as one self-contained HTML page (tables, verdicts, figures, failing cases)",
-    )  # fmt: skip
+    p.add_argument("--html", default=None, metavar="FILE", help=HTML_HELP)
     p.add_argument(
         "--plot", default=None, metavar="FILE",
         help="also draw the sensitivity curves (success against severity per perturbation) as a PNG; needs the "
         "plot extra",
     )  # fmt: skip
     p.add_argument("--gate", default=None, help=f"criteria to check, e.g. {EXAMPLE!r}, or 'default'")
+    _add_baseline(p)
     _add_inconclusive(p)
 
 
@@ -128,7 +126,8 @@ def _tiers(text: str) -> str | list[str | int]:
 def _run_eval(args: argparse.Namespace) -> int:
     from sandbox.evaluation.draw import domain_names
     from sandbox.evaluation.evaluate import evaluate
-    from sandbox.evaluation.gate import check, parse_gate
+    from sandbox.evaluation.gate import check, check_margin, compare, parse_gate
+    from sandbox.evaluation.report import Report
     from sandbox.evaluation.runner import AgentFailure
     from sandbox.evaluation.specs import check_agent, load_agent
     from sandbox.files import check_output_file
@@ -136,6 +135,8 @@ def _run_eval(args: argparse.Namespace) -> int:
     # Every input checked before any episode runs: a typo never costs a run.
     tiers, names = _selection(args)
     criteria = parse_gate(args.gate) if args.gate else []
+    margin = check_margin(args.max_regression)
+    baseline = Report.load(args.baseline) if args.baseline else None
     if args.json:
         check_output_file(Path(args.json))
     if args.html:
@@ -164,29 +165,26 @@ def _run_eval(args: argparse.Namespace) -> int:
         report.meta["mcp"] = args.mcp
     meta = report.meta
     reused = "shared by identical cases" if args.no_cache else "from the cache"
-    result = check(report, criteria) if criteria else None
+    result = None
+    if criteria or baseline is not None:
+        result = GateResult()
+        if criteria:
+            result += check(report, criteria)
+        if baseline is not None:
+            result += compare(report, baseline, margin)
     if args.json:  # before any output: a reader that stops early (| head) must not cost the report
         report.to_json(args.json)
-    if args.html:
-        from sandbox.evaluation.html_report import write_html
+    from sandbox.evaluation.html_report import write_pages
 
-        write_html(report, args.html, result)
-    plotted = None
-    if args.plot:
-        from sandbox.evaluation.figures import write_plot
-
-        plotted = write_plot(report, args.plot)
+    written = write_pages(report, args.html, args.plot, result, baseline)
     say(
         f"openagent eval: agent={args.agent}, seed={args.seed}, {len(report.records)} cases; "
         f"{meta['episodes_run']} episodes run, {meta['episodes_cached']} {reused}"
     )
     say(report.table())
     say("\nsuccess against severity (s=0: the same tasks clean)\n" + report.sensitivity_table())
-    for path, what in ((args.json, "report"), (args.html, "HTML report"), (plotted, "sensitivity figure")):
-        if path:
-            say(f"{what} written to {path}")
-    if args.plot and plotted is None:
-        say(f"no sensitivity figure: no perturbed case to draw ({args.plot} not written)")
+    for line in [f"report written to {args.json}"] * bool(args.json) + written:
+        say(line)
     if result is not None:
         return _verdict(result, args.inconclusive)
     return EXIT_OK
@@ -318,28 +316,43 @@ def _verdict(result: GateResult, inconclusive: str) -> int:
 def _configure_gate(p: argparse.ArgumentParser) -> None:
     p.add_argument("report", help="a report JSON (from --openagent-report or openagent eval --json)")
     p.add_argument("--gate", default=None, help=f"criteria, e.g. {EXAMPLE!r}, or 'default' ({DEFAULT_GATE!r})")
+    _add_baseline(p)
+    p.add_argument("--html", default=None, metavar="FILE", help=HTML_HELP)
+    _add_inconclusive(p)
+
+
+HTML_HELP = "also write the report as one self-contained HTML page (tables, verdicts, figures, failing cases)"
+
+
+def _add_baseline(p: argparse.ArgumentParser) -> None:
     p.add_argument("--baseline", default=None, help="a baseline report JSON to compare against on the same cases")
     p.add_argument(
         "--max-regression", default=DEFAULT_MARGIN,
         help=f"non-inferiority margin: most points of success a scope may lose (default {DEFAULT_MARGIN:g})",
     )  # fmt: skip
-    _add_inconclusive(p)
 
 
 def _run_gate(args: argparse.Namespace) -> int:
     from sandbox.evaluation.gate import check, check_margin, compare, parse_gate
     from sandbox.evaluation.report import Report
+    from sandbox.files import check_output_file
 
     if not args.gate and not args.baseline:
         raise UsageFailure("give --gate CRITERIA, --baseline REPORT, or both")
     margin = check_margin(args.max_regression)
     report = Report.load(args.report)
+    baseline = Report.load(args.baseline) if args.baseline else None
+    if args.html:
+        check_output_file(Path(args.html), "the HTML report")
     result = GateResult()
     if args.gate:
         result += check(report, parse_gate(args.gate))
-    if args.baseline:
-        result += compare(report, Report.load(args.baseline), margin)
-    say(report.table())
+    if baseline is not None:
+        result += compare(report, baseline, margin)
+    from sandbox.evaluation.html_report import write_pages
+
+    written = write_pages(report, args.html, None, result, baseline)
+    say("\n".join([report.table(), *written]))
     return _verdict(result, args.inconclusive)
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Generator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -50,7 +49,7 @@ class OpenAgentSession:
         self.records: list[Record] = []
         self.failures: dict[str, Failure] = {}
         """The case each failed test ended on (Hypothesis' shrunk example), by test id."""
-        self.written: list[tuple[str, Any]] = []
+        self.written: list[str] = []
         """What the session wrote besides the JSON report (the HTML page, the figure), for the summary."""
         self.episodes = {"run": 0, "cached": 0}
         """Search episodes run and served from the cache, over this process and its xdist workers."""
@@ -222,18 +221,10 @@ class OpenAgentSession:
 
     def _write_pages(self, report: Report | None) -> None:
         """The HTML page and the sensitivity figure, where asked for (of the search when nothing was measured)."""
-        if report is None:
-            return
-        if self.options.html is not None:
-            from sandbox.evaluation.html_report import write_html
+        from sandbox.evaluation.html_report import write_pages
 
-            write_html(report, self.options.html, self.gate, self.options.baseline)
-            self.written.append(("HTML report", self.options.html))
-        if self.options.plot is not None:
-            from sandbox.evaluation.figures import write_plot
-
-            plotted = write_plot(report, self.options.plot)
-            self.written.append(("sensitivity figure", plotted or "none: no perturbed case to draw"))
+        if report is not None:
+            self.written = write_pages(report, self.options.html, self.options.plot, self.gate, self.options.baseline)
 
     def _gate_passes(self, result: GateResult) -> bool:
         return result.verdict == "PASS" or (result.verdict == "INCONCLUSIVE" and self.options.inconclusive == "pass")
@@ -303,8 +294,8 @@ class OpenAgentSession:
             tr.write_line(self.report.sensitivity_table())
             if self.options.report is not None:
                 tr.write_line(f"report written to {self.options.report}")
-        for what, path in self.written:
-            tr.write_line(f"{what} written to {path}" if isinstance(path, Path) else f"{what}: {path}")
+        for line in self.written:
+            tr.write_line(line)
         if self.problem is not None:
             tr.write_line(f"openagent: no measurement: {self.problem}", red=True, bold=True)
         if self.gate is not None:

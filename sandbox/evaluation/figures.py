@@ -93,8 +93,13 @@ def sensitivity_figure(report: Report) -> bytes | None:
             yerr=[[d for _, d, _ in values], [u for _, _, u in values]],
             marker="o", capsize=3, color=_colour(points[0].tier),
         )  # fmt: skip
+        for point, (value, _, _) in zip(points, values, strict=True):
+            below = -10 if value > 80 else 4  # a label above a point near 100% would leave the panel
+            ax.annotate(f"n={point.success.n}", (point.severity, value), textcoords="offset points",
+                        xytext=(4, below), fontsize=6, color="#555")  # fmt: skip
         ax.set_title(f"{name}\n({points[0].tier or '-'})", fontsize=8)
-        ax.set_xticks([p.severity for p in points])
+        ax.set_xticks(range(max(p.severity for p in points) + 1))
+        ax.set_xlim(-0.3, max(p.severity for p in points) + 0.6)
         ax.set_ylim(-5, 105)
         ax.tick_params(labelsize=7)
     for ax in axes.flat[len(by_name) :]:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from sandbox.evaluation.sensitivity import CLEAN_SEVERITY, curves
 from sandbox.files import write_atomically
+from sandbox.perturbations.base import TIERS
 
 if TYPE_CHECKING:
     from sandbox.evaluation.gate import GateResult
@@ -221,13 +222,22 @@ def failures(page: Page) -> str:
     failed = [r for r in report.perturbed if not r.success]
     if not failed:
         return ""
+    failed.sort(key=lambda r: (TIERS.index(r.tier) if r.tier in TIERS else len(TIERS), r.perturbations, r.label))
     rows = [
-        f"<tr><td><code>{esc(r.label)}</code></td><td>{outcome(r.outcome)}</td><td>{esc(r.clean_outcome)}</td></tr>"
+        f"<tr><td>{esc(r.tier or '-')}</td><td><code>{esc(r.label)}</code></td><td>{outcome(r.outcome)}</td>"
+        f"<td>{esc(r.clean_outcome)}</td></tr>"
         for r in failed[:MAX_LISTED]
     ]
-    more = f"<p>and {len(failed) - MAX_LISTED} more.</p>" if len(failed) > MAX_LISTED else ""
-    return section("failures", f"Failing cases of the sample ({len(failed)})",
-                   table(["case", "outcome", "clean twin"], rows, "failed") + more)  # fmt: skip
+    more = (
+        f"<p>and {len(failed) - MAX_LISTED} more (the JSON report holds every case).</p>"
+        if len(failed) > MAX_LISTED
+        else ""
+    )
+    listed = table(["tier", "case", "outcome", "clean twin"], rows, "failed") + more
+    body = (
+        f"<details><summary>{len(failed)} of {len(report.perturbed)} cases failed, by tier</summary>{listed}</details>"
+    )
+    return section("failures", f"Failing cases of the sample ({len(failed)})", body)
 
 
 def search(page: Page) -> str:
@@ -288,3 +298,24 @@ def write_html(
     at ``path``, atomically."""
     write_atomically(Path(path), render(Page(report, gate, baseline, figures)))
     return Path(path)
+
+
+def write_pages(
+    report: Report,
+    html: str | Path | None = None,
+    plot: str | Path | None = None,
+    gate: GateResult | None = None,
+    baseline: Report | None = None,
+) -> list[str]:
+    """Write what was asked for of the HTML page (``html``) and the sensitivity figure (``plot``); a line for
+    each, saying where it went (or why the figure was not drawn)."""
+    from sandbox.evaluation.figures import write_plot
+
+    said = []
+    if html is not None:
+        said.append(f"HTML report written to {write_html(report, html, gate, baseline)}")
+    if plot is not None:
+        drawn = write_plot(report, plot)
+        said.append(f"sensitivity figure written to {drawn}" if drawn else f"no sensitivity figure: no perturbed "
+                    f"case to draw ({plot} not written)")  # fmt: skip
+    return said

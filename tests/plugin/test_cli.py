@@ -30,6 +30,12 @@ def test_the_command_prints_the_table_writes_json_and_gates(tmp_path, capsys):
     assert main(["gate", str(out), "--gate", "perception.episodes>=99"]) == 1
     assert "FAIL         perception.episodes>=99: measured 4 (n=4)" in capsys.readouterr().out
     assert main(["gate", str(out), "--baseline", str(out), "--max-regression", "100"]) == 0
+    page = tmp_path / "gate.html"
+    gate = ["--gate", "perception.episodes>=99", "--html", str(page)]
+    assert main(["gate", str(out), "--baseline", str(out), *gate]) == 1
+    assert f"HTML report written to {page}" in capsys.readouterr().out
+    text = page.read_text()  # clean, the two tiers and all, side by side with the baseline
+    assert 'id="gate"' in text and 'id="baseline"' in text and text.count('data-metric="baseline_success"') == 4
 
 
 @pytest.mark.parametrize(
@@ -97,14 +103,19 @@ def test_eval_checks_every_input_before_it_runs(tmp_path, argv, message):
 @pytest.mark.usefixtures("toy_perturbations")
 def test_eval_writes_the_html_page_and_the_sensitivity_figure_and_prints_the_curves(tmp_path, capsys):
     pytest.importorskip("matplotlib")
-    page, png = tmp_path / "r.html", tmp_path / "figures" / "curves.png"
-    argv = ["eval", "--agent", "tests.toys:Fragile", "--names", "toy_shout", "--n", "12", "--no-cache"]
+    page, png, base = tmp_path / "r.html", tmp_path / "figures" / "curves.png", tmp_path / "oracle.json"
+    argv = ["eval", "--names", "toy_shout", "--n", "12", "--no-cache"]
+    assert main([*argv, "--agent", "oracle", "--json", str(base)]) == 0
+    capsys.readouterr()
+    argv += ["--agent", "tests.toys:Fragile", "--baseline", str(base)]
     assert main([*argv, "--html", str(page), "--plot", str(png), "--gate", "perception.success>=0.99"]) == 1
     printed = capsys.readouterr().out
+    assert "FAIL         baseline perception: success " in printed
     assert "success against severity (s=0: the same tasks clean)" in printed
     assert f"HTML report written to {page}" in printed and f"sensitivity figure written to {png}" in printed
     text = page.read_text()
     assert 'data-verdict="FAIL"' in text and "perception.success&gt;=0.99" in text and 'id="sensitivity"' in text
+    assert "baseline perception" in text and 'data-scope="perception" data-metric="baseline_success"' in text
     assert png.read_bytes()[:4] == b"\x89PNG"
 
 
