@@ -89,12 +89,16 @@ def summary(page: Page) -> str:
     keys = ("agent", "kind", "domain", "split", "seed", "n", "tiers", "names", "pool", "max_stack", "max_steps",
             "sandbox_version", "created", "episodes_run", "episodes_cached")  # fmt: skip
     items = "".join(
-        f'<tr><th>{esc(k)}</th><td data-meta="{esc(k)}">{esc(meta[k])}</td></tr>'
+        f'<tr><th>{esc(k)}</th><td data-meta="{esc(k)}">{esc(_shown(meta[k]))}</td></tr>'
         for k in keys
         if meta.get(k) is not None
     )
     cases = f'<p><span data-metric="cases">{len(page.report.records)}</span> cases and their clean twins.</p>'
     return section("summary", "What was measured", f"<table class=meta>{items}</table>{cases}")
+
+
+def _shown(value: object) -> object:
+    return ", ".join(map(str, value)) if isinstance(value, list | tuple) else value
 
 
 def tier_table(page: Page) -> str:
@@ -150,7 +154,8 @@ def gate(page: Page) -> str:
     rows = [f"<tr><td><code>{esc(c.text)}</code></td><td>{verdict(c.verdict)}</td><td>{esc(c.detail)}</td></tr>"
             for c in checks]  # fmt: skip
     overall = page.gate.verdict  # type: ignore[union-attr]
-    head = f"<p>Gate: {verdict(overall)} (verdicts from the 95% intervals; the whole gate, baseline included).</p>"
+    compared = " and of the baseline comparison below" if len(checks) < len(page.gate.checks) else ""  # type: ignore[union-attr]
+    head = f"<p>Gate: {verdict(overall)}, the verdict of these checks{compared} (each from a 95% interval).</p>"
     return section("gate", "Gate", head + table(["criterion", "verdict", "measured"], rows, "gate"))
 
 
@@ -159,7 +164,12 @@ def baseline(page: Page) -> str:
     if page.baseline is None and not checks:
         return ""
     rows = [f"<tr><td>{esc(c.text)}</td><td>{verdict(c.verdict)}</td><td>{esc(c.detail)}</td></tr>" for c in checks]
-    body = table(["scope", "verdict", "paired difference"], rows, "baseline") if rows else ""
+    body = ""
+    if rows:
+        from sandbox.evaluation.gate import GateResult
+
+        body = f"<p>Comparison: {verdict(GateResult(checks).verdict)} (non-inferiority, paired on the same cases).</p>"
+        body += table(["scope", "verdict", "paired difference"], rows, "baseline")
     if page.baseline is not None:
         mine = {r.scope: r for r in page.report.rows()}
         side = []
