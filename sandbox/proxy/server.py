@@ -47,6 +47,8 @@ class EnvBackend:
         self.env = env
         self.messages = env.reset()
         self._lock = threading.Lock()
+        self.annotations: dict[str, dict[str, Any]] = dict(getattr(env.unwrapped.domain, "annotations", None) or {})
+        """The upstream's tool annotations by tool name: listed with a tool that keeps its name."""
 
     def tool_specs(self) -> list[ToolSpec]:
         with self._lock:
@@ -63,13 +65,15 @@ class EnvBackend:
         return str(self.messages[-1]["content"])
 
 
-def mcp_tool(spec: ToolSpec) -> Any:
-    """A chat-template tool spec as the SDK's ``Tool``."""
+def mcp_tool(spec: ToolSpec, annotations: dict[str, Any] | None = None) -> Any:
+    """A chat-template tool spec as the SDK's ``Tool``, with the upstream's ``annotations`` where given."""
     import mcp_types
 
     function = spec.get("function", spec)
     schema = dict(function.get("parameters") or {"type": "object", "properties": {}})
-    return mcp_types.Tool(name=function["name"], description=function.get("description") or "", input_schema=schema)
+    hints = mcp_types.ToolAnnotations(**annotations) if annotations else None
+    return mcp_types.Tool(name=function["name"], description=function.get("description") or "", input_schema=schema,
+                          annotations=hints)  # fmt: skip
 
 
 def build_server(backend: Backend, name: str, version: str = "", instructions: str | None = None,
@@ -92,14 +96,19 @@ def build_server(backend: Backend, name: str, version: str = "", instructions: s
     async def run(function: Any, *args: Any) -> Any:
         return function(*args) if inline else await anyio.to_thread.run_sync(function, *args)
 
+    annotated: dict[str, dict[str, Any]] = getattr(backend, "annotations", None) or {}
+
     async def list_tools(ctx: Any, params: Any) -> Any:
         specs = await run(backend.tool_specs)
-        return mcp_types.ListToolsResult(tools=[mcp_tool(s) for s in specs])
+        return mcp_types.ListToolsResult(tools=[mcp_tool(s, annotated.get(_name(s))) for s in specs])
 
     async def call_tool(ctx: Any, params: Any) -> Any:
         arguments = dict(params.arguments or {})
         text, failed = await run(backend.call, params.name, arguments)
-        return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=text)], is_error=failed)
+        # the observation as the agent reads it (perturbed), also as structured content where it is a JSON object
+        structured = None if failed else _object(text)
+        return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=text)],
+                                        structured_content=structured, is_error=failed)  # fmt: skip
 
     return Server(name, version=version, instructions=instructions, on_list_tools=list_tools,
                   on_call_tool=call_tool, get_tool_input_schema=schema_of)  # fmt: skip
@@ -250,6 +259,21 @@ class HttpThread:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _name(spec: ToolSpec) -> str:
+    return str(spec.get("function", spec)["name"])
+
+
+def _object(text: str) -> dict[str, Any] | None:
+    """``text`` as a JSON object (what ``structuredContent`` must be), or ``None``."""
+    if not text.startswith("{"):
+        return None
+    try:
+        body = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return body if isinstance(body, dict) else None
 
 
 def observation_failed(text: str) -> bool:

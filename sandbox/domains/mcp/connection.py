@@ -266,27 +266,55 @@ _NOT_FOUND = re.compile(
     r"not found|no such|does not exist|doesn't exist|unknown \w+ ['\"]|\bno \w+ (named |called |with )?['\"]"
 )
 """Words of a failed call that say it is about something that is not there (``no note 'n9'``): ``not_found``."""
+_HIDDEN = re.compile(r"(?:Error executing tool \S+\s*)+")
+"""The SDK's words for a tool that crashed (``Error executing tool NAME``, nested ones repeated): the cause is
+hidden from the client, so nothing tells the agent what to change, and the same call fails again."""
+_ARGUMENTS = re.compile(r"^Error executing tool \S+: \d+ validation errors? for ")
+"""The SDK's words for arguments its own schema check refused."""
+_UNKNOWN = re.compile(r"^Unknown tool: \S+$")
+
+
+def error_kind(words: str) -> ErrorKind:
+    """The error kind of a call the server failed with ``words``: a crash whose cause the SDK hides is ``fatal``
+    (sending it again cannot help), arguments the SDK refused ``invalid_arguments``, a name it does not know
+    ``unknown_tool``, something that is not there ``not_found``; anything else ``runtime_error``."""
+    if _HIDDEN.fullmatch(words):
+        return "fatal"
+    if _ARGUMENTS.match(words):
+        return "invalid_arguments"
+    if _UNKNOWN.match(words):
+        return "unknown_tool"
+    return "not_found" if _NOT_FOUND.search(words.lower()) else "runtime_error"
 
 
 def content_of(name: str, result: Any) -> Any:
     """A ``CallToolResult`` as the data a tool returns: its structured content, else its text (parsed where it
-    is JSON); a result marked as an error raises :class:`ServerFault` with the server's words."""
+    is JSON; a list sent as one JSON block per row, as the SDK sends a list without an output schema, as the
+    list of rows; no block at all as an empty list); a result marked as an error raises :class:`ServerFault`
+    with the server's words."""
     texts = [getattr(block, "text", None) for block in result.content]
     words = " ".join(t for t in texts if isinstance(t, str)).strip()
     if result.is_error:
-        kind: ErrorKind = "not_found" if _NOT_FOUND.search(words.lower()) else "runtime_error"
-        raise ServerFault(kind, words or f"{name} failed")
+        raise ServerFault(error_kind(words), words or f"{name} failed")
     if result.structured_content is not None:
         return result.structured_content
+    if not result.content:
+        return []
     kinds = [getattr(block, "type", "?") for block in result.content]
-    if len(texts) == 1 and isinstance(texts[0], str):
-        try:
-            return json.loads(texts[0])
-        except (ValueError, RecursionError):  # not JSON, or JSON too deep to read: the text it is
-            return texts[0]
-    if texts and all(isinstance(t, str) for t in texts):
-        return list(texts)
+    if all(isinstance(t, str) for t in texts):
+        rows = [_json(t) for t in texts]
+        if len(rows) == 1:
+            return rows[0]
+        return rows if all(r is not t for r, t in zip(rows, texts, strict=True)) else texts  # rows, or texts
     return {"content": kinds, "text": words} if words else {"content": kinds}
 
 
-__all__ = ["CONNECT_TIMEOUT", "DEFAULT_TIMEOUT", "Connection", "LoopMode", "ServerFault", "content_of"]
+def _json(text: str) -> Any:
+    """``text`` as JSON data; the very object ``text`` where it is not JSON (or is too deep to read)."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+
+
+__all__ = ["CONNECT_TIMEOUT", "DEFAULT_TIMEOUT", "Connection", "LoopMode", "ServerFault", "content_of", "error_kind"]

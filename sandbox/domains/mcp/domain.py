@@ -26,6 +26,9 @@ from sandbox.errors import UsageError
 from sandbox.task import Task
 from sandbox.tools import Role, Tool, ToolFailure, check_tool_name
 
+READING = 2
+"""The version of how results and failures are read (``content_of``, ``error_kind``), in the domain's version:
+episodes cached under an older reading are not served."""
 SERVE_ONLY = UserTask("Use the tools to do what is asked.", id="serve")
 """The one task of a domain built without tasks: enough to serve the server's tools (the proxy), not to judge."""
 
@@ -39,11 +42,13 @@ class McpDomain(Domain):
     server_version: str = ""
     tools_digest: str = ""
     """A hash of the server's tool list as it reported it (names, descriptions, schemas, annotations)."""
+    annotations: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    """The server's tool annotations (``readOnlyHint``...) by tool name, as it reported them: the proxy lists them."""
 
     def version(self) -> str:
         """The server's reported name and version and a hash of its tool list, beside the digest of the
         tasks' code: a changed server is never served the old episodes."""
-        return f"{super().version()}+mcp:{self.server_name}@{self.server_version}:{self.tools_digest}"
+        return f"{super().version()}+mcp{READING}:{self.server_name}@{self.server_version}:{self.tools_digest}"
 
     def close(self) -> None:
         """Stop the shared server connection (episodes with their own servers close theirs)."""
@@ -131,8 +136,10 @@ def mcp_domain(
     domain_name = name or _name(server_name)
     base = define_domain(domain_name, tools, state=lambda seed: McpState(link), tasks=specs)
     fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(Domain)}
+    annotations = {t.name: t.annotations.model_dump(by_alias=True, exclude_none=True) for t in listed
+                   if getattr(t, "annotations", None) is not None and t.name not in hidden}  # fmt: skip
     return McpDomain(**fields, link=link, server_name=server_name, server_version=server_version,
-                     tools_digest=tools_digest(listed))  # fmt: skip
+                     tools_digest=tools_digest(listed), annotations=annotations)  # fmt: skip
 
 
 def _choose_reset(reset: Reset | str, target: ServerTarget, names: list[str]) -> Reset:
