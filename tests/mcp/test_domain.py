@@ -69,7 +69,7 @@ def test_the_version_names_the_server_and_hashes_its_tools():
     first = mcp_domain(notes_server.build(), TASKS, name="notes-v")
     bumped = mcp_domain(notes_server.build(version="1.1"), TASKS, name="notes-v")
     try:
-        assert "+mcp:notes@1.0:" in first.version() and "+mcp:notes@1.1:" in bumped.version()
+        assert "+mcp2:notes@1.0:" in first.version() and "+mcp2:notes@1.1:" in bumped.version()
         assert first.tools_digest == bumped.tools_digest
         server = notes_server.build()
 
