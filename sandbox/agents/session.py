@@ -98,6 +98,8 @@ class LoopSession:
             self.start(turn)
             return
         for message in reversed(turn.messages):
+            if message.get("role") == "system":  # a notice after the observations: the tool list changed
+                continue
             if message.get("role") != "tool":
                 break
             pending = self.waiting.pop(str(message.get("tool_call_id")), None)

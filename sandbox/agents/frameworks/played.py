@@ -11,6 +11,7 @@ against the same agent's ``act(turns)``, measures what a framework and its adapt
 
 from __future__ import annotations
 
+import itertools
 import json
 import warnings
 from collections.abc import Callable, Sequence
@@ -20,6 +21,7 @@ from sandbox.agent import Message, Reply, ToolSpec, Turn, as_agent, brief, close
 from sandbox.agents.loop import EpisodeTools, Loop, LoopAgent
 from sandbox.errors import UnknownName, require_extra
 from sandbox.parse import parse_reply
+from sandbox.prompt import tools_changed
 
 Step = Callable[[str, list[Message], list[ToolSpec]], tuple[str, list[tuple[str, str, dict[str, Any]]]]]
 """``step(episode_id, messages, specs) -> (text, [(call id, name, arguments)])``: the scripted model's move."""
@@ -38,17 +40,35 @@ def call_message(text: str, calls: list[tuple[str, str, Any]]) -> Message:
     return message
 
 
-def stepper(inner: Any) -> Step:
-    """The inner sandbox agent as a model: one turn in, its reply parsed into text and calls."""
-    counter = iter(range(10**9))
+class Stepper:
+    """The inner sandbox agent as a model: one turn in, its reply parsed into text and calls.
 
-    def step(episode_id: str, messages: list[Message], specs: list[ToolSpec]) -> tuple[str, list[Any]]:
-        [reply] = inner.act([Turn(episode_id, messages, specs)])
+    A model in a framework learns that the tool list changed (drift) from the tool definitions of its next
+    step; the inner agent is told as the episode loop tells an ``act(turns)`` agent, by the notice
+    (:func:`sandbox.prompt.tools_changed`) after the messages it had seen, kept in its history from then on.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.counter = itertools.count()
+        self.seen: dict[str, tuple[list[ToolSpec], list[tuple[int, Message]]]] = {}
+
+    def __call__(self, episode_id: str, messages: list[Message], specs: list[ToolSpec]) -> tuple[str, list[Any]]:
+        before, notices = self.seen.setdefault(episode_id, (specs, []))
+        if specs != before:
+            notices.append((len(messages), tools_changed([s["function"]["name"] for s in specs])))
+            self.seen[episode_id] = (specs, notices)
+        shown = list(messages)
+        for at, notice in reversed(notices):
+            shown.insert(at, notice)
+        [reply] = self.inner.act([Turn(episode_id, shown, specs)])
         reply = Reply(text=reply) if isinstance(reply, str) else reply
         parsed = parse_reply(reply.text, reply.tool_calls)
-        return parsed.text, [(c.id or f"c{next(counter)}", c.name, dict(c.arguments)) for c in parsed.calls]
+        return parsed.text, [(c.id or f"c{next(self.counter)}", c.name, dict(c.arguments)) for c in parsed.calls]
 
-    return step
+    def forget(self, episode_ids: Sequence[str]) -> None:
+        for episode_id in episode_ids:
+            self.seen.pop(episode_id, None)
 
 
 class PlayedThrough(LoopAgent):
@@ -59,7 +79,8 @@ class PlayedThrough(LoopAgent):
 
     def __init__(self, inner: Any, build: Callable[[Step], Loop], name: str) -> None:
         self.inner = inner
-        super().__init__(build(stepper(inner)), name=name)
+        self.stepper = Stepper(inner)
+        super().__init__(build(self.stepper), name=name)
 
     def fingerprint(self) -> str:
         from sandbox.agent import fingerprint
@@ -72,6 +93,7 @@ class PlayedThrough(LoopAgent):
     def close(self, episode_ids: Sequence[str]) -> None:
         super().close(episode_ids)
         close(self.inner, episode_ids)
+        self.stepper.forget(episode_ids)
 
 
 # -- no framework ----------------------------------------------------------------------------------------
