@@ -136,3 +136,17 @@ def test_a_changed_tool_list_reaches_the_framework_at_its_next_step(name):
         after = {t.name for t in listed}
     assert before == {s["function"]["name"] for s in clean}
     assert after == {s["function"]["name"] for s in _perturbed_specs()} and after != before
+
+
+@pytest.mark.parametrize("name", ["python", "pydantic-ai", "openai-agents"])
+def test_the_oracles_moves_follow_a_tool_list_that_changes_mid_episode(name):
+    """LangGraph binds its tools once: drift is not applicable there (docs/frameworks.md)."""
+    _framework(name)
+    tasks = [t for t in sandbox.tasks("poi", "test", n=8, seed=0) if t.n_calls >= 2][:3]
+    drift = registry.create("tool_name_noise", severity=2, after=1)
+    episodes = run_cases(played_through(name, OracleAgent()), [Case(t, (drift,)) for t in tasks])
+    assert [e.outcome for e in episodes] == ["success"] * len(tasks), [e.explain() for e in episodes]
+    clean = {t.name for t in sandbox.get_domain("poi").tools}
+    for episode in episodes:
+        called = [call.name for step in episode.steps for call in step.calls]
+        assert called[0] in clean and called[-1] not in clean, "the first call before the onset, the last after"

@@ -181,7 +181,10 @@ class Planner(ArgumentFiller):
             tool, n = step.tool, self.view.sent.get(step.id, 0)
             if last is not None and is_error(last.result):
                 kind, message = last.result["error"], str(last.result.get("message", ""))
-                if not transient(kind, message) or n >= MAX_ATTEMPTS:
+                # sent by a name the tool list has dropped since (drift between two calls of one move, as a loop
+                # that owns its loop makes them one by one): again, by the name the list has now
+                withdrawn = kind == "unknown_tool" and last.tool not in self.view.tools
+                if not (transient(kind, message) or withdrawn) or n >= MAX_ATTEMPTS:
                     raise Refusal(f"{tool} failed: {message or kind}")
                 tries = self.view.attempts[step.id]
                 if sum(is_error(a.result) and a.result["error"] == "runtime_error" for a in tries) > MAX_RETRIES:
@@ -192,7 +195,7 @@ class Planner(ArgumentFiller):
                         self, "wait_tool", None
                     )
                 moved_to = self.choice.mentioned(message, exclude=last.tool) if kind == "moved" else None
-                tool = moved_to or last.tool
+                tool = moved_to or (step.tool if withdrawn else last.tool)
             elif last is not None:
                 if n >= MAX_ATTEMPTS:
                     raise Refusal(f"{tool} never gave a complete answer")
