@@ -156,3 +156,17 @@ def test_the_plugin_takes_the_settings_from_pyproject(pytester, mcp_configured):
     result = pytester.runpytest("--openagent-mcp-roles=get_note=reader")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--openagent-mcp-roles: roles: tool 'get_note': Unknown role 'reader'*"])
+
+
+def test_openagent_check_domain_proves_an_mcp_server_with_its_tasks(tmp_path, mcp_configured, capsys):
+    tasks = write_tasks(tmp_path / "tasks.jsonl")
+    out = tmp_path / "matrix.json"
+    code = main(["check-domain", "notes_server:build", "--tasks", str(tasks), "--mcp-reset", "tool:reset",
+                 "--names", "tool_name_noise,fatal_error", "--no-cache", "--json", str(out)])  # fmt: skip
+    text = capsys.readouterr().out
+    assert code == 0, text
+    data = json.loads(out.read_text())
+    assert data["domain"] == "mcp" and data["oracle_clean"] == data["tasks"] == 5 and not data["failures"]
+    assert {(c["perturbation"], c["severity"]) for c in data["cells"]} == {
+        ("tool_name_noise", 1), ("tool_name_noise", 2), ("tool_name_noise", 3), ("fatal_error", 1)}  # fmt: skip
+    assert "fatal_error (s=1: 1 of 5 tasks): the task makes no tool call" in text
