@@ -60,8 +60,8 @@ HELP = {
     "e.g. 'clean.success>=0.95 perception.delta>=-10', or 'default'",
     BASELINE: "a report JSON to compare against, paired on the same cases (see --openagent-max-regression)",
     MAX_REGRESSION: "non-inferiority margin: most points of success a scope may lose against the baseline (default: 5)",
-    N: "cases per tier of the fixed measurement that gates read (default: 50; it runs when a gate, baseline "
-    "or report is set, or when this is given)",
+    N: "cases per tier of the fixed measurement that gates read (default: 50; it runs when a gate, baseline, "
+    "report, HTML page or plot is set, or when this is given)",
     TIERS: "tiers of the fixed measurement: all, or names/numbers joined by commas (default: all)",
     NAMES: "only these perturbations in the fixed measurement, joined by commas (default: every one of the tiers)",
     MCP_TASKS: "the tasks of the --openagent-mcp server: a JSONL (or YAML) file of task objects (docs/mcp.md)",

@@ -7,8 +7,8 @@ Registered as a plugin in ``pytest_configure``. Two kinds of figures, kept apart
   and never gated;
 - the **measurement**: a fixed sample drawn from the seed before any outcome is seen (``n`` cases per
   tier and their clean twins, as ``openagent eval`` draws), identical on every run. Gates and the
-  baseline comparison read only this. It runs at the end of the session when a gate, a baseline or
-  a report is asked for, or ``--openagent-n`` is given.
+  baseline comparison read only this. It runs at the end of the session when a gate, a baseline,
+  a report, an HTML page or a plot is asked for, or ``--openagent-n`` is given.
 
 Under pytest-xdist each worker keeps its own search records and sends them to the controller in
 ``workeroutput``; the controller merges them and runs the measurement.

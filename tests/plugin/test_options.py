@@ -64,3 +64,11 @@ def test_a_report_path_that_cannot_be_written_is_refused_before_the_run(project)
         project.runpytest("--openagent-report", "blocker.py/r.json"),
         "--openagent-report: cannot write the report to '*blocker.py/r.json': *is a file, not a folder",
     )
+    _usage_error(
+        project.runpytest("--openagent-html", "reports"),
+        "--openagent-html: '*reports' is a folder; give the file to write the HTML report to, *",
+    )
+    _usage_error(
+        project.runpytest("--openagent-plot", "reports"),
+        "--openagent-plot: '*reports' is a folder; give the file to write the figure to, *",
+    )
