@@ -109,7 +109,9 @@ def sensitivity_figure(report: Report) -> bytes | None:
     for ax in axes[-1, :]:
         ax.set_xlabel("severity (0: clean)", fontsize=8)
     fig.suptitle("sensitivity: success against severity, 95% intervals", fontsize=10)
-    fig.tight_layout()
+    height = 2.3 * rows  # margins in inches; tight_layout would take most of the drawing time on many panels
+    fig.subplots_adjust(left=0.6 / (2.9 * columns), right=0.99, bottom=0.45 / height, top=1 - 0.9 / height,
+                        wspace=0.12, hspace=0.65)  # fmt: skip
     return _png(fig, plt)
 
 
