@@ -75,6 +75,11 @@ def _add_selection_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--names", default=None, help="only these perturbations, joined by commas")
     p.add_argument("--families", default=None, help="only tasks of these task families, joined by commas")
     p.add_argument(
+        "--drift", action="store_true",
+        help="also draw --n drift cases per tier (a perturbation of the tool surface or of interaction that starts "
+        "after turn k), reported in rows <tier>-drift beside the static cases",
+    )  # fmt: skip
+    p.add_argument(
         "--pool", choices=("eval", "train"), default="eval",
         help="the perturbations' held-out texts (eval, default) or those training uses (train)",
     )  # fmt: skip
@@ -156,6 +161,7 @@ def _run_eval(args: argparse.Namespace) -> int:
             agent, tiers, n=args.n, seed=args.seed, domain=domain, names=names, max_stack=args.max_stack,
             batch_size=args.batch_size, cache_dir=None if args.no_cache else args.cache_dir, pool=args.pool,
             families=args.families.split(",") if args.families else None, max_steps=args.max_steps,
+            drift=args.drift,
         )  # fmt: skip
     except AgentFailure as exc:
         print(f"openagent eval: no measurement: {exc}", file=sys.stderr)

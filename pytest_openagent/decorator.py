@@ -89,6 +89,26 @@ def _runner() -> contextlib.AbstractContextManager[object]:
     return _script_runner.installed()
 
 
+class SessionDrift:
+    """Whether the pytest session draws drift cases (``--openagent-drift``), for tests that leave ``drift`` unset;
+    read at each draw, since the session is configured after test modules applied their decorators."""
+
+    on: bool = False
+
+
+@st.composite
+def _session_cases(
+    draw: st.DrawFn, static: st.SearchStrategy[Case], drifting: Callable[[bool], st.SearchStrategy[Case]]
+) -> Case:
+    if SessionDrift.on:
+        try:
+            moving = drifting(True)
+        except UsageError:  # none of the test's perturbations can drift: its cases stay static
+            return draw(static)
+        return draw(moving)
+    return draw(static)
+
+
 def perturb(
     tier: TierSpec = "all",
     names: str | Iterable[str] | None = None,
@@ -99,8 +119,13 @@ def perturb(
     max_examples: int = DEFAULT_MAX_EXAMPLES,
     max_stack: int = 1,
     relation: Relation | None = None,
+    drift: bool | None = None,
 ) -> Callable[[F], F]:
     """Make a test a property over perturbed cases: the test takes ``case`` (and usually ``agent``).
+
+    ``drift=True`` draws drift cases: perturbations of the tool surface and of interaction that start after turn
+    k of the episode (an onset Hypothesis draws and shrinks toward the first turn); ``None`` follows the session's
+    ``--openagent-drift`` (where the test's perturbations can drift), ``False`` keeps every case static.
 
     ``tier`` is a name, a number 1-4, a list or ``"all"``; ``names`` picks perturbations by name.
     ``domain`` is a name, ``module:attribute`` or a :class:`~sandbox.domain.Domain` (registered on the
@@ -116,7 +141,14 @@ def perturb(
     # The clean case is drawn too (rarely), so that a failure the agent shows with no perturbation shrinks to it; an
     # invariant keeps only tasks the agent solves clean, so its cases are all perturbed.
     min_stack = 1 if relation == "invariant" else 0
-    strategy = cases(tier, names, domain=domain, split=split, max_stack=max_stack, min_stack=min_stack, tasks=tasks)
+    if drift not in (None, True, False):
+        raise UsageError(f"drift={drift!r}: use True, False or None (follow --openagent-drift)")
+
+    def drawn(moving: bool) -> st.SearchStrategy[Case]:
+        return cases(tier, names, domain=domain, split=split, max_stack=max_stack, min_stack=min_stack, tasks=tasks,
+                     drift=moving)  # fmt: skip
+
+    strategy = drawn(bool(drift)) if drift is not None else _session_cases(drawn(False), functools.cache(drawn))
 
     def decorate(fn: F) -> F:
         signature = inspect.signature(fn)
@@ -146,7 +178,7 @@ def perturb(
         )(test)
         mark = pytest.mark.openagent(
             tier=tier, names=names, domain=domain_label(domain), max_examples=max_examples, max_stack=max_stack,
-            relation=relation,
+            relation=relation, drift=drift,
         )  # fmt: skip
         return mark(test)  # type: ignore[return-value]
 

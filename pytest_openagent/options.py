@@ -33,6 +33,7 @@ MCP_INSPECT = "--openagent-mcp-inspect"
 MCP_ROLES = "--openagent-mcp-roles"
 INCONCLUSIVE = "--openagent-inconclusive"
 MAX_STEPS = "--openagent-max-steps"
+DRIFT = "--openagent-drift"
 INCONCLUSIVE_POLICIES = ("fail", "pass")
 
 DEFAULT_AGENT = "oracle"
@@ -76,6 +77,9 @@ HELP = {
     INCONCLUSIVE: "what an INCONCLUSIVE gate does to the session: fail (default) or pass",
     MAX_STEPS: "step limit of every episode, in tests and the fixed measurement (default: each case's own, the "
     "plan's length plus what its perturbations add)",
+    DRIFT: "drift cases: perturbations of the tool surface and of interaction start after turn k (an onset drawn "
+    "and shrunk) in @openagent.perturb tests that leave drift unset, and the fixed measurement draws them beside "
+    "the static cases (rows <tier>-drift)",
     CACHE_DIR: f"folder of the episode cache and the example database (default: {DEFAULT_CACHE_DIR})",
     NO_CACHE: "run every episode afresh (the example database is kept)",
 }
@@ -94,7 +98,7 @@ def add_options(parser: pytest.Parser) -> None:
     for option, help_text in HELP.items():
         # argparse %-formats an option's help (pytest --help); the ini help is printed as is.
         escaped = help_text.replace("%", "%%")
-        if option == NO_CACHE:
+        if option in (NO_CACHE, DRIFT):
             group.addoption(option, action="store_true", default=None, help=escaped)
             parser.addini(ini_name(option), help_text, type="bool", default=None)
         else:

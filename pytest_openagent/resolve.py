@@ -22,6 +22,7 @@ from pytest_openagent.options import (
     CACHE_DIR,
     DEFAULT_CACHE_DIR,
     DOMAIN,
+    DRIFT,
     GATE,
     HTML,
     INCONCLUSIVE,
@@ -78,6 +79,7 @@ class Options:
     mcp_roles: tuple[tuple[str, str], ...] = ()
     inconclusive: str = "fail"
     max_steps: int | None = None
+    drift: bool = False
 
     @property
     def measures(self) -> bool:
@@ -244,13 +246,18 @@ def _seed(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
     return {"seed": seed}
 
 
-def _no_cache(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
-    if isinstance(value, bool):
-        return {"no_cache": value}
-    text = str(value).strip().lower()
-    if text not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-        raise UsageError(f"{value!r} is not a boolean; use true or false")
-    return {"no_cache": text in ("1", "true", "yes", "on")}
+def _flag(field: str) -> Converter:
+    """A converter of a boolean option to the field ``field``: a bool, or its words (true/false, yes/no, 1/0)."""
+
+    def convert(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(value, bool):
+            return {field: value}
+        text = str(value).strip().lower()
+        if text not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+            raise UsageError(f"{value!r} is not a boolean; use true or false")
+        return {field: text in ("1", "true", "yes", "on")}
+
+    return convert
 
 
 CONVERTERS: dict[str, Converter] = {
@@ -273,7 +280,8 @@ CONVERTERS: dict[str, Converter] = {
     DOMAIN: _domain,
     INCONCLUSIVE: _inconclusive,
     MAX_STEPS: _max_steps,
+    DRIFT: _flag("drift"),
     CACHE_DIR: lambda value, base, values: {"cache_dir": base / str(value)},
-    NO_CACHE: _no_cache,
+    NO_CACHE: _flag("no_cache"),
 }
 """How each option's value becomes fields of :class:`Options`, in the order they are read."""

@@ -66,11 +66,12 @@ class OpenAgentSession:
         episodes = None if options.no_cache else options.cache_dir / "episodes"
         self.cache = EpisodeCache(episodes)
         self.runner = Runner(self.cache, self.records.append, options.max_steps)
-        from pytest_openagent.decorator import SessionDatabase
+        from pytest_openagent.decorator import SessionDatabase, SessionDrift
 
         # A session inside a session (pytester) puts the outer one's state back when it ends.
-        self._outer_database = SessionDatabase.directory
+        self._outer_database, self._outer_drift = SessionDatabase.directory, SessionDrift.on
         SessionDatabase.directory = options.cache_dir / "hypothesis"
+        SessionDrift.on = options.drift
         self._outer_runner = install_runner(self.runner)
         self._prepared = False
 
@@ -201,7 +202,7 @@ class OpenAgentSession:
             report = evaluate(
                 self.agent, options.tiers, n=options.n or DEFAULT_N, seed=options.seed, domain=options.domain,
                 names=options.names, cache_dir=None if options.no_cache else options.cache_dir,
-                max_steps=options.max_steps,
+                max_steps=options.max_steps, drift=options.drift,
             )  # fmt: skip
         except OpenAgentError as exc:
             self.problem = str(exc)
@@ -317,10 +318,11 @@ class OpenAgentSession:
         return self.options.agent if agent_fingerprint == self._agent_fingerprint else agent_fingerprint
 
     def pytest_unconfigure(self) -> None:
-        from pytest_openagent.decorator import SessionDatabase
+        from pytest_openagent.decorator import SessionDatabase, SessionDrift
 
         install_runner(self._outer_runner)
         SessionDatabase.directory = self._outer_database
+        SessionDrift.on = self._outer_drift
 
 
 def _with_seed(options: Options, seed: int) -> Options:

@@ -23,9 +23,12 @@ from sandbox.evaluation.draw import (
     applicable,
     applies,
     domain_names,
+    drifting,
+    max_onset,
     perturbation_classes,
     severity_floor,
     task_pool,
+    with_onset,
 )
 from sandbox.perturbations.base import POOLS, Perturbation, Pool
 from sandbox.task import Task
@@ -179,6 +182,7 @@ def _cases(
     pool: Pool,
     max_stack: int,
     min_stack: int,
+    drift: bool = False,
 ) -> Case:
     task = draw(task_strategy)
     if min_stack == 0 and not draw(_perturbed()):
@@ -188,8 +192,16 @@ def _cases(
         assume(False)
     kinds = draw(_kinds(fitting, 1, max_stack))
     stack = tuple(draw(_one(cls, pool)) for cls in kinds)
+    if drift:
+        # onsets from 1 up: a failure shrinks toward the first turn after which the change still breaks the agent
+        stack = tuple(with_onset(p, draw(_onsets(max_onset(task)))) for p in stack)
     assume(all(p.applies_to(task) for p in stack))
     return Case(task, stack)
+
+
+@lru_cache(maxsize=64)
+def _onsets(latest: int) -> st.SearchStrategy[int]:
+    return st.integers(1, latest)
 
 
 def cases(
@@ -202,8 +214,12 @@ def cases(
     min_stack: int = 1,
     pool: Pool = "eval",
     tasks: st.SearchStrategy[Task] | Sequence[Task | str] | None = None,
+    drift: bool = False,
 ) -> st.SearchStrategy[Case]:
     """Cases: a task and a stack of 1 to ``max_stack`` perturbations that apply to it.
+
+    ``drift=True`` draws only perturbations that can start mid-episode, each with an onset (``after``) from 1 to
+    one turn before the task's last wave of calls, shrinking toward 1.
 
     ``min_stack=0`` also draws the task clean, rarely (one case in :data:`CLEAN_ODDS`); as the simplest case,
     it is where a failure shrinks to when the agent fails the task with no perturbation too.
@@ -218,13 +234,15 @@ def cases(
     if pool not in POOLS:
         raise UsageError(f"Unknown pool {pool!r}. Use one of {', '.join(POOLS)}.")
     classes = perturbation_classes(tier, names)
+    if drift:
+        classes = drifting(classes)
     if tasks is None:
         task_strategy = _all_tasks(domain, split)
     elif isinstance(tasks, st.SearchStrategy):
         task_strategy = tasks
     else:
         task_strategy = _chosen(tasks, domain, split)
-    return _cases(task_strategy, classes, pool, max_stack, min_stack)
+    return _cases(task_strategy, classes, pool, max_stack, min_stack, drift)
 
 
 def _chosen(tasks: Sequence[Task | str], domain: DomainSpec, split: str) -> st.SearchStrategy[Task]:

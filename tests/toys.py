@@ -7,7 +7,8 @@ call fails as if the tool had gone for good, yet the case still claims to be sol
 cannot be right on it. ``Fragile`` is the oracle, except that it gives up on a shouted query (2 marks or
 more) when the task needs a tool call: its minimal failure is ``toy_shout`` at severity 2 on a one-call
 task. ``Stubborn`` refuses every task of two calls or more, clean too: its failures are not the
-perturbations' doing.
+perturbations' doing. ``FirstTools`` is the oracle planning with the tool list of its first turn: drift
+breaks it.
 Pytester runs get this file as their conftest (see ``CONFTEST``) and ``AGENTS`` as a module.
 """
 
@@ -121,6 +122,28 @@ class Stubborn(OracleAgent):
         if self.task_for(turn.episode_id).n_calls >= 2:
             return Reply(text="I cannot help with that.")
         return super().reply(turn)
+
+
+class FirstTools(OracleAgent):
+    """The oracle, except that it keeps the tool list of an episode's first turn and skips the notices that it
+    changed: the brittle client that reads ``tools/list`` once. It fails where a tool list drifts mid-episode."""
+
+    def __init__(self):
+        self.first = {}
+
+    def fingerprint(self):
+        return "first-tools-v1"
+
+    def act(self, turns):
+        from sandbox.agent import Turn
+        from sandbox.prompt import LIST_CHANGED
+
+        seen = []
+        for turn in turns:
+            tools = self.first.setdefault(turn.episode_id, turn.tools)
+            messages = [m for m in turn.messages if not str(m.get("content", "")).startswith(LIST_CHANGED)]
+            seen.append(Turn(turn.episode_id, messages, tools))
+        return super().act(seen)
 
 
 _SOURCE = Path(__file__).read_text()

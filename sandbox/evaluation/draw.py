@@ -19,6 +19,7 @@ from sandbox.seeds import child_seed
 from sandbox.task import SPLITS, Task
 
 if TYPE_CHECKING:
+    from sandbox.case import Case
     from sandbox.domain import Domain
 
 TierSpec = Tier | int | str | Iterable[Tier | int | str]
@@ -98,6 +99,28 @@ def severity_floor(cls: type[Perturbation]) -> int:
     return max(cls.min_severity, 1) if cls.max_severity >= 1 else cls.min_severity
 
 
+def drifting(classes: tuple[type[Perturbation], ...]) -> tuple[type[Perturbation], ...]:
+    """The classes that may start mid-episode (``Perturbation.can_drift``); an error naming them where none can."""
+    found = tuple(c for c in classes if c.can_drift())
+    if not found:
+        raise UsageError(
+            f"drift: none of {', '.join(c.name for c in classes)} can start mid-episode; drift applies to "
+            "perturbations of the tool surface and of interaction (tiers perception and interaction, but the query's)"
+        )
+    return found
+
+
+def max_onset(task: Task) -> int:
+    """The latest onset drawn for ``task``: one turn before its gold plan's last wave (1 for a plan of one wave),
+    so the drift arrives while there is still work to do."""
+    return max(1, len(task.waves()) - 1)
+
+
+def with_onset(spec: Perturbation, after: int) -> Perturbation:
+    """``spec`` starting after turn ``after`` (checked: a class that cannot drift refuses)."""
+    return type(spec)(**{**spec.model_dump(), "after": after})
+
+
 def draw_severity(cls: type[Perturbation], rng: random.Random) -> int:
     return rng.randint(severity_floor(cls), cls.max_severity)
 
@@ -146,9 +169,12 @@ def draw_cases(
     max_stack: int = 1,
     pool: Pool = "eval",
     families: Sequence[str] | None = None,
+    drift: bool = False,
 ) -> list:
     """The fixed sample: ``n`` perturbed cases per tier, drawn from ``seed`` alone, on tasks of the task
-    ``families`` named (all if ``None``).
+    ``families`` named (all if ``None``). With ``drift``, also ``n`` drift cases per tier where a perturbation of the
+    tier can drift: the same draw over those perturbations, each with an onset from 1 to :func:`max_onset` (the
+    static cases are the ones drawn without it).
 
     A tier with no perturbation registered, or none that applies to the domain's tasks, is skipped
     when ``tiers="all"`` and an error when asked for by name.
@@ -172,14 +198,44 @@ def draw_cases(
         if tiers == "all" and not any(applicable(classes, t) for t in tasks):
             continue  # e.g. no refusal scenario applies to BFCL's multi-turn tasks: the report has no such row
         rng = random.Random(child_seed(seed, "evaluate", tier))
-        for _ in range(n):
-            for _attempt in range(100):
-                task = tasks[rng.randrange(len(tasks))]
-                fitting = applicable(classes, task)
-                if fitting:
-                    break
-            else:
-                raise UsageError(f"no perturbation of tier {tier} applies to the {split} tasks of {domain}")
-            kinds = rng.sample(fitting, k=rng.randint(1, min(max_stack, len(fitting))))
-            out.append(Case(task, tuple(draw_perturbation(c, rng, pool) for c in kinds)))
+        out += [_draw_case(tasks, classes, rng, max_stack, pool, f"tier {tier}", split, domain) for _ in range(n)]
+        moving = tuple(c for c in classes if c.can_drift())
+        if drift and any(applicable(moving, t) for t in tasks):
+            rng = random.Random(child_seed(seed, "evaluate", tier, "drift"))
+            for _ in range(n):
+                case = _draw_case(tasks, moving, rng, max_stack, pool, f"tier {tier}", split, domain)
+                out.append(Case(case.task, tuple(_onset(p, case.task, rng) for p in case.perturbations)))
     return out
+
+
+def _onset(spec: Perturbation, task: Task, rng: random.Random) -> Perturbation:
+    """``spec`` from a drawn onset, else from turn 1, where one leaves it applying (a tool still to withdraw after
+    it), else as drawn (static)."""
+    for after in (rng.randint(1, max_onset(task)), 1):
+        moved = with_onset(spec, after)
+        if moved.applies_to(task):
+            return moved
+    return spec
+
+
+def _draw_case(
+    tasks: Sequence[Task],
+    classes: tuple[type[Perturbation], ...],
+    rng: random.Random,
+    max_stack: int,
+    pool: Pool,
+    what: str,
+    split: str,
+    domain: DomainSpec,
+) -> Case:
+    from sandbox.case import Case
+
+    for _attempt in range(100):
+        task = tasks[rng.randrange(len(tasks))]
+        fitting = applicable(classes, task)
+        if fitting:
+            break
+    else:
+        raise UsageError(f"no perturbation of {what} applies to the {split} tasks of {domain}")
+    kinds = rng.sample(fitting, k=rng.randint(1, min(max_stack, len(fitting))))
+    return Case(task, tuple(draw_perturbation(c, rng, pool) for c in kinds))

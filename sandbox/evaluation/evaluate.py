@@ -33,6 +33,7 @@ def evaluate(
     pool: Pool = "eval",
     families: Sequence[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    drift: bool = False,
 ) -> Report:
     """Evaluate ``agent`` (an object or a spec such as ``"oracle"``) on ``n`` cases per tier and their clean twins.
 
@@ -43,7 +44,8 @@ def evaluate(
     of one cause: a dead server is not a 0% agent. ``progress(done, total)`` counts the episodes (the cases
     and their clean twins) as each ends or is read back from the cache. ``max_steps`` is the step limit of every
     episode; ``None`` gives each case its own (``Case.max_steps``: the plan's length plus what its perturbations
-    add).
+    add). ``drift`` also draws ``n`` drift cases per tier (perturbations that start after turn k), reported in rows
+    ``<tier>-drift`` beside the tier's static cases.
     """
     if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1):
         raise UsageError(
@@ -57,7 +59,7 @@ def evaluate(
     names = list(names) if names is not None else None
     families = list(families) if families is not None else None
     cache = EpisodeCache(prepare(Path(cache_dir)) / EPISODES if cache_dir is not None else None)
-    cases = draw_cases(tiers, n, seed, domain, split, names, max_stack, pool, families)
+    cases = draw_cases(tiers, n, seed, domain, split, names, max_stack, pool, families, drift)
     runner = Runner(cache)
     runner.test = "evaluate"
     records = runner.run_batches(agent, cases, batch_size, max_steps, progress)
@@ -68,8 +70,8 @@ def evaluate(
         "agent": spec or fingerprint(agent), "seed": seed, "n": n, "tiers": asked,
         "tiers_skipped": [t for t in asked if t not in drawn and (named is None or t in named)],
         "names": names, "domain": domain_label(domain), "split": split, "pool": pool, "max_stack": max_stack,
-        "families": families, "max_steps": max_steps, "sandbox_version": SANDBOX_VERSION, "episodes_run": cache.misses,
-        "episodes_cached": cache.hits,
+        "families": families, "max_steps": max_steps, "drift": drift, "sandbox_version": SANDBOX_VERSION,
+        "episodes_run": cache.misses, "episodes_cached": cache.hits,
     }  # fmt: skip
     server_report = getattr(agent, "server_report", None)
     if callable(server_report):  # an agent behind a server: what the server said of itself, and the traffic

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from sandbox.errors import UsageError, did_you_mean
+from sandbox.evaluation.report import DRIFT
 from sandbox.metrics import PairedDelta
 from sandbox.perturbations.base import TIERS
 
@@ -34,7 +35,7 @@ METRICS = ("success", "clean", "delta", "refusal", "wrong_refusal", "repeated_wr
 ALIASES = {"tool_error": "tool_errors", "tool_error_rate": "tool_errors", "refusal_rate": "refusal",
            "clean_success": "clean", "success_rate": "success", "over_refusal": "wrong_refusal",
            "refused_solvable": "wrong_refusal", "repeated_writes": "repeated_write"}  # fmt: skip
-FIXED_SCOPES = ("clean", "all", *TIERS)
+FIXED_SCOPES = ("clean", "all", *TIERS, *(tier + DRIFT for tier in TIERS))
 _CRITERION = re.compile(r"^(?P<scope>[\w-]+)\.(?P<metric>\w+)(?P<op>>=|<=|==|>|<)(?P<value>.+)$")
 EXAMPLE = "clean.success>=0.95 perception.delta>=-10 internalization.refusal>=0.9"
 DEFAULT_GATE = "clean.success>=0.8 all.delta>=-20 clean.wrong_refusal<=0.1 internalization.refusal>=0.8"
@@ -258,4 +259,5 @@ def _in_scope(record: Record, scope: str) -> bool:
         return True
     if scope == "all":
         return bool(record.perturbations)
-    return record.tier == scope
+    drift = scope.endswith(DRIFT)
+    return record.tier == scope.removesuffix(DRIFT) and record.drift == drift

@@ -32,6 +32,10 @@ SCHEMA_VERSION = 4
 ``sensitivity`` (success against severity per perturbation) and the property tests' ``failures``."""
 
 
+DRIFT = "-drift"
+"""What a row's scope ends with when it counts drift cases (``perception-drift``), beside the static ones."""
+
+
 @dataclass(frozen=True)
 class Record:
     """What the report keeps of one perturbed episode and its clean twin (plain data: JSON and xdist-safe)."""
@@ -84,6 +88,11 @@ class Record:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Record:
         return cls(**{**data, "perturbations": tuple(data["perturbations"]), "stack": tuple(data.get("stack", ()))})
+
+    @property
+    def drift(self) -> bool:
+        """Whether a perturbation of the case starts mid-episode (an onset, ``after``)."""
+        return any(p.get("after") for p in self.stack)
 
     @property
     def identity(self) -> tuple[str, str, str]:
@@ -230,18 +239,20 @@ class Report:
         return [r for r in self.records if r.perturbations]
 
     def rows(self) -> list[Row]:
-        """``clean``, then each tier followed by its perturbations, then ``all``."""
+        """``clean``, then each tier followed by its perturbations, then its drift cases (``<tier>-drift``, and their
+        perturbations ``<name>-drift``) where it has any, then ``all``."""
         if not self.records:
             return []
         rows = [_row("clean", "clean", self.records)]
         perturbed = self.perturbed
         for tier in TIERS:
-            in_tier = [r for r in perturbed if r.tier == tier]
-            if not in_tier:
-                continue
-            rows.append(_row(tier, "tier", in_tier))
-            names = dict.fromkeys(n for r in in_tier for n in r.perturbations)
-            rows += [_row(n, "perturbation", [r for r in in_tier if n in r.perturbations]) for n in names]
+            for suffix, kind in (("", "tier"), (DRIFT, "drift")):
+                in_tier = [r for r in perturbed if r.tier == tier and r.drift == bool(suffix)]
+                if not in_tier:
+                    continue
+                rows.append(_row(tier + suffix, kind, in_tier))
+                names = dict.fromkeys(n for r in in_tier for n in r.perturbations)
+                rows += [_row(n + suffix, "perturbation", [r for r in in_tier if n in r.perturbations]) for n in names]
         if perturbed:
             rows.append(_row("all", "all", perturbed))
         return rows

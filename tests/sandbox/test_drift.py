@@ -7,7 +7,6 @@ from collections.abc import Sequence
 
 import pytest
 
-from sandbox.agent import Reply, Turn
 from sandbox.agents import OracleAgent
 from sandbox.case import Case, run_cases
 from sandbox.domains import get_domain
@@ -15,28 +14,13 @@ from sandbox.evaluation.draw import severity_floor
 from sandbox.perturbations import create, from_dict, get, names
 from sandbox.prompt import LIST_CHANGED
 from sandbox.task import Task
+from tests.toys import FirstTools
 
 DRIFTING = [n for n in names() if get(n).can_drift()]
 
 
 def _task(domain: str, waves: int = 2) -> Task:
     return next(t for t in get_domain(domain).tasks("test") if len(t.waves()) >= waves and t.solvable)
-
-
-class FirstTools(OracleAgent):
-    """The oracle, except that it keeps the tool list of an episode's first turn and skips notices: the brittle
-    client that caches ``tools/list`` once."""
-
-    def __init__(self) -> None:
-        self.first: dict[str, list] = {}
-
-    def act(self, turns: Sequence[Turn]) -> list[Reply]:
-        seen = []
-        for turn in turns:
-            tools = self.first.setdefault(turn.episode_id, turn.tools)
-            messages = [m for m in turn.messages if not str(m.get("content", "")).startswith(LIST_CHANGED)]
-            seen.append(Turn(turn.episode_id, messages, tools))
-        return super().act(seen)
 
 
 def test_an_onset_is_printed_round_trips_and_keys_the_case() -> None:
