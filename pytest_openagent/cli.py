@@ -76,8 +76,8 @@ def _add_selection_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--families", default=None, help="only tasks of these task families, joined by commas")
     p.add_argument(
         "--drift", action="store_true",
-        help="also draw --n drift cases per tier (a perturbation of the tool surface or of interaction that starts "
-        "after turn k), reported in rows <tier>-drift beside the static cases",
+        help="drift too: a perturbation of the tool surface or of interaction that starts after turn k (eval: --n "
+        "drift cases per tier more, in rows <tier>-drift; check-domain: each such perturbation at onsets 1 and 2)",
     )  # fmt: skip
     p.add_argument(
         "--pool", choices=("eval", "train"), default="eval",
@@ -295,6 +295,7 @@ def _run_check_domain(args: argparse.Namespace) -> int:
         domain, split=args.split, tiers=tiers, names=names, families=families, per_family=args.per_family, skip=skip,
         seed=args.seed, pool=args.pool, cache_dir=None if args.no_cache else args.cache_dir,
         batch_size=args.batch_size, max_steps=args.max_steps, progress=lambda line: print(line, file=sys.stderr),
+        drift=args.drift,
     )  # fmt: skip
     result.meta["spec"] = args.spec
     if args.json:  # before any output: a reader that stops early (| head) must not cost the matrix
@@ -368,8 +369,9 @@ def _configure_mcp_proxy(p: argparse.ArgumentParser) -> None:
         help="the MCP server to perturb: 'stdio:COMMAND', 'http://HOST:PORT/mcp' or module:attribute",
     )  # fmt: skip
     p.add_argument(
-        "--perturb", action="append", default=[], metavar="NAME[:SEVERITY]",
-        help="a perturbation to apply (repeat, or join with commas); severity 1 unless given",
+        "--perturb", action="append", default=[], metavar="NAME[:SEVERITY][@ONSET]",
+        help="a perturbation to apply (repeat, or join with commas); severity 1 unless given; @K starts it after "
+        "the K-th call, and the proxy sends notifications/tools/list_changed where the tool list changes",
     )  # fmt: skip
     p.add_argument("--seed", type=at_least(0), default=0, help="seed of the perturbations (default 0)")
     p.add_argument("--pool", choices=("eval", "train"), default="eval", help="the perturbations' texts (default eval)")

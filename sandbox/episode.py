@@ -332,10 +332,11 @@ def _apply(ep: _Live, reply: Reply | str, max_steps: int) -> Episode | None:
         follow = ep.env.next_user_message()
         if follow is None:
             return _finish(ep, "answer", said, judged=parsed.text)
-        # a task of several user turns (BFCL): the next one opens, and its tools may differ
+        # a task of several user turns (BFCL): the next one opens, and its tools may differ; a drift's notice, if
+        # one starts here, comes before the user's message, which stays the last
+        _next_turn(ep, ep.env.tool_specs())
         ep.messages.append({"role": "user", "content": follow})
         ep.tools = ep.env.tool_specs()
-        _next_turn(ep, ep.tools)
         ep.turn_start = len(ep.steps)
         return None
     results = [ep.env.call(c.name, c.arguments) for c in parsed.calls]

@@ -24,10 +24,16 @@ Play = Callable[[str, str], str]
 
 
 class _Proxy:
-    """What one episode's proxy serves: its session's tools and calls."""
+    """What one episode's proxy serves: its session's tools and calls; ``revision`` counts the times a turn brought
+    a new tool list (drift), which the proxy announces to the client as ``notifications/tools/list_changed``."""
 
     def __init__(self, session: LoopSession) -> None:
         self.session = session
+        self.revision = 0
+        session.on_tools = self.changed
+
+    def changed(self, tools: list[ToolSpec]) -> None:
+        self.revision += 1
 
     def tool_specs(self) -> list[ToolSpec]:
         return self.session.tool_specs()

@@ -41,6 +41,8 @@ class Cell:
     tier: str
     severity: int
     tasks: int = 0
+    after: int = 0
+    """The onset of a drift cell (``--drift``): the perturbation starts after this turn; 0 before the first."""
     applied: int = 0
     solvable: int = 0
     """Applied cases that stay solvable (the others are to be refused)."""
@@ -105,7 +107,8 @@ class DomainCheck:
         from tabulate import tabulate
 
         body = [
-            [c.tier, c.perturbation, c.severity, f"{c.applied}/{c.tasks}", _ratio(c.oracle_solved, c.solvable),
+            [c.tier, c.perturbation + (f" after={c.after}" if c.after else ""), c.severity, f"{c.applied}/{c.tasks}",
+             _ratio(c.oracle_solved, c.solvable),
              _ratio(c.oracle_refused, c.unsolvable), _pct(c.static_success, c.applied)]
             for c in self.cells
         ]  # fmt: skip
@@ -117,7 +120,8 @@ class DomainCheck:
         found: dict[tuple[str, str], list[str]] = {}
         for c in self.cells:
             for why, n in c.not_applied.items():
-                found.setdefault((c.perturbation, why), []).append(f"s={c.severity}: {n}")
+                onset = f" after={c.after}" if c.after else ""
+                found.setdefault((c.perturbation, why), []).append(f"s={c.severity}{onset}: {n}")
         return [f"{name} ({', '.join(counts)} of {self.tasks} tasks): {why}" for (name, why), counts in found.items()]
 
     def summary(self) -> str:
@@ -213,6 +217,10 @@ def check_tasks(
     return kept
 
 
+DRIFT_ONSETS = (1, 2)
+"""The onsets a drift check runs each perturbation that can drift at: after the first turn, and the second."""
+
+
 def check_domain(
     domain: DomainSpec,
     *,
@@ -228,13 +236,15 @@ def check_domain(
     batch_size: int = 256,
     max_steps: int | None = None,
     progress: Callable[[str], None] | None = None,
+    drift: bool = False,
 ) -> DomainCheck:
     """Run the oracle and the static baseline over every task of ``domain`` (see :func:`check_tasks`), clean and
     under every perturbation of ``tiers`` (or ``names``) at every severity, seeded ``seed``, from ``pool``.
 
     Episodes are cached under ``cache_dir`` (``None`` turns the disk cache off), as ``evaluate`` caches them, and
     dropped from memory once counted, so a world of thousands of cases runs in little memory. ``progress`` gets a
-    line as each perturbation is done."""
+    line as each perturbation is done. ``drift`` adds, for each perturbation that can start mid-episode, cells at
+    the onsets :data:`DRIFT_ONSETS` (every severity)."""
     from sandbox.agents import OracleAgent
     from sandbox.agents.static import StaticAgent
 
@@ -254,8 +264,9 @@ def check_domain(
     failures = [_failure(c, e, "clean", 0) for c, e in zip(clean, oracle_clean, strict=True) if not e.success]
     cells = []
     for cls in classes:
-        for severity in range(severity_floor(cls), cls.max_severity + 1):
-            spec = cls(severity=severity, pool=pool, seed=seed)
+        onsets = (0, *DRIFT_ONSETS) if drift and cls.can_drift() else (0,)
+        for severity, after in ((s, a) for a in onsets for s in range(severity_floor(cls), cls.max_severity + 1)):
+            spec = cls(severity=severity, pool=pool, seed=seed, after=after)
             cell, cases = _cases(spec, tasks)
             for case, by_oracle, by_static in zip(cases, run(oracle, cases), run(static, cases), strict=True):
                 solvable = by_oracle.solvable
@@ -272,7 +283,7 @@ def check_domain(
                      f"{sum(c.oracle_right for c in done)}")  # fmt: skip
     meta = {
         "seed": seed, "pool": pool, "per_family": per_family, "families": list(families) if families else None,
-        "skipped_tasks": sorted(set(skip)), "max_steps": max_steps, "sandbox_version": SANDBOX_VERSION,
+        "skipped_tasks": sorted(set(skip)), "max_steps": max_steps, "drift": drift, "sandbox_version": SANDBOX_VERSION,
         "oracle": fingerprint(oracle), "static": fingerprint(static), "episodes_run": cache.misses,
         "episodes_cached": cache.hits, "wall_s": round(time.perf_counter() - started, 2),
     }  # fmt: skip
@@ -284,7 +295,7 @@ def check_domain(
 
 
 def _cases(spec: Perturbation, tasks: list[Task]) -> tuple[Cell, list[Case]]:
-    cell = Cell(spec.name, spec.tier, spec.severity, tasks=len(tasks))
+    cell = Cell(spec.name, spec.tier, spec.severity, tasks=len(tasks), after=spec.after)
     cases, reasons = [], Counter[str]()
     for task in tasks:
         if spec.applies_to(task):

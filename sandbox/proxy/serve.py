@@ -1,7 +1,7 @@
 """``openagent mcp-proxy``: an upstream MCP server served perturbed, over stdio or streamable HTTP.
 
 The proxy serves one case: a task of the upstream's domain (or, without tasks, a task that only serves the
-tools) under a stack of perturbations, built from ``--perturb NAME[:SEVERITY]`` or read from a case file
+tools) under a stack of perturbations, built from ``--perturb NAME[:SEVERITY][@ONSET]`` or read from a case file
 (``Case.to_dict``, as a report records it), so a failure found through the proxy replays exactly.
 """
 
@@ -19,7 +19,8 @@ from sandbox.perturbations.base import Perturbation
 
 
 def parse_perturbations(items: Sequence[str], seed: int = 0, pool: str = "eval") -> tuple[Perturbation, ...]:
-    """``["semantic_renaming:2", "runtime_error"]`` (or one comma-joined string) as specs; severity 1 by default."""
+    """``["semantic_renaming:2", "runtime_error", "tool_name_noise:1@2"]`` (or one comma-joined string) as specs;
+    severity 1 by default; ``@K`` is an onset (drift: it starts after the K-th call)."""
     from pydantic import ValidationError
 
     from sandbox.perturbations import registry
@@ -28,12 +29,16 @@ def parse_perturbations(items: Sequence[str], seed: int = 0, pool: str = "eval")
     for item in (part.strip() for text in items for part in text.split(",")):
         if not item:
             continue
-        name, _, severity = item.partition(":")
+        head, _, after = item.partition("@")
+        name, _, severity = head.partition(":")
         if severity and not severity.strip().isdigit():
             raise UsageError(f"--perturb {item!r}: the severity after ':' is a whole number, e.g. {name}:2")
+        if after and not after.strip().isdigit():
+            raise UsageError(f"--perturb {item!r}: the onset after '@' is a whole number of calls, e.g. {head}@1")
         cls = registry.get(name.strip())
+        level = int(severity) if severity else max(cls.min_severity, 1)
         try:
-            specs.append(cls(severity=int(severity) if severity else max(cls.min_severity, 1), seed=seed, pool=pool))
+            specs.append(cls(severity=level, seed=seed, pool=pool, after=int(after) if after else 0))
         except ValidationError as exc:
             raise UsageError(f"--perturb {item!r}: {exc.errors()[0]['msg']}") from None
     return tuple(specs)

@@ -15,6 +15,7 @@ A :class:`Backend` is what a proxy serves: :class:`EnvBackend` one env, for ``op
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import socket
 import sys
@@ -30,7 +31,13 @@ from sandbox.env import Env
 
 
 class Backend(Protocol):
-    """What a proxy serves: the tools it lists and what a call returns (the text, and whether it failed)."""
+    """What a proxy serves: the tools it lists and what a call returns (the text, and whether it failed).
+
+    ``revision`` counts the changes of the tool list so far (drift): when a call leaves it higher than the proxy
+    last announced, the proxy tells its client ``notifications/tools/list_changed`` before the call's result.
+    """
+
+    revision: int
 
     def tool_specs(self) -> list[ToolSpec]: ...
 
@@ -40,12 +47,15 @@ class Backend(Protocol):
 class EnvBackend:
     """One env (a case's perturbed env), reset once: the episode that an MCP client plays through the proxy.
 
-    Calls are made one at a time (the env is an episode: its perturbations count calls, hand out tokens).
+    Calls are made one at a time (the env is an episode: its perturbations count calls, hand out tokens). The
+    proxy sees calls, not an agent's turns: each call is a turn, so a drift ``after=k`` starts after the k-th call.
     """
 
     def __init__(self, env: Env) -> None:
         self.env = env
         self.messages = env.reset()
+        self.revision = 0
+        self._onsets = env.onsets()
         self._lock = threading.Lock()
         self.annotations: dict[str, dict[str, Any]] = dict(getattr(env.unwrapped.domain, "annotations", None) or {})
         """The upstream's tool annotations by tool name: listed with a tool that keeps its name."""
@@ -57,7 +67,12 @@ class EnvBackend:
     def call(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
         with self._lock:
             result = self.env.call(name, arguments)
-            return self.env.observe(result), not result.ok
+            observation = self.env.observe(result), not result.ok
+            before = self.env.tool_specs() if self.env.state.turn + 1 in self._onsets else None
+            self.env.state.turn += 1
+            if before is not None and self.env.tool_specs() != before:
+                self.revision += 1
+            return observation
 
     @property
     def query(self) -> str:
@@ -85,6 +100,24 @@ def build_server(backend: Backend, name: str, version: str = "", instructions: s
     import anyio.to_thread
     import mcp_types
     from mcp.server import Server
+    from mcp.server.lowlevel.server import NotificationOptions
+    from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    bus = InMemorySubscriptionBus()
+    announced = [backend.revision]
+
+    async def announce(ctx: Any) -> None:
+        """``notifications/tools/list_changed`` where the tool list changed since the last one: to a client of
+        the 2026-07-28 protocol on its ``subscriptions/listen`` stream, to an older one on the call's own stream
+        (before the call's result, so it lists the tools again before its next call)."""
+        if backend.revision == announced[0]:
+            return
+        announced[0] = backend.revision
+        await bus.publish(ToolsListChanged())
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            await ctx.session.send_notification(mcp_types.ToolListChangedNotification(),
+                                                related_request_id=ctx.request_id)  # fmt: skip
 
     def schema_of(tool_name: str) -> dict[str, Any] | None:
         for spec in backend.tool_specs():
@@ -105,13 +138,21 @@ def build_server(backend: Backend, name: str, version: str = "", instructions: s
     async def call_tool(ctx: Any, params: Any) -> Any:
         arguments = dict(params.arguments or {})
         text, failed = await run(backend.call, params.name, arguments)
+        await announce(ctx)
         # the observation as the agent reads it (perturbed), also as structured content where it is a JSON object
         structured = None if failed else _object(text)
         return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=text)],
                                         structured_content=structured, is_error=failed)  # fmt: skip
 
-    return Server(name, version=version, instructions=instructions, on_list_tools=list_tools,
-                  on_call_tool=call_tool, get_tool_input_schema=schema_of)  # fmt: skip
+    server = Server(name, version=version, instructions=instructions, on_list_tools=list_tools,
+                    on_call_tool=call_tool, get_tool_input_schema=schema_of,
+                    on_subscriptions_listen=ListenHandler(bus))  # fmt: skip
+    # an older client learns from the handshake that the tool list may change (a 2026-07-28 one from the listen
+    # handler); the SDK reads the options where it builds the handshake, so they are bound there
+    server.create_initialization_options = functools.partial(
+        server.create_initialization_options, notification_options=NotificationOptions(tools_changed=True)
+    )
+    return server
 
 
 async def serve_stdio(server: Any) -> None:
