@@ -105,3 +105,14 @@ def test_over_stdio_a_server_keeping_its_notes_in_a_file_is_refused(tmp_path):
         assert domain.link.reset == "tool:reset" and _clean_success(domain) == 1.0
     finally:
         domain.close()
+
+
+def test_a_reset_written_as_text_is_read_as_python_takes_it():
+    from sandbox.domains.mcp.settings import parse_reset, reset_value
+
+    assert reset_value("none") is None and reset_value(None) == "auto" and reset_value("tool:wipe") == "tool:wipe"
+    assert reset_value("notes_server:broken") is notes_server.broken, "module:function names a hook"
+    with pytest.raises(UsageError, match="reset hook 'notes_server:nothing': module 'notes_server' has no attribute"):
+        reset_value("notes_server:nothing")
+    with pytest.raises(UsageError, match=r"reset 'tool:': give 'auto', 'restart', 'tool:NAME', 'none'"):
+        parse_reset("tool:")

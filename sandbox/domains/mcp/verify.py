@@ -37,11 +37,12 @@ def plans(tasks: Iterable[Any], tools: Iterable[Any]) -> list[Plan]:
     listed = {t.name: t for t in tools}
     chosen: list[Plan] = []
     for i, task in enumerate(tasks):
-        calls = [_call(c) for c in getattr(task, "plan", ()) or ()]
-        if not calls or any(c is None or c[0] not in listed for c in calls):
+        read = [_call(c) for c in getattr(task, "plan", ()) or ()]
+        calls = [c for c in read if c is not None and c[0] in listed]
+        if not calls or len(calls) < len(read):
             continue
-        if any(not (listed[name].role_known and listed[name].role == "lookup") for name, _ in calls):  # type: ignore[index]
-            chosen.append((str(getattr(task, "id", None) or f"task {i + 1}"), calls))  # type: ignore[arg-type]
+        if any(not (listed[name].role_known and listed[name].role == "lookup") for name, _ in calls):
+            chosen.append((str(getattr(task, "id", None) or f"task {i + 1}"), calls))
     return chosen
 
 
