@@ -136,3 +136,29 @@ def test_an_mcp_client_hears_the_change_through_mcp_agent_and_a_brittle_one_brea
     assert HEARD == ["ToolsListChanged"], "the proxy sent the notification, once"
     assert followed.steps[0].calls[0].name == "search_notes" and followed.steps[1].results[0].error == "unknown_tool"
     assert not brittle.success and brittle.steps[1].results[0].error == "unknown_tool"
+
+
+def test_an_older_client_gets_the_notification_on_its_call_stream(tmp_path):
+    """A client of the handshake protocols (``mode="legacy"``) hears ``notifications/tools/list_changed`` through its
+    message handler, before the result of the call that changed the list."""
+    tasks = write_tasks(tmp_path / "tasks.jsonl")
+    argv = ["-m", "pytest_openagent.cli", "mcp-proxy", "--upstream", UPSTREAM, "--tasks", str(tasks), "--task", "text",
+            "--perturb", "tool_name_noise:1@1"]  # fmt: skip
+    heard: list[str] = []
+
+    async def hear(message):
+        heard.append(type(message).__name__)
+
+    async def run():
+        target = StdioServerParameters(command=sys.executable, args=argv)
+        async with Client(target, mode="legacy", message_handler=hear) as client:
+            changes = client.session.server_capabilities.tools.list_changed
+            first = await client.call_tool("get_note", {"note_id": "n1"})
+            heard_by_then = list(heard)
+            after = sorted(t.name for t in (await client.list_tools()).tools)
+            return changes, first, heard_by_then, after
+
+    changes, first, heard_by_then, after = asyncio.run(run())
+    assert changes, "the handshake says the tool list may change"
+    assert not first.is_error and heard_by_then == ["ToolListChangedNotification"]
+    assert "getNote" in after and "get_note" not in after
