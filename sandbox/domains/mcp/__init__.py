@@ -94,7 +94,8 @@ def load() -> McpDomain:
                          f"written as {EXAMPLES}")  # fmt: skip
     settings = McpSettings.from_json(os.environ.get(ENV_SETTINGS))
     return mcp_domain(server, os.environ.get(ENV_TASKS) or None, name=NAME, reset=reset_value(settings.reset),
-                      inspect=inspect_value(settings.inspect), roles=settings.roles or None)  # fmt: skip
+                      inspect=inspect_value(settings.inspect), roles=settings.roles or None,
+                      hide=settings.hide)  # fmt: skip
 
 
 __all__ = ["ENV_SERVER", "ENV_SETTINGS", "ENV_TASKS", "EXAMPLES", "NAME", "McpSettings", "SdkMissing", "ServerTarget",

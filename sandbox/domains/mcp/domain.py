@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +69,7 @@ def mcp_domain(
     timeout: float = DEFAULT_TIMEOUT,
     roles: dict[str, Role] | None = None,
     loop: LoopMode = "thread",
+    hide: Iterable[str] = (),
 ) -> McpDomain:
     """A domain over the MCP server ``server``: ``"stdio:COMMAND"``, ``"http://HOST:PORT/mcp"``, an SDK server
     object (or a function that builds one), or ``"module:attribute"`` naming one.
@@ -87,6 +88,8 @@ def mcp_domain(
     hung server. ``roles`` declares tools' roles (``lookup``, ``write``, ``wait``) by name; a tool the
     server marks read-only is a lookup. ``loop``: who runs a connection's event loop, a thread of its own
     (``"thread"``) or the thread that calls (``"caller"``: no thread hop, for one caller at a time; the proxy).
+    ``hide``: tools the agent does not see (a harness's own, such as a call log) and optional arguments it
+    does not see (``"tool.argument"``, ``"*.argument"`` for every tool: a harness's namespace key).
     """
     target = parse_target(server)
     reset = reset_value(reset) if isinstance(reset, str) else reset
@@ -97,6 +100,7 @@ def mcp_domain(
         reset = reset_value(header.reset) if reset == "auto" and header.reset is not None else reset
         inspect = inspect if inspect is not None else inspect_value(header.inspect)
         roles = {**header.roles, **(roles or {})}  # type: ignore[dict-item]
+        hide = (*header.hide, *hide)
         tasks = load_tasks(tasks)
     specs = list(_tasks(tasks))
     probe = ServerLink(target, None, timeout, loop=loop)
@@ -117,15 +121,21 @@ def mcp_domain(
     finally:
         if connection is not None:
             connection.close()
-    hidden = {link.reset_tool} if link.reset_tool else set()
+    hidden_tools = {h for h in hide if "." not in h}
+    hidden = hidden_tools | ({link.reset_tool} if link.reset_tool else set())
     try:
+        missing = sorted(hidden_tools - {t.name for t in listed})
+        if missing:
+            raise UsageError(f"hide names {', '.join(map(repr, missing))}, which it does not list; "
+                             f"its tools: {', '.join(t.name for t in listed)}")  # fmt: skip
         for t in listed:
             if t.name not in hidden:
                 check_tool_name(t.name, fix="the server must rename the tool")
         if link.reset_tool and link.reset_tool not in {t.name for t in listed}:
             raise UsageError(f"reset={reset!r}, but it has no tool {link.reset_tool!r}; "
                              f"its tools: {', '.join(t.name for t in listed)}")  # fmt: skip
-        tools = [_tool(t, roles or {}) for t in listed if t.name not in hidden]
+        arguments = [h.partition(".")[::2] for h in hide if "." in h]
+        tools = [_tool(t, roles or {}, arguments) for t in listed if t.name not in hidden]
         if reset == "auto" and link.reset is None and tasks is not None:  # without tasks: the proxy's one episode
             _refuse_unreset(tools)
         # before the gold replay below, the first calls that may change the server
@@ -183,8 +193,15 @@ def tools_digest(listed: list[Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _schema(tool: Any) -> dict[str, Any]:
+def _schema(tool: Any, hide: Sequence[tuple[str, str]]) -> dict[str, Any]:
     schema = dict(tool.input_schema or {})
+    hidden = {argument for name, argument in hide if name in ("*", tool.name)}
+    required = set(schema.get("required") or ())
+    if hidden & required:
+        raise UsageError(f"hide: {tool.name}'s argument {sorted(hidden & required)[0]!r} is required, and only "
+                         "an optional argument can be left out of the calls")  # fmt: skip
+    if hidden:
+        schema["properties"] = {k: v for k, v in (schema.get("properties") or {}).items() if k not in hidden}
     schema.pop("title", None)
     schema.setdefault("type", "object")
     schema["properties"] = {
@@ -195,10 +212,10 @@ def _schema(tool: Any) -> dict[str, Any]:
     return schema
 
 
-def _tool(tool: Any, roles: dict[str, Role]) -> Tool:
+def _tool(tool: Any, roles: dict[str, Role], hide: Sequence[tuple[str, str]] = ()) -> Tool:
     name = tool.name
     spec = {"type": "function", "function": {"name": name, "description": tool.description or "",
-                                             "parameters": _schema(tool)}}  # fmt: skip
+                                             "parameters": _schema(tool, hide)}}  # fmt: skip
 
     def handler(state: McpState, **arguments: Any) -> Any:
         try:

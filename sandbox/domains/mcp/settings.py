@@ -1,4 +1,4 @@
-"""How an MCP domain is run, written as text: ``reset``, ``inspect``, ``roles`` and the step budget.
+"""How an MCP domain is run, written as text: ``reset``, ``inspect``, ``roles``, ``hide`` and the step budget.
 
 The same settings come from ``openagent eval --mcp-reset/--mcp-inspect/--mcp-roles``, the pytest options
 ``--openagent-mcp-reset/-inspect/-roles``, ``[tool.openagent]`` and a tasks file's header (its first line
@@ -19,7 +19,8 @@ from sandbox.tools import ROLES
 RESETS = "'auto', 'restart', 'tool:NAME', 'none' (the writes do not matter) or module:function"
 INSPECTS = "'tool:NAME' or module:function"
 ROLES_HELP = "tool=role pairs joined by commas, e.g. 'add_note=write,get_note=lookup'"
-KEYS = ("reset", "inspect", "roles", "max_steps")
+HIDES = "tool names, or 'tool.argument' / '*.argument' for an optional argument, e.g. ['get_call_log', '*.state_key']"
+KEYS = ("reset", "inspect", "roles", "hide", "max_steps")
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,8 @@ class McpSettings:
     inspect: str | None = None
     roles: dict[str, str] = field(default_factory=dict)
     max_steps: int | None = None
+    hide: tuple[str, ...] = ()
+    """Tools, and optional arguments (``tool.argument``, ``*.argument``), the agent does not see."""
 
     def over(self, base: McpSettings) -> McpSettings:
         """These settings where given, ``base``'s elsewhere (roles merged, these winning)."""
@@ -38,6 +41,7 @@ class McpSettings:
             inspect=self.inspect if self.inspect is not None else base.inspect,
             roles={**base.roles, **self.roles},
             max_steps=self.max_steps if self.max_steps is not None else base.max_steps,
+            hide=tuple(dict.fromkeys((*base.hide, *self.hide))),
         )
 
     def to_json(self) -> str:
@@ -45,7 +49,10 @@ class McpSettings:
 
     @classmethod
     def from_json(cls, text: str | None) -> McpSettings:
-        return cls(**json.loads(text)) if text else cls()
+        if not text:
+            return cls()
+        values = json.loads(text)
+        return cls(**{**values, "hide": tuple(values.get("hide", ()))})
 
 
 def parse_reset(value: Any) -> str:
@@ -83,6 +90,18 @@ def parse_roles(value: Any) -> dict[str, str]:
     return dict(pairs)
 
 
+def parse_hide(value: Any) -> tuple[str, ...]:
+    """What to hide from the agent: a list (or a comma-joined text) of tool names and ``tool.argument`` /
+    ``*.argument`` entries; a :class:`UsageError` that shows the form."""
+    items = value if isinstance(value, (list, tuple)) else str(value).split(",")
+    names = tuple(str(i).strip() for i in items if str(i).strip())
+    for name in names:
+        tool, dot, argument = name.partition(".")
+        if not tool or (dot and not argument) or argument.count("."):
+            raise UsageError(f"hide {value!r}: {name!r} is no tool name or tool.argument; give {HIDES}")
+    return names
+
+
 def parse_settings(raw: Any, where: str) -> McpSettings:
     """A header's (or any table's) settings, each checked; ``where`` names it in messages."""
     if not isinstance(raw, Mapping):
@@ -96,6 +115,7 @@ def parse_settings(raw: Any, where: str) -> McpSettings:
             reset=None if values.get("reset") is None else parse_reset(values["reset"]),
             inspect=None if values.get("inspect") is None else parse_inspect(values["inspect"]),
             roles=parse_roles(values.get("roles") or {}),
+            hide=parse_hide(values.get("hide") or ()),
         )
         steps = values.get("max_steps")
         if steps is not None:
@@ -137,5 +157,5 @@ def _hook(text: str, what: str) -> Any:
     return obj
 
 
-__all__ = ["KEYS", "McpSettings", "inspect_value", "parse_inspect", "parse_reset", "parse_roles", "parse_settings",
-           "reset_value"]  # fmt: skip
+__all__ = ["KEYS", "McpSettings", "inspect_value", "parse_hide", "parse_inspect", "parse_reset", "parse_roles",
+           "parse_settings", "reset_value"]  # fmt: skip
