@@ -58,6 +58,11 @@ def _configure_eval(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-stack", type=at_least(1), default=1, help="most perturbations per case (default 1)")
     p.add_argument("--batch-size", type=at_least(1), default=64, help="episodes per agent batch (default 64)")
     _add_episode_options(p)
+    p.add_argument(
+        "--worst", type=at_least(1), default=None, metavar="N",
+        help="also search each tier for the worst case with N cases (Hypothesis' target(), then shrinking; from "
+        "--seed) and re-run its stack on other tasks of its family; gated as worst.TIER.success",
+    )  # fmt: skip
     p.add_argument("--json", default=None, metavar="FILE", help="also write the report as JSON")
     p.add_argument("--html", default=None, metavar="FILE", help=HTML_HELP)
     p.add_argument(
@@ -163,6 +168,8 @@ def _run_eval(args: argparse.Namespace) -> int:
             families=args.families.split(",") if args.families else None, max_steps=args.max_steps,
             drift=args.drift,
         )  # fmt: skip
+        if args.worst is not None:
+            report.worst = _search_worst(agent, report, args, domain, names)
     except AgentFailure as exc:
         print(f"openagent eval: no measurement: {exc}", file=sys.stderr)
         return EXIT_AGENT_FAILED
@@ -194,6 +201,24 @@ def _run_eval(args: argparse.Namespace) -> int:
     if result is not None:
         return _verdict(result, args.inconclusive)
     return EXIT_OK
+
+
+def _search_worst(agent: object, report: object, args: argparse.Namespace, domain: str, names: list[str] | None):
+    """The worst case of each tier the report measured, through the same cache (``openagent eval --worst N``)."""
+    from pytest_openagent.search import WORST_STACK, search_tiers
+    from sandbox.evaluation.cache import EPISODES, EpisodeCache, prepare
+    from sandbox.evaluation.runner import Runner
+
+    cache = EpisodeCache(None if args.no_cache else prepare(Path(args.cache_dir)) / EPISODES)
+    runner = Runner(cache, max_steps=args.max_steps)
+    tiers = [row.scope for row in report.rows() if row.kind == "tier"]  # type: ignore[attr-defined]
+    try:
+        return search_tiers(
+            agent, tiers, args.worst, args.seed, runner, domain=domain, names=names,
+            max_stack=max(WORST_STACK, args.max_stack), families=args.families.split(",") if args.families else None,
+        )  # fmt: skip
+    finally:
+        cache.flush()
 
 
 def _eval_domain(args: argparse.Namespace) -> str:

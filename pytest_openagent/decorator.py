@@ -19,7 +19,9 @@ from sandbox.agent import fingerprint
 from sandbox.case import Case, current_runner, install_runner
 from sandbox.errors import UsageError, WrongType
 from sandbox.evaluation.cache import DEFAULT_CACHE_DIR, EpisodeCache
+from sandbox.evaluation.degradation import perturbation_seed
 from sandbox.evaluation.draw import domain_label
+from sandbox.evaluation.report import Record
 from sandbox.evaluation.runner import Runner
 from sandbox.task import Task
 
@@ -69,6 +71,15 @@ class SessionDatabase(ExampleDatabase):
 DATABASE = SessionDatabase()
 
 
+class Search:
+    """How the session's property tests search (``--openagent-search``), set by the session before any test runs:
+    ``default`` looks for a failure; ``worst`` also gives Hypothesis' ``target()`` each case's degradation, and
+    perturbation seeds come from ``seed`` instead of the draw (a climb over them meets only ties)."""
+
+    mode: str = "default"
+    seed: int = 0
+
+
 def _events(case: Case) -> None:
     for p in case.perturbations:
         event("perturbation", p.name)
@@ -98,15 +109,20 @@ class SessionDrift:
 
 @st.composite
 def _session_cases(
-    draw: st.DrawFn, static: st.SearchStrategy[Case], drifting: Callable[[bool], st.SearchStrategy[Case]]
+    draw: st.DrawFn, drawn: Callable[[bool, int | None], st.SearchStrategy[Case]], drift: bool | None
 ) -> Case:
+    """A case as the session asks (read at each draw): drift cases under ``--openagent-drift`` where the test left
+    ``drift`` unset, and perturbation seeds from the session's seed under ``--openagent-search worst``."""
+    seed = perturbation_seed(Search.seed) if Search.mode == "worst" else None
+    if drift is not None:
+        return draw(drawn(drift, seed))
     if SessionDrift.on:
         try:
-            moving = drifting(True)
+            moving = drawn(True, seed)
         except UsageError:  # none of the test's perturbations can drift: its cases stay static
-            return draw(static)
+            return draw(drawn(False, seed))
         return draw(moving)
-    return draw(static)
+    return draw(drawn(False, seed))
 
 
 def perturb(
@@ -144,11 +160,13 @@ def perturb(
     if drift not in (None, True, False):
         raise UsageError(f"drift={drift!r}: use True, False or None (follow --openagent-drift)")
 
-    def drawn(moving: bool) -> st.SearchStrategy[Case]:
+    @functools.cache
+    def drawn(moving: bool, seed: int | None) -> st.SearchStrategy[Case]:
         return cases(tier, names, domain=domain, split=split, max_stack=max_stack, min_stack=min_stack, tasks=tasks,
-                     drift=moving)  # fmt: skip
+                     drift=moving, seed=seed)  # fmt: skip
 
-    strategy = drawn(bool(drift)) if drift is not None else _session_cases(drawn(False), functools.cache(drawn))
+    drawn(bool(drift), None)  # a bad argument is an error here, at decoration, not at the first draw
+    strategy = _session_cases(drawn, drift)
 
     def decorate(fn: F) -> F:
         signature = inspect.signature(fn)
@@ -164,9 +182,19 @@ def perturb(
             def body(*args: Any, **kwargs: Any) -> Any:
                 __tracebackhide__ = True
                 # Hypothesis passes the case by keyword (given(case=...)); bind only when it did not.
-                _events(kwargs["case"] if "case" in kwargs else signature.bind(*args, **kwargs).arguments["case"])
+                case = kwargs["case"] if "case" in kwargs else signature.bind(*args, **kwargs).arguments["case"]
+                _events(case)
                 with _runner():
-                    return fn(*args, **kwargs)
+                    if Search.mode != "worst":
+                        return fn(*args, **kwargs)
+                    watch = _Watch(current_runner(), case)
+                    previous = install_runner(watch)
+                    try:
+                        result = fn(*args, **kwargs)
+                    finally:
+                        install_runner(previous)
+                    _aim(case, watch)
+                    return result
 
         test = given(case=strategy)(body)
         test = settings(
@@ -199,6 +227,17 @@ class _Watch:
         if case is self.case or case.key() == self.case.key():
             self.runs.append((agent, episode, clean))
         return episode, clean
+
+
+def _aim(case: Case, watch: _Watch) -> None:
+    """Give Hypothesis' ``target()`` the degradation of the case: the worst over the agents the body ran on it."""
+    if not watch.runs:
+        return
+    from pytest_openagent.search import aim
+    from sandbox.evaluation.degradation import degradation
+
+    records = [Record.of("", fingerprint(agent), case, episode, clean) for agent, episode, clean in watch.runs]
+    aim(max(records, key=degradation))
 
 
 def _invariant(fn: Callable[..., Any], signature: inspect.Signature) -> Callable[..., Any]:

@@ -34,7 +34,10 @@ MCP_ROLES = "--openagent-mcp-roles"
 INCONCLUSIVE = "--openagent-inconclusive"
 MAX_STEPS = "--openagent-max-steps"
 DRIFT = "--openagent-drift"
+SEARCH = "--openagent-search"
 INCONCLUSIVE_POLICIES = ("fail", "pass")
+SEARCHES = ("default", "worst")
+"""``--openagent-search``: ``default`` looks for a failure; ``worst`` also climbs toward the worst one."""
 
 DEFAULT_AGENT = "oracle"
 DEFAULT_SEED = 0
@@ -80,6 +83,9 @@ HELP = {
     DRIFT: "drift cases: perturbations of the tool surface and of interaction start after turn k (an onset drawn "
     "and shrunk) in @openagent.perturb tests that leave drift unset, and the fixed measurement draws them beside "
     "the static cases (rows <tier>-drift)",
+    SEARCH: "how property tests search: default (a failure, shrunk) or worst (Hypothesis' target() climbs toward "
+    "the cases that hurt the agent most; the report gives the worst case per tier and how often its stack "
+    "fails on the other tasks of its family, gated as worst.TIER.success)",
     CACHE_DIR: f"folder of the episode cache and the example database (default: {DEFAULT_CACHE_DIR})",
     NO_CACHE: "run every episode afresh (the example database is kept)",
 }

@@ -38,6 +38,8 @@ from pytest_openagent.options import (
     NO_CACHE,
     PLOT,
     REPORT,
+    SEARCH,
+    SEARCHES,
     SEED,
     TIERS,
     N,
@@ -80,6 +82,7 @@ class Options:
     inconclusive: str = "fail"
     max_steps: int | None = None
     drift: bool = False
+    search: str = "default"
 
     @property
     def measures(self) -> bool:
@@ -237,6 +240,12 @@ def _inconclusive(value: Any, base: Path, values: dict[str, Any]) -> dict[str, A
     return {"inconclusive": str(value)}
 
 
+def _search(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+    if str(value) not in SEARCHES:
+        raise UsageError(did_you_mean("search", str(value), SEARCHES))
+    return {"search": str(value)}
+
+
 def _seed(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
     if isinstance(value, str) and value.strip().lower() == "random":
         return {"seed": random.randrange(2**32)}
@@ -281,6 +290,7 @@ CONVERTERS: dict[str, Converter] = {
     INCONCLUSIVE: _inconclusive,
     MAX_STEPS: _max_steps,
     DRIFT: _flag("drift"),
+    SEARCH: _search,
     CACHE_DIR: lambda value, base, values: {"cache_dir": base / str(value)},
     NO_CACHE: _flag("no_cache"),
 }

@@ -31,6 +31,8 @@ from sandbox.evaluation.cache import EpisodeCache, check_folder, prepare
 from sandbox.evaluation.gate import GateResult, check, compare
 from sandbox.evaluation.report import Failure, Record, Report
 from sandbox.evaluation.runner import Runner
+from sandbox.evaluation.worst_case import WorstCase, worst_table
+from sandbox.perturbations.base import TIERS
 
 DEFAULT_N = 50
 GATE_TEST = "openagent::gate"
@@ -66,12 +68,14 @@ class OpenAgentSession:
         episodes = None if options.no_cache else options.cache_dir / "episodes"
         self.cache = EpisodeCache(episodes)
         self.runner = Runner(self.cache, self.records.append, options.max_steps)
-        from pytest_openagent.decorator import SessionDatabase, SessionDrift
+        from pytest_openagent.decorator import Search, SessionDatabase, SessionDrift
 
         # A session inside a session (pytester) puts the outer one's state back when it ends.
         self._outer_database, self._outer_drift = SessionDatabase.directory, SessionDrift.on
         SessionDatabase.directory = options.cache_dir / "hypothesis"
         SessionDrift.on = options.drift
+        self._outer_search = (Search.mode, Search.seed)
+        Search.mode, Search.seed = self.options.search, self.options.seed
         self._outer_runner = install_runner(self.runner)
         self._prepared = False
 
@@ -182,6 +186,10 @@ class OpenAgentSession:
         for report in (self.search, self.report):
             if report is not None:
                 report.failures = failures
+        if self.options.search == "worst" and self.search is not None and self.problem is None:
+            worst = self._worst()
+            for report in {id(r): r for r in (self.search, self.report) if r is not None}.values():
+                report.worst = worst
         if self.report is not None and self.report is not self.search:
             if self.options.report is not None:
                 self.report.to_json(self.options.report)
@@ -210,6 +218,39 @@ class OpenAgentSession:
         report.meta = {**report.meta, **meta, "kind": "measurement"}
         report.search = self.search
         return report
+
+    def _worst(self) -> list[WorstCase]:
+        """The worst case per tier that the property tests found (``--openagent-search worst``): of each tier, the
+        test whose case hurt its agent most, and the last failure that test saw (Hypothesis replays its shrunk
+        failure last). Its stack's neighbourhood runs where that agent is the session's."""
+        from sandbox.evaluation.degradation import Found, worst_case
+
+        found: dict[tuple[str, str], Found] = {}
+        for record in self.records:  # in the order they ran
+            if record.tier is not None:
+                found.setdefault((record.tier, record.test), Found()).add(record)
+        out = []
+        for tier in TIERS:
+            tests = [f for (t, _), f in found.items() if t == tier]
+            if not tests:
+                continue
+            best = max(tests, key=lambda f: (f.score, f.failure is not None))
+            runner = None
+            if best.worst is not None and best.worst.agent == self._agent_id():
+                runner = Runner(self.cache, max_steps=self.options.max_steps)
+            worst = worst_case(best, tier, self._agent, runner, seed=self.options.seed, search=best.worst.test)  # type: ignore[union-attr]
+            if worst is not None:
+                out.append(worst)
+        self.cache.flush()
+        return out
+
+    def _agent_id(self) -> str | None:
+        """The session agent's fingerprint, loading it if the tests did not; ``None`` if it cannot be loaded."""
+        try:
+            self.agent  # noqa: B018 - loads the agent and its fingerprint
+        except pytest.UsageError:
+            return None
+        return self._agent_fingerprint
 
     def _check_gates(self, report: Report) -> None:
         result = GateResult()
@@ -281,6 +322,9 @@ class OpenAgentSession:
                     f"search: {len(records)} cases the property tests explored{who} (not gated: Hypothesis chose them)"
                 )
                 tr.write_line(Report(records).table())
+            if self.search.worst and self.report is self.search:
+                means = {row.scope: row.perturbed for row in self.search.rows() if row.kind == "tier"}
+                tr.write_line(worst_table(self.search.worst, means))
         if self.report is not None and self.report is not self.search:
             meta = self.report.meta
             if len(shown) > 1:
@@ -318,11 +362,12 @@ class OpenAgentSession:
         return self.options.agent if agent_fingerprint == self._agent_fingerprint else agent_fingerprint
 
     def pytest_unconfigure(self) -> None:
-        from pytest_openagent.decorator import SessionDatabase, SessionDrift
+        from pytest_openagent.decorator import Search, SessionDatabase, SessionDrift
 
         install_runner(self._outer_runner)
         SessionDatabase.directory = self._outer_database
         SessionDrift.on = self._outer_drift
+        Search.mode, Search.seed = self._outer_search
 
 
 def _with_seed(options: Options, seed: int) -> Options:

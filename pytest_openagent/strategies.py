@@ -97,8 +97,9 @@ def _build(
 # Strategies are memoised: Hypothesis checks each new strategy object, which costs more than a draw.
 # The integer strategies are built here once, not looked up in Hypothesis' cache on every draw.
 @lru_cache(maxsize=4096)
-def _one(cls: type[Perturbation], pool: Pool) -> st.SearchStrategy[Perturbation]:
-    return _build(cls, pool, st.integers(severity_floor(cls), cls.max_severity), st.integers(0, SEEDS - 1))
+def _one(cls: type[Perturbation], pool: Pool, seed: int | None = None) -> st.SearchStrategy[Perturbation]:
+    seeds = st.integers(0, SEEDS - 1) if seed is None else st.just(seed)
+    return _build(cls, pool, st.integers(severity_floor(cls), cls.max_severity), seeds)
 
 
 @lru_cache(maxsize=4096)
@@ -183,6 +184,7 @@ def _cases(
     max_stack: int,
     min_stack: int,
     drift: bool = False,
+    seed: int | None = None,
 ) -> Case:
     task = draw(task_strategy)
     if min_stack == 0 and not draw(_perturbed()):
@@ -191,7 +193,7 @@ def _cases(
     if not fitting:
         assume(False)
     kinds = draw(_kinds(fitting, 1, max_stack))
-    stack = tuple(draw(_one(cls, pool)) for cls in kinds)
+    stack = tuple(draw(_one(cls, pool, seed)) for cls in kinds)
     if drift:
         # onsets from 1 up: a failure shrinks toward the first turn after which the change still breaks the agent
         stack = tuple(with_onset(p, draw(_onsets(max_onset(task)))) for p in stack)
@@ -215,6 +217,7 @@ def cases(
     pool: Pool = "eval",
     tasks: st.SearchStrategy[Task] | Sequence[Task | str] | None = None,
     drift: bool = False,
+    seed: int | None = None,
 ) -> st.SearchStrategy[Case]:
     """Cases: a task and a stack of 1 to ``max_stack`` perturbations that apply to it.
 
@@ -222,7 +225,9 @@ def cases(
     one turn before the task's last wave of calls, shrinking toward 1.
 
     ``min_stack=0`` also draws the task clean, rarely (one case in :data:`CLEAN_ODDS`); as the simplest case,
-    it is where a failure shrinks to when the agent fails the task with no perturbation too.
+    it is where a failure shrinks to when the agent fails the task with no perturbation too. ``seed`` gives every
+    perturbation that seed instead of drawing one (the worst-case search climbs over how hard a case is, not
+    over which names or texts a seed picks).
 
     The task comes from ``domain``'s ``split``, or from ``tasks``: a strategy, or a list of tasks or task ids
     of ``domain`` (shrinking in the same order as the domain's pool: solvable first, fewer calls first).
@@ -242,7 +247,7 @@ def cases(
         task_strategy = tasks
     else:
         task_strategy = _chosen(tasks, domain, split)
-    return _cases(task_strategy, classes, pool, max_stack, min_stack, drift)
+    return _cases(task_strategy, classes, pool, max_stack, min_stack, drift, seed)
 
 
 def _chosen(tasks: Sequence[Task | str], domain: DomainSpec, split: str) -> st.SearchStrategy[Task]:

@@ -8,7 +8,9 @@ cannot be right on it. ``Fragile`` is the oracle, except that it gives up on a s
 more) when the task needs a tool call: its minimal failure is ``toy_shout`` at severity 2 on a one-call
 task. ``Stubborn`` refuses every task of two calls or more, clean too: its failures are not the
 perturbations' doing. ``FirstTools`` is the oracle planning with the tool list of its first turn: drift
-breaks it.
+breaks it. ``Strained``
+fails only under ``toy_shout(s=3)`` stacked with ``toy_hum`` at 27 or more (perception, severity up to 30), and
+works harder the louder the query (``toy_space``, severity up to 5, changes nothing for it).
 Pytester runs get this file as their conftest (see ``CONFTEST``) and ``AGENTS`` as a module.
 """
 
@@ -23,7 +25,7 @@ from sandbox.env import Wrapper
 from sandbox.perturbations import Perturbation, registry
 from sandbox.tools import ToolResult
 
-NAMES = ("toy_shout", "toy_pad")
+NAMES = ("toy_shout", "toy_pad", "toy_hum", "toy_space")
 
 
 class _Shout(Wrapper):
@@ -83,8 +85,44 @@ class ToyUnplug(Perturbation):
         return _Unplug(env)
 
 
+class _Suffix(Wrapper):
+    def __init__(self, env, text, label):
+        super().__init__(env)
+        self.text = text
+        self.label = label
+
+    def query(self):
+        return self.env.query() + self.text
+
+
+class ToyHum(Perturbation):
+    name = "toy_hum"
+    tier = "perception"
+    shift = "query"
+    max_severity = 30
+
+    def applies_to(self, task):
+        return task.n_calls >= 1
+
+    def apply(self, env):
+        return _Suffix(env, " " + "~" * self.severity, f"hum{self.severity}")
+
+
+class ToySpace(Perturbation):
+    name = "toy_space"
+    tier = "perception"
+    shift = "query"
+    max_severity = 5
+
+    def applies_to(self, task):
+        return task.n_calls >= 1
+
+    def apply(self, env):
+        return _Suffix(env, " " * self.severity, f"space{self.severity}")
+
+
 def register_toys() -> None:
-    for cls in (ToyShout, ToyPad):
+    for cls in (ToyShout, ToyPad, ToyHum, ToySpace):
         registry.register(cls)
 
 
@@ -144,6 +182,28 @@ class FirstTools(OracleAgent):
             messages = [m for m in turn.messages if not str(m.get("content", "")).startswith(LIST_CHANGED)]
             seen.append(Turn(turn.episode_id, messages, tools))
         return super().act(seen)
+
+
+class Strained(OracleAgent):
+    """The oracle, strained by a query's shouting ('!') and humming ('~'): on its first turn it makes one call to a
+    tool that does not exist for each mark and each 6 hums, and it gives up on a task with calls when the query
+    holds 3 marks and 27 hums or more: only ``toy_shout(s=3)`` with ``toy_hum(s>=27)`` breaks it, a stack random
+    draws rarely give, at the end of a slope that ``target()`` can climb."""
+
+    def fingerprint(self):
+        return "strained-v1"
+
+    def reply(self, turn):
+        query = turn.messages[1]["content"]
+        marks, hums = query.count("!"), query.count("~")
+        if self.task_for(turn.episode_id).n_calls >= 1:
+            if marks >= 3 and hums >= 27:
+                return Reply(text="no idea")
+            waste = marks + hums // 6
+            if waste and sum(m["role"] == "assistant" for m in turn.messages) == 0:
+                calls = [{"id": f"w{i}", "function": {"name": "warm_up", "arguments": {}}} for i in range(waste)]
+                return Reply(tool_calls=calls)
+        return super().reply(turn)
 
 
 _SOURCE = Path(__file__).read_text()

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from sandbox.errors import UsageError
 from sandbox.evaluation.sensitivity import Dose, sensitivity, sensitivity_table
+from sandbox.evaluation.worst_case import WorstCase, worst_table
 from sandbox.files import write_atomically
 from sandbox.metrics import PairedDelta, Rate
 from sandbox.perturbations.base import TIERS
@@ -29,7 +30,8 @@ SCHEMA_VERSION = 4
 """2: rows hold ``wrong_refusal``; a report may hold its ``search`` (the examples property tests explored).
 3: each record names its task's domain (``domain``); a record of an older report has ``domain=None``; rows hold
 ``repeated_write`` and ``fails_clean`` (failures whose clean twin fails too). 4: the report holds its
-``sensitivity`` (success against severity per perturbation) and the property tests' ``failures``."""
+``sensitivity`` (success against severity per perturbation) and the property tests' ``failures``. A report may hold
+``worst``, the worst case a search found per tier (:class:`~sandbox.evaluation.worst_case.WorstCase`)."""
 
 
 DRIFT = "-drift"
@@ -229,6 +231,8 @@ class Report:
     search: Report | None = None
     failures: list[Failure] = field(default_factory=list)
     """The cases the property tests failed on, one per failed test (a pytest session's; ``evaluate`` has none)."""
+    worst: list[WorstCase] = field(default_factory=list)
+    """The worst case a worst-case search found per tier (``--openagent-search worst``, ``openagent eval --worst``)."""
 
     def __post_init__(self) -> None:
         unique = {r.identity: r for r in self.records}
@@ -298,6 +302,9 @@ class Report:
                 f"\nfailures not caused by a perturbation: {shared.k} of {shared.n} perturbed failures fail with no "
                 "perturbation too (their clean twin fails)"
             )
+        if self.worst:
+            means = {row.scope: row.perturbed for row in self.rows() if row.kind == "tier"}
+            text += "\n" + worst_table(self.worst, means)
         skipped = self.meta.get("tiers_skipped")
         if skipped:
             domain = self.meta.get("domain")
@@ -318,6 +325,8 @@ class Report:
         }
         if self.search is not None:
             data["search"] = {k: v for k, v in self.search.to_dict().items() if k in ("meta", "rows", "records")}
+        if self.worst:
+            data["worst"] = [w.to_dict() for w in self.worst]
         return data
 
     def to_json(self, path: str | Path | None = None) -> str:
@@ -344,6 +353,7 @@ class Report:
                 dict(data.get("meta", {})),
                 None if search is None else cls([Record.from_dict(r) for r in search["records"]], search["meta"]),
                 [Failure.from_dict(f) for f in data.get("failures", [])],
+                [WorstCase.from_dict(w) for w in data.get("worst", [])],
             )
         except (TypeError, KeyError, AttributeError) as exc:
             raise UsageError(f"the report's records are malformed ({type(exc).__name__}: {exc})") from None
