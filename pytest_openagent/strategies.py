@@ -23,6 +23,7 @@ from sandbox.evaluation.draw import (
     applicable,
     applies,
     domain_names,
+    drift_applicable,
     drifting,
     max_onset,
     perturbation_classes,
@@ -189,7 +190,7 @@ def _cases(
     task = draw(task_strategy)
     if min_stack == 0 and not draw(_perturbed()):
         return Case(task)
-    fitting = applicable(classes, task)
+    fitting = drift_applicable(classes, task) if drift else applicable(classes, task)
     if not fitting:
         assume(False)
     kinds = draw(_kinds(fitting, 1, max_stack))

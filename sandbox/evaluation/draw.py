@@ -8,7 +8,7 @@ drawn for a task only where its mildest instance changes that task.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Union
 
@@ -121,6 +121,22 @@ def with_onset(spec: Perturbation, after: int) -> Perturbation:
     return type(spec)(**{**spec.model_dump(), "after": after})
 
 
+_DRIFTS: dict[tuple[type[Perturbation], str], bool] = {}
+
+
+def drift_applicable(classes: tuple[type[Perturbation], ...], task: Task) -> tuple[type[Perturbation], ...]:
+    """The classes that change ``task`` when they start after its first turn (a tool withdrawn for good needs a
+    wave of calls still to come), in order; kept per class and task."""
+    out = []
+    for cls in applicable(classes, task):
+        key = (cls, task.id)
+        if key not in _DRIFTS:
+            _DRIFTS[key] = with_onset(mildest(cls), 1).applies_to(task)
+        if _DRIFTS[key]:
+            out.append(cls)
+    return tuple(out)
+
+
 def draw_severity(cls: type[Perturbation], rng: random.Random) -> int:
     return rng.randint(severity_floor(cls), cls.max_severity)
 
@@ -200,22 +216,19 @@ def draw_cases(
         rng = random.Random(child_seed(seed, "evaluate", tier))
         out += [_draw_case(tasks, classes, rng, max_stack, pool, f"tier {tier}", split, domain) for _ in range(n)]
         moving = tuple(c for c in classes if c.can_drift())
-        if drift and any(applicable(moving, t) for t in tasks):
+        if drift and any(drift_applicable(moving, t) for t in tasks):
             rng = random.Random(child_seed(seed, "evaluate", tier, "drift"))
             for _ in range(n):
-                case = _draw_case(tasks, moving, rng, max_stack, pool, f"tier {tier}", split, domain)
+                case = _draw_case(tasks, moving, rng, max_stack, pool, f"tier {tier}", split, domain, drift_applicable)
                 out.append(Case(case.task, tuple(_onset(p, case.task, rng) for p in case.perturbations)))
     return out
 
 
 def _onset(spec: Perturbation, task: Task, rng: random.Random) -> Perturbation:
-    """``spec`` from a drawn onset, else from turn 1, where one leaves it applying (a tool still to withdraw after
-    it), else as drawn (static)."""
-    for after in (rng.randint(1, max_onset(task)), 1):
-        moved = with_onset(spec, after)
-        if moved.applies_to(task):
-            return moved
-    return spec
+    """``spec`` from a drawn onset, or from turn 1 where the drawn one leaves nothing to change (a tool to withdraw
+    after it): ``drift_applicable`` drew the class for a task where turn 1 does."""
+    moved = with_onset(spec, rng.randint(1, max_onset(task)))
+    return moved if moved.applies_to(task) else with_onset(spec, 1)
 
 
 def _draw_case(
@@ -227,12 +240,13 @@ def _draw_case(
     what: str,
     split: str,
     domain: DomainSpec,
+    fits: Callable[[tuple[type[Perturbation], ...], Task], tuple[type[Perturbation], ...]] = applicable,
 ) -> Case:
     from sandbox.case import Case
 
     for _attempt in range(100):
         task = tasks[rng.randrange(len(tasks))]
-        fitting = applicable(classes, task)
+        fitting = fits(classes, task)
         if fitting:
             break
     else:
