@@ -217,7 +217,7 @@ def _tool(tool: Any, roles: dict[str, Role], hide: Sequence[tuple[str, str]] = (
     spec = {"type": "function", "function": {"name": name, "description": tool.description or "",
                                              "parameters": _schema(tool, hide)}}  # fmt: skip
 
-    def handler(state: McpState, **arguments: Any) -> Any:
+    def handler(state: McpState, /, **arguments: Any) -> Any:  # a tool may take an argument named state
         try:
             return state.send(name, arguments)
         except ServerFault as fault:
