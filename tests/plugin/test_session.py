@@ -1,6 +1,7 @@
 """Options, header, marker, report, gates and pytest-xdist, as a user meets them."""
 
 import html
+import importlib.util
 import json
 
 import pytest
@@ -197,11 +198,14 @@ def test_a_failing_test_file_run_twice_gives_the_same_gate_figures_and_n(project
 
 
 def test_the_html_page_holds_the_shrunk_failure_with_its_trajectory_and_the_figures(project):
-    pytest.importorskip("matplotlib")
+    # Not importorskip: pytester takes out of sys.modules what the test imported, and numpy cannot load twice.
+    if importlib.util.find_spec("matplotlib") is None:
+        pytest.skip("the figures need matplotlib (the plot extra)")
     project.makepyfile(test_fail=FAILING_TEST, test_rec=RECORDING_TEST)
     args = ["--openagent-agent", "conftest:Fragile", *MEASURE, "--openagent-gate", "perception.delta>=-10"]
-    result = project.runpytest(*args, "--openagent-html", "out/r.html", "--openagent-plot", "out/curves.png",
-                               "--openagent-report", "out/r.json")  # fmt: skip
+    # In a subprocess, for the same reason: the run imports matplotlib, and so numpy.
+    result = project.runpytest_subprocess(*args, "--openagent-html", "out/r.html", "--openagent-plot",
+                                          "out/curves.png", "--openagent-report", "out/r.json")  # fmt: skip
     result.assert_outcomes(failed=1, passed=3)
     result.stdout.fnmatch_lines(
         [
