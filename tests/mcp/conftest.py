@@ -13,7 +13,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+# pytester's in-process runs (test_config.py) unload the modules first imported during a run; Hypothesis and the
+# decorator load lazily, so load them here once, as tests/plugin/conftest.py does.
+import hypothesis.database  # noqa: F401
 import pytest
+
+import pytest_openagent.decorator  # noqa: F401
 
 HERE = Path(__file__).parent
 SERVER = HERE / "notes_server.py"
