@@ -2,11 +2,12 @@
 
 ``python tau2_world.py`` writes ``airline.jsonl`` and ``retail.jsonl`` from the tasks the two packages ship
 (τ²-bench's own, its ``test`` split): each task's request is its user's reason for calling and what they
-know, its gold plan the task's ``actions``, its family the write the plan makes (``lookup`` for none), the
-values it must quote its ``communicate_info`` where the plan's results hold them (a value τ² derives from
-its policy, such as a baggage allowance, is no result to quote). ``end_state`` is the ``inspect``
-hook the files' headers name: the writes the server performed, read from its call log, as τ²'s database
-check compares them. Docs: docs/worlds/tau2.md.
+know; its gold plan the task's ``actions`` (less those the server refuses: a user's slip, such as a wrong
+email, is no step to take); its family the write the plan makes (``lookup`` for none); the values it must
+quote its ``communicate_info`` where the plan's results hold them (a value τ² derives from its policy, such
+as a baggage allowance, is no result to quote). ``end_state`` is the ``inspect`` hook the files' headers
+name: the writes the server performed, read from its call log, as τ²'s database check compares them.
+Docs: docs/worlds/tau2.md.
 """
 
 from __future__ import annotations
@@ -60,17 +61,19 @@ def _leaves(value: Any) -> set[str]:
     return {text, text.removesuffix(".0")}
 
 
-def _results(domain: str, actions: list[dict[str, Any]]) -> set[str]:
-    """Every leaf of what the gold actions return, run on a fresh copy of the package's database."""
+def _replay(domain: str, actions: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], set[str]]:
+    """The gold actions the server performs (one it refuses, such as a look-up by an email the user got wrong, is
+    the user's slip, no step of the plan) and every leaf of what they return, on a fresh copy of its database."""
     server = importlib.import_module(f"tau2_{domain}_mcp.server")
     db = copy.deepcopy(server._base_db())
-    leaves: set[str] = set()
+    kept, leaves = [], set()
     for action in actions:
         try:
             leaves |= _leaves(server._execute_tool(db, action["name"], dict(action["arguments"])))
-        except Exception as exc:  # a gold action the server refuses: its error is what it returns
-            leaves.add(f"Error: {exc}")
-    return leaves
+        except Exception:  # what the server answers with an error
+            continue
+        kept.append(action)
+    return kept, leaves
 
 
 def tasks(domain: str, split: str = "test") -> list[dict[str, Any]]:
@@ -83,11 +86,11 @@ def tasks(domain: str, split: str = "test") -> list[dict[str, Any]]:
         actions = task["evaluation_criteria"].get("actions") or []
         if not actions or task["id"] not in chosen:
             continue
+        actions, quotable = _replay(domain, actions)
         said = task["user_scenario"]["instructions"]
         query = "\n".join(part.strip() for part in (said.get("known_info"), said.get("reason_for_call")) if part)
         plan = [{"id": f"a{i}", "tool": a["name"], "args": a["arguments"]} for i, a in enumerate(actions)]
         info = task["evaluation_criteria"].get("communicate_info") or []
-        quotable = _results(domain, actions) if info else set()
         writes = [a["name"] for a in actions if a["name"] in WRITES[domain]]
         answer = {f"info{i}": value for i, value in enumerate(info) if str(value) in quotable}
         rows.append({"id": f"{domain}-{task['id']}", "family": writes[0] if writes else "lookup", "query": query,

