@@ -7,27 +7,15 @@ gives for the same checkpoint: same chat template, same tools, same tokens.
 
 from __future__ import annotations
 
-import json
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-
 import pytest
+
+from tests.served import transformers_serve
 
 pytest.importorskip("torch")
 pytest.importorskip("fastapi", reason="transformers serve needs fastapi and uvicorn (the dev extra)")
 pytest.importorskip("uvicorn", reason="transformers serve needs fastapi and uvicorn (the dev extra)")
 
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -45,46 +33,8 @@ def checkpoint(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(checkpoint):
-    port = _free_port()
-    command = [
-        sys.executable,
-        "-c",
-        "from transformers.cli.transformers import main; main()",
-        "serve",
-        str(checkpoint),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--device",
-        "cpu",
-        "--dtype",
-        "float32",
-    ]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"transformers serve exited with {process.returncode}:\n{process.stdout.read()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-                    if json.loads(response.read()).get("status") == "ok":
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("transformers serve did not answer /health within 120 s")
-            time.sleep(0.5)
-        yield f"{url}/v1"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    with transformers_serve(checkpoint) as url:
+        yield url
 
 
 def test_the_openai_agent_gets_the_checkpoints_own_replies_from_transformers_serve(checkpoint, server):
