@@ -150,3 +150,17 @@ def test_the_oracles_moves_follow_a_tool_list_that_changes_mid_episode(name):
     for episode in episodes:
         called = [call.name for step in episode.steps for call in step.calls]
         assert called[0] in clean and called[-1] not in clean, "the first call before the onset, the last after"
+
+
+def test_each_user_turn_of_a_task_of_several_is_a_run_that_keeps_the_history(framework):
+    """BFCL multi-turn: the loop runs once per user turn, and the framework's history carries the earlier ones."""
+    pytest.importorskip("bfcl_eval", reason="needs bfcl-eval: pip install mpmath && pip install --no-deps bfcl-eval")
+    pytest.importorskip("mpmath", reason="needs mpmath (the bfcl extra)")
+    from sandbox.domains import get_domain
+
+    tasks = [t for t in get_domain("bfcl").tasks("test") if len(t.waves()) >= 2][:1]
+    episodes = run_cases(played_through(framework, OracleAgent()), [Case(t) for t in tasks])
+    assert [e.outcome for e in episodes] == ["success"] * len(tasks), [e.explain() for e in episodes]
+    for episode in episodes:
+        users = [m for m in episode.messages if m["role"] == "user"]
+        assert len(users) >= 2 and sum(not s.calls for s in episode.steps) == len(users), "an answer per user turn"

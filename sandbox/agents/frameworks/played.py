@@ -23,9 +23,6 @@ from sandbox.errors import UnknownName, require_extra
 from sandbox.parse import parse_reply
 from sandbox.prompt import tools_changed
 
-Step = Callable[[str, list[Message], list[ToolSpec]], tuple[str, list[tuple[str, str, dict[str, Any]]]]]
-"""``step(episode_id, messages, specs) -> (text, [(call id, name, arguments)])``: the scripted model's move."""
-
 
 def spec(name: str, description: str | None, parameters: dict[str, Any] | None) -> ToolSpec:
     parameters = parameters or {"type": "object", "properties": {}}
@@ -43,6 +40,10 @@ def call_message(text: str, calls: list[tuple[str, str, Any]]) -> Message:
 class Stepper:
     """The inner sandbox agent as a model: one turn in, its reply parsed into text and calls.
 
+    ``stepper(episode_id, messages, specs) -> (text, [(call id, name, arguments)])``. ``history`` keeps each
+    episode's conversation in its framework's own form from one user turn to the next (a task of several user
+    turns calls the loop once per turn), as a chat agent keeps its history.
+
     A model in a framework learns that the tool list changed (drift) from the tool definitions of its next
     step; the inner agent is told as the episode loop tells an ``act(turns)`` agent, by the notice
     (:func:`sandbox.prompt.tools_changed`) after the messages it had seen, kept in its history from then on.
@@ -52,6 +53,8 @@ class Stepper:
         self.inner = inner
         self.counter = itertools.count()
         self.seen: dict[str, tuple[list[ToolSpec], list[tuple[int, Message]]]] = {}
+        self.history: dict[str, Any] = {}
+        """Each episode's conversation in its framework's own form, kept from one user turn to the next."""
 
     def __call__(self, episode_id: str, messages: list[Message], specs: list[ToolSpec]) -> tuple[str, list[Any]]:
         before, notices = self.seen.setdefault(episode_id, (specs, []))
@@ -69,6 +72,7 @@ class Stepper:
     def forget(self, episode_ids: Sequence[str]) -> None:
         for episode_id in episode_ids:
             self.seen.pop(episode_id, None)
+            self.history.pop(episode_id, None)
 
 
 class PlayedThrough(LoopAgent):
@@ -77,7 +81,7 @@ class PlayedThrough(LoopAgent):
     A reference agent where ``inner`` is one: it is briefed on each task only to pass it on to ``inner``.
     """
 
-    def __init__(self, inner: Any, build: Callable[[Step], Loop], name: str) -> None:
+    def __init__(self, inner: Any, build: Callable[[Stepper], Loop], name: str) -> None:
         self.inner = inner
         self.stepper = Stepper(inner)
         super().__init__(build(self.stepper), name=name)
@@ -99,11 +103,12 @@ class PlayedThrough(LoopAgent):
 # -- no framework ----------------------------------------------------------------------------------------
 
 
-def python(step: Step) -> Loop:
+def python(step: Stepper) -> Loop:
     """No framework: a plain loop that calls the tools one by one; what a framework adds is measured against it."""
 
     def run(request: str, tools: EpisodeTools) -> str:
-        messages: list[Message] = [{"role": "user", "content": request}]
+        messages: list[Message] = [*step.history.get(tools.episode_id, []), {"role": "user", "content": request}]
+        step.history[tools.episode_id] = messages
         text = ""
         for _ in range(100):  # the episode's step limit ends it first; then every call answers at once
             text, calls = step(tools.episode_id, messages, tools.specs)
@@ -120,7 +125,7 @@ def python(step: Step) -> Loop:
 # -- pydantic-ai ----------------------------------------------------------------------------------------
 
 
-def pydantic_ai(step: Step) -> Loop:
+def pydantic_ai(step: Stepper) -> Loop:
     from pydantic_ai import Agent
     from pydantic_ai.messages import (
         ModelResponse,
@@ -163,7 +168,9 @@ def pydantic_ai(step: Step) -> Loop:
             return ModelResponse(parts=[ToolCallPart(n, a, tool_call_id=i) for i, n, a in calls])
 
         agent = Agent(FunctionModel(model), toolsets=[pydantic_ai_toolset(tools)], retries=3)
-        return agent.run_sync(request).output
+        result = agent.run_sync(request, message_history=step.history.get(tools.episode_id))
+        step.history[tools.episode_id] = result.all_messages()
+        return result.output
 
     return run
 
@@ -171,7 +178,7 @@ def pydantic_ai(step: Step) -> Loop:
 # -- LangChain / LangGraph ------------------------------------------------------------------------------
 
 
-def langgraph(step: Step) -> Loop:
+def langgraph(step: Stepper) -> Loop:
     from langchain_core.language_models.chat_models import BaseChatModel
     from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
     from langchain_core.outputs import ChatGeneration, ChatResult
@@ -213,7 +220,9 @@ def langgraph(step: Step) -> Loop:
         with warnings.catch_warnings():  # create_react_agent's notice that it moved to langchain.agents
             warnings.simplefilter("ignore")
             graph = create_react_agent(ScriptedChatModel(episode_id=tools.episode_id), langchain_tools(tools))
-        state = graph.invoke({"messages": [HumanMessage(request)]}, {"recursion_limit": 50})
+        before = step.history.get(tools.episode_id, [])
+        state = graph.invoke({"messages": [*before, HumanMessage(request)]}, {"recursion_limit": 50})
+        step.history[tools.episode_id] = state["messages"]
         return str(state["messages"][-1].content)
 
     return run
@@ -222,7 +231,7 @@ def langgraph(step: Step) -> Loop:
 # -- OpenAI Agents SDK ----------------------------------------------------------------------------------
 
 
-def openai_agents(step: Step) -> Loop:
+def openai_agents(step: Stepper) -> Loop:
     from agents import Agent, Model, ModelResponse, RunConfig, Runner, Usage
     from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
@@ -274,13 +283,15 @@ def openai_agents(step: Step) -> Loop:
 
     def run(request: str, tools: EpisodeTools) -> str:
         agent = Agent(name="scripted", model=ScriptedModel(tools.episode_id), tools=openai_agents_tools(tools))
-        result = Runner.run_sync(agent, request, max_turns=50, run_config=RunConfig(tracing_disabled=True))
+        said = [*step.history.get(tools.episode_id, []), {"role": "user", "content": request}]
+        result = Runner.run_sync(agent, said, max_turns=50, run_config=RunConfig(tracing_disabled=True))
+        step.history[tools.episode_id] = result.to_input_list()
         return str(result.final_output)
 
     return run
 
 
-BUILDERS: dict[str, Callable[[Step], Loop]] = {"python": python, "pydantic-ai": pydantic_ai, "langgraph": langgraph,
+BUILDERS: dict[str, Callable[[Stepper], Loop]] = {"python": python, "pydantic-ai": pydantic_ai, "langgraph": langgraph,
                                                "openai-agents": openai_agents}  # fmt: skip
 FRAMEWORKS = tuple(BUILDERS)
 MODULES = {"python": None, "pydantic-ai": "pydantic_ai", "langgraph": "langgraph", "openai-agents": "agents"}
