@@ -255,6 +255,23 @@ def test_tasks_load_from_jsonl(tmp_path, shop):
         sandbox.load_tasks(tmp_path / "bad.jsonl")
 
 
+def test_a_tasks_files_header_is_read_apart_from_its_tasks(tmp_path):
+    from sandbox.define import load_header
+
+    header = {"reset": "tool:reset", "max_steps": 9}
+    jsonl = tmp_path / "tasks.jsonl"
+    jsonl.write_text(json.dumps({"openagent": header}) + "\n" + json.dumps({"query": "Who wrote b2?"}) + "\n")
+    assert [t.query for t in sandbox.load_tasks(jsonl)] == ["Who wrote b2?"]
+    assert load_header(jsonl) == (f"{jsonl}:1", header)
+    pytest.importorskip("yaml")
+    yml = tmp_path / "tasks.yaml"
+    yml.write_text("openagent:\n  reset: tool:reset\n  max_steps: 9\ntasks:\n  - query: Who wrote b2?\n")
+    assert [t.query for t in sandbox.load_tasks(yml)] == ["Who wrote b2?"] and load_header(yml)[1] == header
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text(json.dumps({"query": "Who wrote b2?"}) + "\n")
+    assert load_header(plain)[1] is None
+
+
 def test_registration_collides_clearly_and_resolves_module_attributes(shop, tmp_path, monkeypatch):
     other = sandbox.define_domain("bookshop", [shop.get_book], tasks=[sandbox.UserTask("?", answer={"a": 1})])
     with pytest.raises(ValueError, match="a different domain named 'bookshop' is already registered"):
