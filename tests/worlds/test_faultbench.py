@@ -47,7 +47,7 @@ def test_check_domain_the_oracle_is_right_on_every_applied_case(shop):
     result = check_domain(shop.name, cache_dir=None)
     assert result.ok, result.text()
     applied = {c.perturbation for c in result.cells if c.applied}
-    assert {"dependency_merge", "logic_inversion", "missing_values", "fatal_error"} <= applied
+    assert {"missing_values", "runtime_error", "dependency_split", "fatal_error"} <= applied
 
 
 @pytest.mark.slow
@@ -59,7 +59,7 @@ def test_over_faultbench_serve_on_stdio(monkeypatch):
     domain = mcp_domain(f"stdio:{command} serve {HERE / 'shop.yaml'}", TASKS, name="faultbench-stdio")
     sandbox.register_domain(domain, replace=True)
     try:
-        result = check_domain(domain.name, names=["missing_values", "dependency_merge"], cache_dir=None)
+        result = check_domain(domain.name, names=["missing_values", "runtime_error"], cache_dir=None)
         assert result.ok, result.text()
         assert result.oracle_clean == 8
     finally:
