@@ -3,9 +3,8 @@
 The client (an MCP client behind a proxy, a framework agent handed the tools as callables) runs in a
 thread of its own, from the request to its final answer. Each tool call it makes waits in ``call`` while
 the episode loop takes it as the agent's move (``move``), dispatches it through the env like any agent's
-call, and hands the observation back (``deliver``). Calls the client makes together go in one move, as
-parallel calls. So the episode is recorded, judged, cached and shrunk like any other; the client never
-sees the sandbox.
+call, and hands the observation back (``deliver``); one call is one move. So the episode is recorded,
+judged, cached and shrunk like any other; the client never sees the sandbox.
 """
 
 from __future__ import annotations
@@ -108,7 +107,12 @@ class LoopSession:
                 pending.done.set()
 
     def move(self, timeout: float) -> Reply | RequestFailed:
-        """The client's next move: its calls (those it made at once), or its answer."""
+        """The client's next move: one call, or its answer.
+
+        One call a move, even where the client makes several at once (a framework's parallel tool calls): which
+        of them reach the loop together is a race between threads, and an episode must not depend on it (its
+        steps, its step budget, the turn a drift starts after). Their order stays the order they arrived in.
+        """
         try:
             kind, value = self.events.get(timeout=timeout)
         except queue.Empty:
@@ -117,24 +121,11 @@ class LoopSession:
             return Reply(text=value)
         if kind == "failed":
             return RequestFailed(value)
-        calls = [value]
-        while True:  # calls the client sent together go in one reply, as parallel calls
-            try:
-                kind, more = self.events.get_nowait()
-            except queue.Empty:
-                break
-            if kind != "call":
-                self.events.put((kind, more))
-                break
-            calls.append(more)
-        tool_calls = []
-        for pending in calls:
-            self.calls += 1
-            call_id = f"call{self.calls}"
-            self.waiting[call_id] = pending
-            tool_calls.append({"id": call_id, "type": "function",
-                               "function": {"name": pending.name, "arguments": pending.arguments}})  # fmt: skip
-        return Reply(tool_calls=tool_calls)
+        self.calls += 1
+        call_id = f"call{self.calls}"
+        self.waiting[call_id] = value
+        return Reply(tool_calls=[{"id": call_id, "type": "function",
+                                  "function": {"name": value.name, "arguments": value.arguments}}])  # fmt: skip
 
     def stop(self) -> None:
         """End the episode: the calls that wait, and any the client makes later, get :data:`OVER`."""
