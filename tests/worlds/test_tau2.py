@@ -51,7 +51,9 @@ def test_check_domain_on_one_task(world, task, tau2_world, tmp_path):
     rows = [r for r in tau2_world.tasks(world) if r["id"] == task]
     path = tmp_path / "tasks.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in [tau2_world.header(world), *rows]) + "\n")
-    domain = mcp_domain(f"stdio:{sys.executable} -m tau2_{world}_mcp.server", path, name=f"tau2-{world}")
+    # the server keeps its state in files: a folder of this test's own, so that no other run shares them
+    state = f"TAU2_{world.upper()}_MCP_STATE_DIR={tmp_path / 'state'}"
+    domain = mcp_domain(f"stdio:env {state} {sys.executable} -m tau2_{world}_mcp.server", path, name=f"tau2-{world}")
     sandbox.register_domain(domain, replace=True)
     try:
         tools = {t.name: t for t in domain.tools}
