@@ -14,7 +14,7 @@ latency for the same request.
   at 32 is at least 0.8. Past that the client's CPU per request (printed) caps what one Python
   process sends, whatever the server could take. At 32, the same episodes forced to lockstep (the
   agent behind a wrapper that does not declare ``concurrency``): each round waits for its slowest.
-- ``throttled`` (8 x capacity episodes): the server works on ``--capacity`` requests at once and
+- ``throttled`` (``--rounds`` x capacity episodes): the server works on ``--capacity`` requests at once and
   answers 429 (``Retry-After``) to any beyond; the agent may send 256. Adaptive and fixed, same
   episodes: episodes lost (a request still turned away after the agent's retries), 429s, answered
   requests per second against the server's ideal (capacity / mean latency).
@@ -228,7 +228,7 @@ def main() -> None:
             figures["in_flight"][str(n)] = measure(server, agent(n, adaptive=False), tasks[: args.rounds * n])
         chosen = tasks[: args.rounds * IN_FLIGHT[0]]
         figures["lockstep_32"] = measure(server, agent(IN_FLIGHT[0], adaptive=False), chosen, lockstep=True)
-        throttled_tasks = tasks[: 8 * args.capacity]
+        throttled_tasks = tasks[: args.rounds * args.capacity]
         figures["throttled"] = {
             "capacity": args.capacity,
             "retry_after": args.retry_after,

@@ -443,6 +443,12 @@ COMMANDS: list[Command] = [
         lambda args: _training_cli().run_base(args),
     ),
     Command(
+        "gguf",
+        "write a checkpoint as a GGUF file for llama.cpp's OpenAI-compatible server (docs/serving.md)",
+        lambda p: _training_cli().configure_gguf(p),
+        lambda args: _training_cli().run_gguf(args),
+    ),
+    Command(
         "train",
         "fine-tune an agent on the sandbox: sft, paft (perturbation-augmented) or rl (GRPO)",
         lambda p: _training_cli().configure_train(p),

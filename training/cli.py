@@ -1,5 +1,5 @@
-"""The training command line: ``openagent base``, ``openagent train sft|paft|rl|rl-demo``, ``openagent data
-export|from-report`` and ``openagent demo``.
+"""The training command line: ``openagent base``, ``openagent gguf``, ``openagent train sft|paft|rl|rl-demo``,
+``openagent data export|from-report`` and ``openagent demo``.
 
 ``pytest_openagent/cli.py`` wires each ``configure_*``/``run_*`` pair in as a subcommand. Every option
 comes from a config dataclass through :func:`training.config.add_options`, its help from the field. This
@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from sandbox.errors import UsageError
 from training.config import RLConfig, SFTConfig, add_options, from_options
@@ -56,6 +57,26 @@ def run_base(args: argparse.Namespace) -> int:
     from training.inference.base import prepare_default_base
 
     print(prepare_default_base(force=args.force))
+    return 0
+
+
+# --- openagent gguf --------------------------------------------------------------------------------
+
+
+def configure_gguf(p: argparse.ArgumentParser) -> None:
+    p.add_argument("checkpoint", help="a checkpoint directory (or hf:PATH, or 'default' for the base)")
+    p.add_argument("out", help="the GGUF file to write (llama.cpp serves it: docs/serving.md)")
+    p.add_argument("--dtype", choices=("f32", "f16"), default="f32", help="f32 (exact, default) or f16 (half size)")
+
+
+def run_gguf(args: argparse.Namespace) -> int:
+    """Write the checkpoint as GGUF and print the file's path; 0. A checkpoint the exporter cannot write is a
+    :class:`~training.gguf_export.NotExportable` (a usage error: ``openagent`` exits 2 with the reason)."""
+    from sandbox.files import check_output_file
+    from training.gguf_export import write_gguf
+
+    out = check_output_file(Path(args.out), "the GGUF file")
+    print(write_gguf(args.checkpoint, out, args.dtype))
     return 0
 
 
