@@ -169,7 +169,13 @@ def _run_eval(args: argparse.Namespace) -> int:
             drift=args.drift,
         )  # fmt: skip
         if args.worst is not None:
-            report.worst = _search_worst(agent, report, args, domain, names)
+            from pytest_openagent.search import worst_of
+
+            report.worst = worst_of(
+                agent, report, args.worst, args.seed, domain=domain, names=names, max_stack=args.max_stack,
+                families=args.families.split(",") if args.families else None, max_steps=args.max_steps,
+                cache_dir=None if args.no_cache else args.cache_dir,
+            )  # fmt: skip
     except AgentFailure as exc:
         print(f"openagent eval: no measurement: {exc}", file=sys.stderr)
         return EXIT_AGENT_FAILED
@@ -201,24 +207,6 @@ def _run_eval(args: argparse.Namespace) -> int:
     if result is not None:
         return _verdict(result, args.inconclusive)
     return EXIT_OK
-
-
-def _search_worst(agent: object, report: object, args: argparse.Namespace, domain: str, names: list[str] | None):
-    """The worst case of each tier the report measured, through the same cache (``openagent eval --worst N``)."""
-    from pytest_openagent.search import WORST_STACK, search_tiers
-    from sandbox.evaluation.cache import EPISODES, EpisodeCache, prepare
-    from sandbox.evaluation.runner import Runner
-
-    cache = EpisodeCache(None if args.no_cache else prepare(Path(args.cache_dir)) / EPISODES)
-    runner = Runner(cache, max_steps=args.max_steps)
-    tiers = [row.scope for row in report.rows() if row.kind == "tier"]  # type: ignore[attr-defined]
-    try:
-        return search_tiers(
-            agent, tiers, args.worst, args.seed, runner, domain=domain, names=names,
-            max_stack=max(WORST_STACK, args.max_stack), families=args.families.split(",") if args.families else None,
-        )  # fmt: skip
-    finally:
-        cache.flush()
 
 
 def _eval_domain(args: argparse.Namespace) -> str:

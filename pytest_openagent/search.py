@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings, target
@@ -21,9 +22,10 @@ from hypothesis import seed as hypothesis_seed
 from pytest_openagent.strategies import DomainSpec, cases
 from sandbox.agent import fingerprint
 from sandbox.case import Case
+from sandbox.evaluation.cache import DEFAULT_CACHE_DIR, EPISODES, EpisodeCache, prepare
 from sandbox.evaluation.degradation import Found, WorstCase, caused, degradation, perturbation_seed, worst_case
 from sandbox.evaluation.draw import domain_names, task_pool
-from sandbox.evaluation.report import Record
+from sandbox.evaluation.report import Record, Report
 from sandbox.evaluation.runner import Runner
 from sandbox.seeds import child_seed
 
@@ -122,3 +124,29 @@ def search_tiers(
         if worst is not None:
             out.append(worst)
     return out
+
+
+def worst_of(
+    agent: Any,
+    report: Report,
+    budget: int,
+    seed: int,
+    *,
+    domain: DomainSpec = "poi",
+    names: Iterable[str] | None = None,
+    max_stack: int = 1,
+    families: Sequence[str] | None = None,
+    max_steps: int | None = None,
+    cache_dir: str | Path | None = DEFAULT_CACHE_DIR,
+) -> list[WorstCase]:
+    """The worst case of each tier ``report`` measured (``openagent eval --worst N``), through the episode cache
+    in ``cache_dir`` (``None``: in memory); stacks of up to :data:`WORST_STACK` perturbations, or ``max_stack``."""
+    cache = EpisodeCache(None if cache_dir is None else prepare(Path(cache_dir)) / EPISODES)
+    tiers = [row.scope for row in report.rows() if row.kind == "tier"]
+    try:
+        return search_tiers(
+            agent, tiers, budget, seed, Runner(cache, max_steps=max_steps), domain=domain, names=names,
+            max_stack=max(WORST_STACK, max_stack), families=families,
+        )  # fmt: skip
+    finally:
+        cache.flush()
