@@ -66,6 +66,7 @@ def test_the_proxy_notifies_and_serves_the_new_list_over_stdio(tmp_path):
     _check(*asyncio.run(run()))
 
 
+@pytest.mark.slow  # the fast path over HTTP: McpAgent's per-episode proxy, below
 def test_the_proxy_notifies_and_serves_the_new_list_over_http(tmp_path):
     tasks = write_tasks(tmp_path / "tasks.jsonl")
     process, url = proxy_process("--tasks", str(tasks), "--task", "text", "--perturb", "tool_name_noise:1@1")
