@@ -57,8 +57,7 @@ def _leaves(value: Any) -> set[str]:
         return {leaf for v in value.values() for leaf in _leaves(v)}
     if isinstance(value, list):
         return {leaf for v in value for leaf in _leaves(v)}
-    text = str(value)
-    return {text, text.removesuffix(".0")}
+    return {str(value)}  # as the judge reads it: 60.0 is no quote of "60"
 
 
 def _replay(domain: str, actions: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], set[str]]:
