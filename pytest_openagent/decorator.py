@@ -193,7 +193,7 @@ def perturb(
                         result = fn(*args, **kwargs)
                     finally:
                         install_runner(previous)
-                    _aim(case, watch)
+                    _aim(case, watch.runs)
                     return result
 
         test = given(case=strategy)(body)
@@ -229,14 +229,14 @@ class _Watch:
         return episode, clean
 
 
-def _aim(case: Case, watch: _Watch) -> None:
+def _aim(case: Case, runs: list[tuple[Any, Episode, Episode]]) -> None:
     """Give Hypothesis' ``target()`` the degradation of the case: the worst over the agents the body ran on it."""
-    if not watch.runs:
+    if not runs:
         return
     from pytest_openagent.search import aim
     from sandbox.evaluation.degradation import degradation
 
-    records = [Record.of("", fingerprint(agent), case, episode, clean) for agent, episode, clean in watch.runs]
+    records = [Record.of("", fingerprint(agent), case, episode, clean) for agent, episode, clean in runs]
     aim(max(records, key=degradation))
 
 
@@ -275,6 +275,8 @@ def _invariant(fn: Callable[..., Any], signature: inspect.Signature) -> Callable
                 f"invariant broken: the agent solves {case.task.id} clean but not under "
                 f"{' + '.join(p.label() for p in case.perturbations)}{who}\n{episode.explain()}"
             )
+        if Search.mode == "worst":
+            _aim(case, runs)
         return result
 
     body.__signature__ = outer  # type: ignore[attr-defined]

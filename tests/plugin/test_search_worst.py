@@ -89,3 +89,12 @@ def test_openagent_eval_worst_reports_and_gates_the_worst_case_per_tier(tmp_path
     assert worst["tier"] == "perception" and "toy_shout(s=3,eval)" in worst["shrunk"]
     assert worst["search"] == "openagent eval --worst" and worst["examples"] >= 40
     assert main([*argv, "--gate", "worst.perception.success>=0.5"]) == 1
+
+
+def test_an_invariant_test_climbs_too(project):
+    project.makepyfile(test_user=USER_TEST.replace("max_examples=60)", 'max_examples=60, relation="invariant")'))
+    _run(project).assert_outcomes(passed=1)
+    result = _run(project, "--openagent-search", "worst", "--openagent-cache-dir", "other")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*the perturbation caused this*"])
+    assert "toy_shout(s=3,eval)" in result.stdout.str()
