@@ -47,8 +47,11 @@ def test_the_engine_gives_the_in_process_agents_greedy_replies(tiny_base, served
             reply = reply.replace(token, "")
         return reply
 
-    same = [a.steps[0].reply == text(b.steps[0].reply) for a, b in zip(through_server, direct, strict=True)]
-    assert sum(same) >= 5, [(a.steps[0].reply, b.steps[0].reply) for a, b in zip(through_server, direct, strict=True)]
+    pairs = [(a.steps[0].reply, text(b.steps[0].reply)) for a, b in zip(through_server, direct, strict=True)]
+    # llama.cpp's kernels round otherwise than torch's: a random model's near-ties can tip a later token, never
+    # the start of every reply (a wrong template, weights or tokenizer would change them all from the first)
+    assert all(ours.split()[:1] == theirs.split()[:1] for ours, theirs in pairs), pairs
+    assert sum(ours == theirs for ours, theirs in pairs) >= len(pairs) // 2, pairs
     said = remote.server_report()
     assert said["models"][0]["id"] == "tiny" and said["server"]  # llama-cpp-python serves on uvicorn
     assert said["in_flight"]["requests"] >= len(tasks)
