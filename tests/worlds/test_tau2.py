@@ -40,7 +40,7 @@ def test_the_tasks_files_are_what_the_packages_data_gives(world, tau2_world):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("world", "task"), [("airline", "airline-11"), ("retail", "retail-0")])
+@pytest.mark.parametrize(("world", "task"), [("airline", "airline-19"), ("retail", "retail-17")])
 def test_check_domain_on_one_task(world, task, tau2_world, tmp_path):
     pytest.importorskip(f"tau2_{world}_mcp", reason="needs the worlds extra: pip install 'pytest-openagent[worlds]'")
     import sandbox
@@ -49,6 +49,7 @@ def test_check_domain_on_one_task(world, task, tau2_world, tmp_path):
     from sandbox.evaluation.check_domain import check_domain
 
     rows = [r for r in tau2_world.tasks(world) if r["id"] == task]
+    assert rows, f"{task} is no task of the {world} file"
     path = tmp_path / "tasks.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in [tau2_world.header(world), *rows]) + "\n")
     # the server keeps its state in files: a folder of this test's own, so that no other run shares them
@@ -62,7 +63,7 @@ def test_check_domain_on_one_task(world, task, tau2_world, tmp_path):
         names = ["tool_name_noise", "missing_values", "runtime_error", "dependency_split", "missing_capability"]
         result = check_domain(domain.name, names=names, cache_dir=None)
         assert result.ok, result.text()
-        assert result.oracle_clean == 1 and sum(c.applied for c in result.cells) >= 10
+        assert result.oracle_clean == 1 and sum(c.applied for c in result.cells) >= 8
     finally:
         DOMAINS.pop(domain.name, None)
         domain.close()
