@@ -1,0 +1,1 @@
+"""The ``openagent`` commands that need no training stack, one module each (``configure`` and ``run``)."""
