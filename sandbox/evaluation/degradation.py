@@ -143,7 +143,7 @@ def worst_case(
             stack = tuple(from_dict(p) for p in chosen.stack)
             rate, neighbours = neighbourhood(agent, Case(task, stack), runner)
     return WorstCase(
-        tier=tier, case=worst.label, score=found.score, stack=worst.stack, task=worst.task, family=worst.family,
+        tier=tier, case=worst.label, score=found.score, stack=worst.stack, task=worst.task, family=chosen.family,
         shrunk=None if found.failure is None else found.failure.label,
         shrunk_stack=() if found.failure is None else found.failure.stack, examples=found.examples,
         episodes=found.episodes, neighbourhood=rate, neighbours=neighbours, seed=seed, search=search,

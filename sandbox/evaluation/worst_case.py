@@ -27,6 +27,7 @@ class WorstCase:
     stack: tuple[dict[str, Any], ...]
     task: str
     family: str
+    """The family the neighbourhood is drawn from: the shrunk failure's task's (the worst case's where none failed)."""
     shrunk: str | None
     """The failure the search found, shrunk, in one line; ``None`` where no case failed."""
     shrunk_stack: tuple[dict[str, Any], ...]
