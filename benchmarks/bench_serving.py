@@ -81,7 +81,12 @@ def main() -> None:
         about = remote.server_report()
 
     same_outcome = sum(a.outcome == b.outcome for a, b in zip(direct, served, strict=True))
-    same_reply = sum(a.steps[0].reply == b.steps[0].reply for a, b in zip(direct, served, strict=True))
+    def text(reply: str) -> str:  # the server decodes without special tokens; HFAgent keeps them
+        for token in local.tokenizer.all_special_tokens:
+            reply = reply.replace(token, "")
+        return reply
+
+    same_reply = sum(text(a.steps[0].reply) == b.steps[0].reply for a, b in zip(direct, served, strict=True))
     result = {
         "checkpoint": str(checkpoint), "engine": args.engine, "tiers": args.tiers, "n": args.n, "seed": args.seed,
         "max_tokens": args.max_tokens, "batch": args.batch,
