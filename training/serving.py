@@ -52,11 +52,13 @@ def llama_cpp_server(
 
 
 @contextmanager
-def transformers_server(checkpoint: str | Path, wait: float = 180.0) -> Iterator[str]:
-    """``transformers serve`` on CPU in fp32 (its model named by the checkpoint's path); its base URL."""
+def transformers_server(
+    checkpoint: str | Path, device: str = "cpu", dtype: str = "float32", wait: float = 180.0
+) -> Iterator[str]:
+    """``transformers serve`` on ``device`` in ``dtype`` (its model named by the checkpoint's path); its base URL."""
     port = _free_port()
     cmd = [sys.executable, "-c", "from transformers.cli.transformers import main; main()", "serve", str(checkpoint)]
-    cmd += ["--host", "127.0.0.1", "--port", str(port), "--device", "cpu", "--dtype", "float32"]
+    cmd += ["--host", "127.0.0.1", "--port", str(port), "--device", device, "--dtype", dtype]
     with _running(cmd, "transformers serve", port, wait) as url:
         yield url
 

@@ -12,7 +12,7 @@ import sandbox
 from sandbox.agents import EpisodeTools, LoopAgent
 from sandbox.case import Case, run_cases
 from sandbox.perturbations import registry
-from tests.served import transformers_serve
+from training.serving import transformers_server
 
 pytestmark = pytest.mark.slow
 
@@ -58,7 +58,7 @@ def test_a_pydantic_ai_agent_plays_a_perturbed_case_against_a_served_model(base)
     env = case.env()
     env.reset()
     perturbed = [spec["function"]["name"] for spec in env.tool_specs()]
-    with transformers_serve(base, start_timeout=600) as url:
+    with transformers_server(base, wait=600) as url:
         [episode] = run_cases(LoopAgent(run, name="pydantic-ai-smollm2", timeout=900), [case])
     assert episode.outcome in sandbox.OUTCOMES and episode.outcome != "agent_error", episode.explain()
     assert offered and all(names == perturbed for names in offered), (offered, perturbed)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.served import transformers_serve
+from training.serving import transformers_server
 
 pytest.importorskip("torch")
 pytest.importorskip("fastapi", reason="transformers serve needs fastapi and uvicorn (the dev extra)")
@@ -33,7 +33,7 @@ def checkpoint(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(checkpoint):
-    with transformers_serve(checkpoint) as url:
+    with transformers_server(checkpoint) as url:
         yield url
 
 
