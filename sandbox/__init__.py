@@ -6,9 +6,10 @@ import sandbox.perturbations  # noqa: F401  (registers the built-in catalogue)
 from sandbox.agent import Agent, FunctionAgent, Reply, Turn, as_agent
 from sandbox.agents import OracleAgent, ScriptedAgent, StaticAgent
 from sandbox.computed import Computed
-from sandbox.define import UserTask, define_domain, load_tasks, snapshot
+from sandbox.define import UserTask, define_domain, load_tasks
 from sandbox.domain import Domain
 from sandbox.domains import DOMAINS, EAGER, get_domain, make_env, register_domain
+from sandbox.end_state import snapshot
 from sandbox.env import Env, Wrapper
 from sandbox.episode import Episode, Step, run_episode, run_episodes
 from sandbox.judge import OUTCOMES, Outcome, judge

@@ -32,6 +32,7 @@ from typing import Any, get_args
 from sandbox import computed as computing
 from sandbox.computed import Computed
 from sandbox.domain import DEFAULT_SIZES, Check, Domain, EndState, Expectation
+from sandbox.end_state import expected_state, holds, same_as, snapshot
 from sandbox.errors import UsageError, WrongType, did_you_mean
 from sandbox.family import Family
 from sandbox.state import State
@@ -237,7 +238,7 @@ def _task(
             if call not in ids:
                 raise UsageError(f"{where}: source {key!r} reads call {call!r}; {did_you_mean('call', call, ids)}")
     answer = {str(k): str(v) for k, v in spec.answer.items()}
-    end_state = _end_state(where, spec.end_state)
+    end_state = expected_state(where, spec.end_state)
     if plan:
         draft = Task(id=task_id, domain=domain, family=spec.family, split="test", seed=spec.seed, params={},
                      phrasing=0, query=spec.query, plan=plan, answer={}, sources={})  # fmt: skip
@@ -259,7 +260,7 @@ def _task(
                 raise UsageError(f"{where}: answer {key!r} is {answer[key]!r} but the plan gives {text!r}")
             answer[key] = text
         if end_state is None and spec.unsolvable is None and before != after:
-            end_state = _same_as(after)
+            end_state = same_as(after)
     return (
         Task(id=task_id, domain=domain, family=spec.family, split="test", seed=spec.seed, params={}, phrasing=0,
              query=spec.query, plan=plan, answer=answer, sources=sources, unsolvable=spec.unsolvable),
@@ -283,74 +284,19 @@ def _replay(
     read: set[str] = set()
     for wave in task.waves():
         for call in wave:
-            prior, held = snapshot(episode.data), _holds(end_state, episode.data)
+            prior, held = snapshot(episode.data), holds(end_state, episode.data)
             result = toolbox.call(the_world, episode, call.tool, dict(call.args))
             if not result.ok and (solvable or result.error in ("unknown_tool", "invalid_arguments")):
                 raise UsageError(
                     f"{where}: gold call {call.id!r} ({call.tool}) failed: {result.error}: {result.message}"
                 )
             results[call.id] = result.content
-            holds = _holds(end_state, episode.data)
-            if snapshot(episode.data) != prior or (held is not None and holds is not None and held != holds):
+            holding = holds(end_state, episode.data)
+            if snapshot(episode.data) != prior or (held is not None and holding is not None and held != holding):
                 changed.add(call.tool)
             elif result.ok and prior not in (None, {}, []):
                 read.add(call.tool)
     return results, before, snapshot(episode.data), changed, read
-
-
-def _holds(end_state: EndState | None, state: Any) -> bool | None:
-    """Whether ``end_state`` holds on ``state``; ``None`` without one, or where it cannot be read (it raises on a
-    state the plan has not finished)."""
-    if end_state is None:
-        return None
-    try:
-        return bool(end_state(state))
-    except Exception:
-        return None
-
-
-def snapshot(state: Any) -> Any:
-    """The state as plain JSON data, for comparing end states: dataclasses, pydantic models and objects by
-    their public fields (a name starting with ``_`` is left out), containers item by item."""
-    return json.loads(json.dumps(_plain(state), sort_keys=True, default=lambda o: f"<{type(o).__name__}>"))
-
-
-def _plain(value: Any, depth: int = 0) -> Any:
-    if depth > 20 or value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v, depth + 1) for v in value]
-    if isinstance(value, (set, frozenset)):
-        return sorted((_plain(v, depth + 1) for v in value), key=repr)
-    if hasattr(value, "model_dump"):
-        return _plain(value.model_dump(), depth + 1)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-    elif hasattr(value, "__dict__"):
-        fields = vars(value)
-    else:
-        return value
-    return {k: _plain(v, depth + 1) for k, v in fields.items() if not k.startswith("_")}
-
-
-def _same_as(expected: Any) -> EndState:
-    return lambda state: snapshot(state) == expected
-
-
-def _end_state(where: str, given: EndState | Mapping[str, Any] | None) -> EndState | None:
-    if given is None or callable(given):
-        return given
-    if not isinstance(given, Mapping):
-        raise WrongType(f"{where}: end_state is a function state -> bool or a dict of expected values")
-    expected = snapshot(dict(given))
-
-    def matches(state: Any) -> bool:
-        now = snapshot(state)
-        return isinstance(now, dict) and all(k in now and now[k] == v for k, v in expected.items())
-
-    return matches
 
 
 def _call(where: str, n: int, call: Call | Mapping[str, Any]) -> Call:

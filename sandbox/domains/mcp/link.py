@@ -158,7 +158,7 @@ class McpState:
             return self._connection().call(name, dict(arguments or {}))
 
     def model_dump(self) -> Any:
-        """The server's state as ``inspect`` reads it (``sandbox.define.snapshot`` asks for this)."""
+        """The server's state as ``inspect`` reads it (``sandbox.end_state.snapshot`` asks for this)."""
         inspect = self._link.inspect
         if inspect is None:
             return {}
