@@ -1,10 +1,11 @@
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from sandbox.case import install_runner
 from tests import toys
+from tests.loopback import LoopbackServer, Respond
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -44,3 +45,18 @@ def toy_perturbations() -> Iterator[None]:
         yield
     finally:
         toys.unregister_toys()
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Respond], LoopbackServer]]:
+    """``serve(respond)`` starts a loopback HTTP server (:class:`tests.loopback.LoopbackServer`), closed after the
+    test; ``respond(method, path, body)`` gives ``(status, headers, payload)``."""
+    servers: list[LoopbackServer] = []
+
+    def start(respond: Respond) -> LoopbackServer:
+        servers.append(LoopbackServer(respond))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()

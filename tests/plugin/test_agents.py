@@ -1,8 +1,6 @@
 """The OpenAI-compatible agent against a local fake server."""
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
@@ -25,62 +23,42 @@ def test_messages_go_over_the_wire_in_openai_format():
     assert wire[3] == {"role": "tool", "tool_call_id": call["id"], "content": '{"ok": 1}'}
 
 
-class _Server(BaseHTTPRequestHandler):
-    """Answers like an OpenAI server driven by the oracle; the first request gets a 429."""
+@pytest.fixture
+def server(serve):
+    """Answers like an OpenAI server driven by the oracle; the first request for a reply gets a 429."""
 
-    requests: list = []  # noqa: RUF012
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).requests.append((dict(self.headers), body))
-        if len(type(self).requests) == 1:
-            self.send_response(429)
-            self.send_header("Retry-After", "0")
-            self.end_headers()
-            return
-        tool_messages = [m for m in body["messages"] if m["role"] == "tool"]
-        if not tool_messages:
-            message = {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
-                ],
-            }
+    def respond(method, path, body):
+        if method != "POST":
+            return 404, {}, {"error": "not found"}
+        if len(_posts(server)) == 1:
+            return 429, {"Retry-After": "0"}, {}
+        if not [m for m in body["messages"] if m["role"] == "tool"]:
+            call = {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+            message = {"role": "assistant", "content": None, "tool_calls": [call]}
         else:
             message = {"role": "assistant", "content": "I cannot do that."}
-        data = json.dumps({"choices": [{"message": message}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.end_headers()
-        self.wfile.write(data)
+        return 200, {}, {"choices": [{"message": message}]}
 
-    def log_message(self, *args):
-        pass
+    server = serve(respond)
+    return server
 
 
-@pytest.fixture
-def server():
-    _Server.requests = []
-    httpd = HTTPServer(("127.0.0.1", 0), _Server)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_port}/v1"
-    httpd.shutdown()
+def _posts(server):
+    return [(headers, body) for method, _, headers, body in server.seen if method == "POST"]
 
 
 def test_openai_agent_retries_sends_tools_and_reads_structured_calls(server, monkeypatch):
     monkeypatch.setenv("OPENAGENT_API_KEY", "sk-secret-123")
-    agent = load_agent(f"openai:tiny@{server}")
+    agent = load_agent(f"openai:tiny@{server.url}")
     agent.backoff = 0.01
     task = sandbox.tasks("poi", "test")[0]
     episode = Case(task).run(agent)
     assert episode.steps[0].calls[0].name == "get_weather"
     assert episode.answer == "I cannot do that."
-    headers, body = _Server.requests[-1]
+    headers, body = _posts(server)[-1]
     assert headers["Authorization"] == "Bearer sk-secret-123"
     assert body["model"] == "tiny" and body["tools"] and body["messages"][-1]["tool_call_id"] == "c1"
-    assert len(_Server.requests) == 3  # one 429, then two turns
+    assert len(_posts(server)) == 3  # one 429, then two turns
     for text in (repr(agent), agent.fingerprint(), json.dumps(vars(agent), default=repr)):
         assert "sk-secret" not in text
 

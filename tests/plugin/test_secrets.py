@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 from sandbox.agents import http
@@ -26,53 +22,31 @@ def test_agent(agent, case):
 """
 
 
-class _Echo(BaseHTTPRequestHandler):
+@pytest.fixture
+def echo(monkeypatch, serve):
     """A server that puts the request's ``Authorization`` in what it says: in a 500's body (with
     ``Retry-After: 0``, so the agent's retries take no time), and in its model listing."""
-
-    protocol_version = "HTTP/1.1"
-
-    def do_GET(self):
-        entry = {"id": "m", "owned_by": self.headers.get("Authorization", "")}
-        self._send(200, {"object": "list", "data": [entry]})
-
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        if self.server.failing:
-            error = {"message": f"invalid key {KEY}", "headers": {"authorization": self.headers.get("Authorization")}}
-            self._send(500, {"error": error}, {"Retry-After": "0"})
-        else:
-            self._send(200, {"choices": [{"message": {"role": "assistant", "content": "I cannot help with that."}}]})
-
-    def _send(self, status, payload, headers=None):
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        for name, value in {**(headers or {}), "Content-Type": "application/json"}.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def echo(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.delenv("OPENAGENT_API_KEY", raising=False)
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
-    httpd.daemon_threads, httpd.failing = True, True
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield httpd
-    httpd.shutdown()
-    httpd.server_close()
+
+    def respond(method, path, body):
+        authorization = server.current.headers.get("Authorization")
+        if method == "GET":
+            return 200, {}, {"object": "list", "data": [{"id": "m", "owned_by": authorization or ""}]}
+        if server.failing:
+            error = {"message": f"invalid key {KEY}", "headers": {"authorization": authorization}}
+            return 500, {"Retry-After": "0"}, {"error": error}
+        return 200, {}, {"choices": [{"message": {"role": "assistant", "content": "I cannot help with that."}}]}
+
+    server = serve(respond)
+    server.failing = True
+    return server
 
 
 def test_a_key_the_server_echoes_is_redacted_from_output_report_and_junit(project, echo):
     http.client(1.0, 1)  # httpx loaded out here: pytester's in-process runs unload what they import
     project.makepyfile(test_agent=FAILING_TEST)
-    options = ["--openagent-agent", f"openai:m@http://127.0.0.1:{echo.server_port}/v1", "--openagent-no-cache",
+    options = ["--openagent-agent", f"openai:m@{echo.url}", "--openagent-no-cache",
                "--openagent-names", "toy_shout", "--openagent-n", "8", "--junitxml", "junit.xml",
                "--openagent-report", "report.json"]  # fmt: skip
     failed = project.runpytest(*options)
