@@ -23,9 +23,11 @@ down (429, 503, a missed deadline), or could not be reached (no word on its load
 
 @dataclass
 class Permit:
-    """One request's slot: ``signal`` is set by the request (``failed`` until it says otherwise)."""
+    """One request's slot: ``signal`` is set by the request (``failed`` until it says otherwise);
+    ``company``, how many other requests were in flight when it was sent."""
 
     epoch: int
+    company: int = 0
     signal: Signal = "failed"
 
 
@@ -67,10 +69,11 @@ class InFlight:
             if self.in_flight >= int(self.limit):
                 self.counts["waits"] += 1
                 self._cond.wait_for(lambda: self.in_flight < int(self.limit))
+            permit = Permit(self._epoch, company=self.in_flight)
             self.in_flight += 1
             self.counts["requests"] += 1
             self.counts["peak_in_flight"] = max(self.counts["peak_in_flight"], self.in_flight)
-            return Permit(self._epoch)
+            return permit
 
     def release(self, permit: Permit) -> None:
         with self._cond:

@@ -5,7 +5,9 @@ stays light):
 
 - **One deadline per request.** ``timeout`` bounds connect, send and the whole reply together, not
   each socket read: a server that trickles a byte at a time or hangs is cut at the deadline. A
-  request that ran out of time is not retried, so a hung server costs one ``timeout`` per turn.
+  request that ran out of time alone is not retried, so a hung server costs one ``timeout`` per turn;
+  one that had company in flight may have waited in the server's queue behind it (an engine that
+  serves one request at a time), so it is retried once the in-flight limit has been cut.
 - **Retries** with exponential backoff on connection errors and resets, 429 and 5xx. A
   ``Retry-After`` (seconds or an HTTP date) is honoured within ``[0, max_wait]``; one that is
   negative, not a number or not a date falls back to the backoff.
@@ -295,11 +297,12 @@ class OpenAIAgent:
                         raise
                     permit.signal = "throttled" if status in _THROTTLES else "answered"
             except httpx.TimeoutException:
-                # Not retried: a server that missed one deadline is likely to miss the next.
-                raise OSError(
-                    f"{url} gave no complete reply within the {timeout:g} s deadline (connect, send and the whole "
-                    f"reply); raise the agent's timeout if the server is just slow"
-                ) from None
+                if permit.company == 0 or attempt == retries:
+                    raise OSError(
+                        f"{url} gave no complete reply within the {timeout:g} s deadline (connect, send and the "
+                        f"whole reply{'' if permit.company == 0 else f', {attempt + 1} tries'}); raise the agent's "
+                        f"timeout (OpenAIAgent(timeout=...)) if the server is just slow"
+                    ) from None
             except (httpx.UnsupportedProtocol, httpx.DecodingError) as exc:
                 raise ValueError(redact(f"{url}: {type(exc).__name__}: {exc}")) from None
             except httpx.TransportError as exc:  # refused, reset, closed early: worth another try

@@ -7,6 +7,8 @@ gives for the same checkpoint: same chat template, same tools, same tokens.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from training.serving import transformers_server
@@ -16,6 +18,7 @@ pytest.importorskip("fastapi", reason="transformers serve needs fastapi and uvic
 pytest.importorskip("uvicorn", reason="transformers serve needs fastapi and uvicorn (the dev extra)")
 
 pytestmark = pytest.mark.slow
+pytest_plugins = ["pytester"]
 
 
 @pytest.fixture(scope="module")
@@ -61,3 +64,26 @@ def test_the_openai_agent_gets_the_checkpoints_own_replies_from_transformers_ser
     assert [ep.steps[0].reply for ep in served] == [text(ep.steps[0].reply) for ep in direct]
     plain = [i for i, ep in enumerate(direct) if text(ep.steps[0].reply) == ep.steps[0].reply]
     assert [served[i].outcome for i in plain] == [direct[i].outcome for i in plain]
+
+
+SESSION_TEST = """
+import pytest_openagent as openagent
+
+@openagent.perturb(names=["tool_name_noise"], max_examples=1)
+def test_agent(agent, case):
+    episode = case.run(agent)
+    assert episode.success, episode.explain()
+"""
+
+
+def test_a_pytest_session_tests_the_checkpoint_through_the_server(checkpoint, server, project):
+    project.makepyfile(test_agent=SESSION_TEST)
+    result = project.runpytest_subprocess(
+        "--openagent-agent", f"openai:{checkpoint}@{server}", "--openagent-no-cache", "--openagent-n", "1",
+        "--openagent-report", "report.json",
+    )  # fmt: skip
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()
+    report = json.loads((project.path / "report.json").read_text())
+    outcomes = [record["outcome"] for record in report["records"]]
+    assert outcomes and "agent_error" not in outcomes, outcomes  # every episode was the served model's replies
+    assert report["meta"]["server"]["models"][0]["id"] == str(checkpoint)

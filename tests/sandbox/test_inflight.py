@@ -145,6 +145,23 @@ def test_a_missed_deadline_cuts_the_limit(serve):
     assert agent.in_flight.summary()["throttled"] == 1 and agent.in_flight.limit == 8  # 16 halved
 
 
+def test_requests_that_missed_their_deadline_in_an_engines_queue_are_retried_after_the_cut(serve):
+    """An engine that serves one request at a time: the first burst queues past the deadline. A request
+    that had company in flight may have waited behind it, so it is retried; one that was alone is not."""
+    one_at_a_time = threading.Lock()
+
+    def respond(method, path, body):
+        with one_at_a_time:
+            time.sleep(0.04)
+        return 200, {}, {"choices": [{"index": 0, "message": {"role": "assistant", "content": "I cannot do that."}}]}
+
+    agent = OpenAIAgent("m", serve(respond).url, concurrency=32, timeout=0.5, backoff=0.2)
+    episodes = run_episodes(agent, [make_env("poi", t) for t in TASKS])
+    limit = agent.in_flight.summary()
+    assert limit["throttled"] > 0 and limit["cuts"] >= 1  # the queue did outlast the deadline
+    assert [e.outcome for e in episodes if e.outcome == "agent_error"] == [], [e.steps[-1].error for e in episodes]
+
+
 # --- what the server said of itself ----------------------------------------------------------------------
 
 
