@@ -37,6 +37,16 @@ class Command:
     run: Callable[[argparse.Namespace], int]
 
 
+def _training_command(name: str, about: str) -> Command:
+    """A command of the ``train`` extra: ``training.cli``'s ``configure_NAME`` and ``run_NAME``, imported when used."""
+    return Command(
+        name,
+        about,
+        lambda p: getattr(_training_cli(), f"configure_{name}")(p),
+        lambda args: getattr(_training_cli(), f"run_{name}")(args),
+    )
+
+
 COMMANDS: list[Command] = [
     Command(
         "eval", "evaluate an agent at fixed seeds and print the robustness table", evaluate.configure, evaluate.run
@@ -54,35 +64,25 @@ COMMANDS: list[Command] = [
         mcp_proxy.configure,
         mcp_proxy.run,
     ),
-    Command(
+    _training_command(
         "base",
         "prepare the default base model (SmolLM2-135M-Instruct) and print where it is",
-        lambda p: _training_cli().configure_base(p),
-        lambda args: _training_cli().run_base(args),
     ),
-    Command(
+    _training_command(
         "gguf",
         "write a checkpoint as a GGUF file for llama.cpp's OpenAI-compatible server (docs/serving.md)",
-        lambda p: _training_cli().configure_gguf(p),
-        lambda args: _training_cli().run_gguf(args),
     ),
-    Command(
+    _training_command(
         "train",
         "fine-tune an agent on the sandbox: sft, paft (perturbation-augmented) or rl (GRPO)",
-        lambda p: _training_cli().configure_train(p),
-        lambda args: _training_cli().run_train(args),
     ),
-    Command(
+    _training_command(
         "data",
         "write training data as chat JSONL: export (the SFT/PAFT data) or from-report (a report's failures)",
-        lambda p: _training_cli().configure_data(p),
-        lambda args: _training_cli().run_data(args),
     ),
-    Command(
+    _training_command(
         "demo",
         "train SFT, PAFT and RL agents here and print the robustness table beside the base, oracle, static",
-        lambda p: _training_cli().configure_demo(p),
-        lambda args: _training_cli().run_demo(args),
     ),
 ]
 
