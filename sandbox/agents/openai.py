@@ -57,7 +57,7 @@ _SELF_REPORTS = ("/version", "/props")
 """Where engines say what they are, at the server's root: vLLM and SGLang ``/version``, llama.cpp ``/props``."""
 
 
-CLIENT_VERSION = "v2"
+CLIENT_VERSION = "v3"
 """Part of the fingerprint: cached episodes of an older client are not served to this one."""
 
 
@@ -84,7 +84,9 @@ def to_openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
                     }
                 )
             pending = [c["id"] for c in calls]
-            out.append({"role": "assistant", "content": m.get("content") or None, "tool_calls": calls})
+            # No text goes as no "content" key: servers that type it as a string (llama-cpp-python) refuse a null.
+            said = {"content": m["content"]} if m.get("content") else {}
+            out.append({"role": "assistant", **said, "tool_calls": calls})
         elif role == "tool":
             call_id = m.get("tool_call_id") or (pending.pop(0) if pending else f"call_{n}")
             if call_id in pending:

@@ -20,6 +20,7 @@ def test_messages_go_over_the_wire_in_openai_format():
     wire = to_openai_messages(messages)
     call = wire[2]["tool_calls"][0]
     assert call["type"] == "function" and call["function"]["arguments"] == '{"a": 1}'
+    assert "content" not in wire[2]  # not null: llama-cpp-python's server refuses an assistant message with one
     assert wire[3] == {"role": "tool", "tool_call_id": call["id"], "content": '{"ok": 1}'}
 
 

@@ -18,7 +18,7 @@ import sandbox
 from sandbox import OracleAgent, make_env, run_episodes
 from sandbox.agent import RequestFailed, Turn
 from sandbox.agents.http import keeps_deadlines, parse_retry_after
-from sandbox.agents.openai import OpenAIAgent, read_reply
+from sandbox.agents.openai import CLIENT_VERSION, OpenAIAgent, read_reply
 
 TASKS = sandbox.tasks("poi", "test", 24)
 HELLO = Turn("ep-test", [{"role": "user", "content": "hello"}], [])
@@ -342,7 +342,9 @@ def test_the_fingerprint_holds_what_the_server_says_of_the_model(serve):
     server = serve(respond)
     agent = OpenAIAgent("m", server.url, temperature=0.7, top_p=0.9, seed=3)
     fp = agent.fingerprint()
-    assert fp.startswith(f"openai-v2:m@{server.url}/chat/completions:t=0.7:max_tokens=512:top_p=0.9:seed=3:server=")
+    assert fp.startswith(
+        f"openai-{CLIENT_VERSION}:m@{server.url}/chat/completions:t=0.7:max_tokens=512:top_p=0.9:seed=3:server="
+    )
     assert '"root": "/ckpt/a"' in fp and '"owned_by": "vllm"' in fp and '"created": 1700000000' in fp
     assert "perm-1" not in fp
     assert agent.fingerprint() == fp and [m for m, *_ in server.seen] == ["GET"]  # asked once

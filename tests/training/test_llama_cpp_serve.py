@@ -67,3 +67,20 @@ def test_openagent_eval_runs_through_the_engine_and_reports_what_it_said(served,
     assert result.returncode == 0, result.stderr
     meta = json.loads((tmp_path / "report.json").read_text())["meta"]
     assert meta["server"]["models"][0]["id"] == "tiny" and meta["server"]["in_flight"]["adaptive"] is True
+
+
+def test_the_engine_takes_a_conversation_with_tool_calls_and_results(served):
+    """The second turn of a tool-using episode: the assistant's call (no text) and the tool's result."""
+    from sandbox.agent import RequestFailed, Turn
+    from sandbox.agents.openai import OpenAIAgent
+
+    tools = [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city.",
+              "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]  # fmt: skip
+    messages = [
+        {"role": "user", "content": "What is the weather in Paris?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "get_weather",
+                                                                     "arguments": {"city": "Paris"}}}]},
+        {"role": "tool", "name": "get_weather", "content": '{"sky": "clear"}'},
+    ]  # fmt: skip
+    [reply] = OpenAIAgent("tiny", served, max_tokens=8).act([Turn("ep", messages, tools)])
+    assert not isinstance(reply, RequestFailed), reply.error
