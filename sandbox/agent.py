@@ -152,7 +152,8 @@ class FunctionAgent:
     """Adapts a plain ``fn(messages, tools) -> str | Reply`` to the batch protocol.
 
     Its fingerprint is the function's code (:func:`sandbox.fingerprint.function_key`);
-    ``module_source=True`` (what ``module:function`` specs use) adds the bytes of its module's file.
+    ``module_source=True`` (what ``module:function`` specs use) adds its module's own code (its file and the
+    project modules it imports).
     """
 
     def __init__(

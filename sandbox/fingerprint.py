@@ -3,18 +3,21 @@
 A fingerprint covers what decides an agent's behaviour, so that a changed agent is never served
 old episodes and an unchanged one, in another process, finds its own:
 
-- an object agent (a class instance, ``module:Class`` or ``module:instance``): the bytes of the
-  source file of every module its class (and its bases) come from, and its configuration, its
-  public attributes as they are when it is first fingerprinted;
+- an object agent (a class instance, ``module:Class`` or ``module:instance``): the agent's own code
+  (:func:`sandbox.agent_code.code_digest` of the modules its class and its bases come from: their
+  files and every module of the project they import, transitively), the files it declares, and its
+  configuration, its public attributes as they are when it is first fingerprinted;
 - a plain function: its code (bytecode, constants, names, defaults, recursively into nested code),
   the values of its closure cells and of the constants and helper functions of its module that it
-  names; for ``module:function`` the bytes of the module's file too;
+  names, and the own code of the modules of the other functions, classes and modules it names; for
+  ``module:function`` the own code of its module too (its file and what it imports);
 - a checkpoint (``hf:``): the bytes of its weights, config, tokenizer and adapter files
   (:func:`checkpoint_digest`).
 
 An agent's own ``fingerprint()`` method wins over all of this. An agent (a class, an instance or a
 function) may also set ``openagent_version`` (see :data:`VERSION_ATTRIBUTE`) to replace the source
-part by a version that its author bumps.
+part by a version that its author bumps, and ``openagent_files`` (:data:`sandbox.agent_code.FILES_ATTRIBUTE`)
+to put prompt or data files in the key.
 
 Values go into a key only by a deterministic description (never a memory address, never ``hash()``,
 which is salted per process); an object with no stable description counts by its type name. The
@@ -36,13 +39,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path, PurePath
 from typing import Any
 
+from sandbox.agent_code import FILES_ATTRIBUTE, code_digest, declared_files, file_digest, is_own_code
+
 VERSION_ATTRIBUTE = "openagent_version"
 """Set it on an agent's class, instance or function (``openagent_version = "2"``) to key its cache by
-that version instead of by its source. The configuration (an instance's public attributes) still
-counts. Worth it when the source hash would invalidate too often or too rarely: a module that
-reads large data files or a prompt file at import (their changes are not in its source), an agent
-whose behaviour lives in other modules of its package (only the class's own modules are hashed),
-or a test file whose unrelated edits should not rerun a slow agent. Bump it when behaviour changes."""
+that version instead of by its source. The configuration (an instance's public attributes) and the
+declared files still count. Worth it when the source hash would invalidate too often or too rarely:
+a module that reads data at import from somewhere it cannot declare, or a project whose unrelated
+edits should not rerun a slow agent. Bump it when behaviour changes."""
 
 CHECKPOINT_FILES = (
     "*.safetensors", "*.bin", "*.pt", "*.gguf", "*.index.json", "config.json", "generation_config.json",
@@ -53,12 +57,9 @@ CHECKPOINT_FILES = (
 template, LoRA adapter files, remote code."""
 _NOT_BEHAVIOUR = frozenset({"training_args.bin", "optimizer.pt", "scheduler.pt", "rng_state.pth"})
 
-_CHUNK = 1 << 20
 _MAX_DEPTH = 6
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{4,}")
 _STDLIB = frozenset(sys.stdlib_module_names) | {"builtins"}
-
-_files: dict[tuple[str, int, int, int, int], str] = {}
 
 
 class _Memo:
@@ -119,21 +120,6 @@ def function_key(fn: Callable[..., Any], name: str | None = None, module_source:
     return f"function:{module}.{name}@{digest}"
 
 
-def file_digest(path: str | os.PathLike[str]) -> str:
-    """SHA-256 of a file's bytes, memoised in this process by path, size, mtime, inode and ctime."""
-    path = os.path.abspath(path)
-    st = os.stat(path)
-    stamp = (path, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
-    hit = _files.get(stamp)
-    if hit is None:
-        digest = hashlib.sha256()
-        with open(path, "rb") as f:
-            while chunk := f.read(_CHUNK):
-                digest.update(chunk)
-        hit = _files[stamp] = digest.hexdigest()
-    return hit
-
-
 def checkpoint_digest(directory: str | os.PathLike[str]) -> str:
     """A digest of the files of a checkpoint directory that decide its replies (:data:`CHECKPOINT_FILES`).
 
@@ -155,7 +141,8 @@ def _object_key(agent: Any) -> str:
     version = getattr(agent, VERSION_ATTRIBUTE, None)
     source = f"version={version}" if version is not None else _class_source(cls)
     config = _describe(_public_attributes(agent), 0, set())
-    digest = hashlib.sha256(f"{source}\0{config}".encode()).hexdigest()[:16]
+    files = code_digest((), declared_files(agent) + declared_files(cls)) if _declares(agent) else ""
+    digest = hashlib.sha256(f"{source}\0{config}\0{files}".encode()).hexdigest()[:16]
     return f"{cls.__module__}.{cls.__qualname__}@{digest}"
 
 
@@ -165,7 +152,11 @@ def _public_attributes(obj: Any) -> dict[str, Any]:
         for slot in getattr(klass, "__slots__", ()):
             if isinstance(slot, str) and hasattr(obj, slot):
                 values.setdefault(slot, getattr(obj, slot))
-    return {k: v for k, v in values.items() if not k.startswith("_") and k != VERSION_ATTRIBUTE}
+    return {k: v for k, v in values.items() if not k.startswith("_") and k not in (VERSION_ATTRIBUTE, FILES_ATTRIBUTE)}
+
+
+def _declares(obj: Any) -> bool:
+    return getattr(obj, FILES_ATTRIBUTE, None) is not None
 
 
 def _class_source(cls: type) -> str:
@@ -182,10 +173,11 @@ def _class_source(cls: type) -> str:
 
 
 def _module_source(module_name: str) -> str | None:
+    """The module's file and the project's own modules it imports (:func:`~sandbox.agent_code.code_digest`)."""
     path = getattr(sys.modules.get(module_name), "__file__", None)
     if not path or not os.path.isfile(path):
         return None
-    return file_digest(path)
+    return f"{file_digest(path)}+{code_digest([module_name])}"
 
 
 def _class_body(cls: type, module_name: str) -> str:
@@ -212,6 +204,8 @@ def _function_digest(fn: Any, module_source: bool) -> str:
         if module_source:
             module = getattr(fn, "__module__", None)
             blob += f"\0module={_module_source(module) if module else None}"
+    if _declares(fn):
+        blob += f"\0files={code_digest((), declared_files(fn))}"
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -251,12 +245,25 @@ def _function(fn: types.FunctionType, depth: int, seen: set[int]) -> str:
         if name not in scope:
             continue
         value = scope[name]
-        if isinstance(value, types.FunctionType):
-            if value.__module__ == fn.__module__:
-                parts.append(f"{name}={_function(value, depth + 1, seen)}")
+        if isinstance(value, types.FunctionType) and value.__module__ == fn.__module__:
+            parts.append(f"{name}={_function(value, depth + 1, seen)}")
+        elif (foreign := _foreign_module(value, fn.__module__)) is not None:
+            parts.append(f"{name}=code({foreign}:{code_digest([foreign])})")  # a helper of the project's own
         elif _immutable(value):
             parts.append(f"{name}={_describe(value, depth + 1, seen)}")
     return "fn(" + "|".join(parts) + ")"
+
+
+def _foreign_module(value: Any, own: str | None) -> str | None:
+    """The module a function, class or module that a function names comes from, when it is the project's own
+    code other than the function's module."""
+    if isinstance(value, types.ModuleType):
+        name = value.__name__
+    elif isinstance(value, types.FunctionType | type):
+        name = value.__module__
+    else:
+        return None
+    return name if name != own and is_own_code(name) else None
 
 
 def _code(code: types.CodeType) -> str:
@@ -294,6 +301,8 @@ def _describe(value: Any, depth: int, seen: set[int]) -> str:
         return _type_name(value)
     if isinstance(value, PurePath):
         return f"path({value.as_posix()!r})"
+    if isinstance(value, types.ModuleType):
+        return f"module({value.__name__}:{code_digest([value.__name__]) if is_own_code(value.__name__) else ''})"
     if depth > _MAX_DEPTH or id(value) in seen:
         return _type_name(type(value))
     if isinstance(value, types.FunctionType | types.MethodType | functools.partial | types.BuiltinFunctionType):

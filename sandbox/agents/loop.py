@@ -107,7 +107,8 @@ class LoopAgent(SessionAgent):
     """A sandbox agent whose moves are made by ``run(request, tools) -> answer``; see the module's docstring.
 
     ``timeout``: seconds ``run`` may take between two moves (a call or its answer). ``name`` names it in
-    reports and in its cache key, with ``run``'s code and its module's source.
+    reports and in its cache key, with ``run``'s code and its own code (its module and the project modules
+    it imports).
     """
 
     def __init__(self, run: Loop, name: str | None = None, timeout: float = 60.0) -> None:
