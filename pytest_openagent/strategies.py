@@ -27,7 +27,6 @@ from sandbox.evaluation.draw import (
     drifting,
     max_onset,
     perturbation_classes,
-    severity_floor,
     task_pool,
     with_onset,
 )
@@ -100,7 +99,7 @@ def _build(
 @lru_cache(maxsize=4096)
 def _one(cls: type[Perturbation], pool: Pool, seed: int | None = None) -> st.SearchStrategy[Perturbation]:
     seeds = st.integers(0, SEEDS - 1) if seed is None else st.just(seed)
-    return _build(cls, pool, st.integers(severity_floor(cls), cls.max_severity), seeds)
+    return _build(cls, pool, st.integers(cls.severity_floor(), cls.max_severity), seeds)
 
 
 @lru_cache(maxsize=4096)

@@ -24,7 +24,7 @@ from sandbox.case import SANDBOX_VERSION, Case
 from sandbox.episode import Episode
 from sandbox.errors import UsageError
 from sandbox.evaluation.cache import DEFAULT_CACHE_DIR, EPISODES, EpisodeCache, prepare
-from sandbox.evaluation.draw import DomainSpec, TierSpec, domain_names, perturbation_classes, severity_floor
+from sandbox.evaluation.draw import DomainSpec, TierSpec, domain_names, perturbation_classes
 from sandbox.files import write_atomically
 from sandbox.perturbations.base import TIERS, Perturbation, Pool
 from sandbox.task import SPLITS, Task
@@ -265,7 +265,7 @@ def check_domain(
     cells = []
     for cls in classes:
         onsets = (0, *DRIFT_ONSETS) if drift and cls.can_drift() else (0,)
-        for severity, after in ((s, a) for a in onsets for s in range(severity_floor(cls), cls.max_severity + 1)):
+        for severity, after in ((s, a) for a in onsets for s in cls.severities()):
             spec = cls(severity=severity, pool=pool, seed=seed, after=after)
             cell, cases = _cases(spec, tasks)
             for case, by_oracle, by_static in zip(cases, run(oracle, cases), run(static, cases), strict=True):

@@ -1,7 +1,7 @@
 """Drawing cases: task pools, perturbation classes by tier or name, the severity rule, fixed samples.
 
 One rule for every draw (the fixed evaluation sample, Hypothesis' strategies, PAFT's data): a
-severity is an integer from :func:`severity_floor` to the class' ``max_severity``, and a class is
+severity is an integer from :meth:`Perturbation.severity_floor` to the class' ``max_severity``, and a class is
 drawn for a task only where its mildest instance changes that task.
 """
 
@@ -94,11 +94,6 @@ def perturbation_classes(
     return tuple(classes)
 
 
-def severity_floor(cls: type[Perturbation]) -> int:
-    """The mildest severity worth drawing: severity 0, where a class allows it, is the identity."""
-    return max(cls.min_severity, 1) if cls.max_severity >= 1 else cls.min_severity
-
-
 def drifting(classes: tuple[type[Perturbation], ...]) -> tuple[type[Perturbation], ...]:
     """The classes that may start mid-episode (``Perturbation.can_drift``); an error naming them where none can."""
     found = tuple(c for c in classes if c.can_drift())
@@ -138,7 +133,7 @@ def drift_applicable(classes: tuple[type[Perturbation], ...], task: Task) -> tup
 
 
 def draw_severity(cls: type[Perturbation], rng: random.Random) -> int:
-    return rng.randint(severity_floor(cls), cls.max_severity)
+    return rng.randint(cls.severity_floor(), cls.max_severity)
 
 
 def draw_perturbation(cls: type[Perturbation], rng: random.Random, pool: Pool) -> Perturbation:
@@ -148,7 +143,7 @@ def draw_perturbation(cls: type[Perturbation], rng: random.Random, pool: Pool) -
 
 @lru_cache(maxsize=1024)
 def mildest(cls: type[Perturbation]) -> Perturbation:
-    return cls(severity=severity_floor(cls))
+    return cls(severity=cls.severity_floor())
 
 
 _APPLIES: dict[tuple[type[Perturbation], str], bool] = {}

@@ -98,6 +98,16 @@ class Perturbation(BaseModel):
     first turn). The agent sees the changed tool list on the next turn, with a notice (sandbox.perturbations.drift)."""
 
     @classmethod
+    def severity_floor(cls) -> int:
+        """The mildest severity worth drawing: severity 0, where a class allows it, is the identity."""
+        return max(cls.min_severity, 1) if cls.max_severity >= 1 else cls.min_severity
+
+    @classmethod
+    def severities(cls) -> range:
+        """Every severity worth drawing, mildest first (the one rule for strategies, measurement, PAFT, proxy)."""
+        return range(cls.severity_floor(), cls.max_severity + 1)
+
+    @classmethod
     def can_drift(cls) -> bool:
         """Whether an onset after the first turn is allowed: for perturbations of the tool surface and of
         interaction (tiers 1 and 2, but those of the query), and those that say so (a tool withdrawn for good)."""

@@ -36,7 +36,7 @@ def parse_perturbations(items: Sequence[str], seed: int = 0, pool: str = "eval")
         if after and not after.strip().isdigit():
             raise UsageError(f"--perturb {item!r}: the onset after '@' is a whole number of calls, e.g. {head}@1")
         cls = registry.get(name.strip())
-        level = int(severity) if severity else max(cls.min_severity, 1)
+        level = int(severity) if severity else cls.severity_floor()
         try:
             specs.append(cls(severity=level, seed=seed, pool=pool, after=int(after) if after else 0))
         except ValidationError as exc:

@@ -18,7 +18,6 @@ from sandbox.agents import OracleAgent
 from sandbox.case import Case, run_cases
 from sandbox.domains import DOMAINS
 from sandbox.domains.mcp import mcp_domain
-from sandbox.evaluation.draw import severity_floor
 from sandbox.judge import OUTCOMES
 from sandbox.perturbations import registry
 from tests import toys
@@ -38,7 +37,7 @@ def _every_applied_case(domain, severities="all"):
     cases = []
     for name in registry.names():
         cls = registry.get(name)
-        levels = range(severity_floor(cls), cls.max_severity + 1) if severities == "all" else [cls.max_severity]
+        levels = cls.severities() if severities == "all" else [cls.max_severity]
         for severity in levels:
             spec = cls(severity=severity, seed=7)
             cases += [Case(task, (spec,)) for task in domain.listed if spec.applies_to(task)]

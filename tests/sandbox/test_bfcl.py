@@ -331,7 +331,7 @@ def test_the_oracle_solves_every_applied_solvable_perturbation_of_two_tasks_per_
 
     tasks = _per_backend(bfcl)
     cases = [Case(t, (cls(severity=s),)) for cls in map(get, names()) if not cls.unsolvable
-             for s in range(max(1, cls.min_severity), cls.max_severity + 1)
+             for s in cls.severities()
              for t in tasks if cls(severity=s).applies_to(t)]  # fmt: skip
     applied = {c.perturbations[0].name for c in cases}
     assert {"tool_name_noise", "schema_noise", "runtime_error", "dependency_split"} <= applied
@@ -387,7 +387,7 @@ def test_the_oracle_solves_every_applied_solvable_perturbation_of_each_category(
 
     tasks = _sample(bfcl, category)
     cases = [Case(t, (cls(severity=s),)) for cls in map(get, names()) if not cls.unsolvable
-             for s in range(max(1, cls.min_severity), cls.max_severity + 1)
+             for s in cls.severities()
              for t in tasks if cls(severity=s).applies_to(t)]  # fmt: skip
     cases += [Case(t) for t in tasks]
     episodes = run_cases(OracleAgent(), cases)
@@ -538,7 +538,7 @@ def test_a_tool_keeps_its_name_and_spec_when_held_back_functions_are_released(bf
     ids = ["multi_turn_miss_func_0", "multi_turn_miss_func_3", "multi_turn_miss_func_41", "multi_turn_miss_func_127"]
     changed = []
     for task_id in ids:
-        for severity in range(max(1, cls.min_severity), cls.max_severity + 1):
+        for severity in cls.severities():
             for seed in range(3):
                 case = _case(bfcl, task_id, name, severity, seed)
                 if not case.perturbations[0].applies_to(case.task):

@@ -10,7 +10,6 @@ import pytest
 from sandbox.agents import OracleAgent
 from sandbox.case import Case, run_cases
 from sandbox.domains import get_domain
-from sandbox.evaluation.draw import severity_floor
 from sandbox.perturbations import create, from_dict, get, names
 from sandbox.prompt import LIST_CHANGED
 from sandbox.task import Task
@@ -91,7 +90,7 @@ def drift_cases(domain: str, tasks: Sequence[Task], onsets: Sequence[int] = (1, 
     cases = []
     for name in DRIFTING:
         cls = get(name)
-        for severity in range(severity_floor(cls), cls.max_severity + 1):
+        for severity in cls.severities():
             for after in onsets:
                 spec = cls(severity=severity, after=after, seed=after)
                 cases += [Case(t, (spec,)) for t in tasks if spec.applies_to(t)]

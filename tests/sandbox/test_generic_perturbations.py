@@ -52,7 +52,7 @@ def _seen(env, task) -> str:
 def _specs(name: str):
     cls = get(name)
     return [
-        cls(severity=s, pool=p, seed=7) for p in POOLS for s in range(max(1, cls.min_severity), cls.max_severity + 1)
+        cls(severity=s, pool=p, seed=7) for p in POOLS for s in cls.severities()
     ]
 
 

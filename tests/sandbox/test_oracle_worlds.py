@@ -100,7 +100,7 @@ def _wrong(domain: sandbox.Domain, names: tuple[str, ...], seeds: range = range(
     cases = []
     for name in names:
         cls = get(name)
-        for severity in range(max(1, cls.min_severity), cls.max_severity + 1):
+        for severity in cls.severities():
             specs = [cls(severity=severity, pool=pool, seed=seed) for pool in POOLS for seed in seeds]
             cases += [Case(t, (spec,)) for spec in specs for t in domain.tasks() if spec.applies_to(t)]
     assert cases, f"none of {names} applies to {domain.name}"
