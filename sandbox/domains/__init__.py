@@ -16,6 +16,7 @@ no arguments that returns one.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from sandbox.domain import Domain
@@ -29,9 +30,6 @@ if TYPE_CHECKING:
 ENTRY_POINTS = "openagent.domains"
 BUILT_IN: tuple[str, ...] = ("poi", "medical", "bfcl")
 
-DOMAINS: dict[str, Domain] = {}
-"""Every domain built so far, by name (``sandbox`` builds ``poi`` and ``medical`` as it loads)."""
-
 LAZY: dict[str, str] = {
     "poi": "sandbox.domains.poi.domain:DOMAIN", "medical": "sandbox.domains.medical.domain:DOMAIN",
     "bfcl": "sandbox.domains.bfcl:load", "mcp": "sandbox.domains.mcp:load",
@@ -40,7 +38,40 @@ LAZY: dict[str, str] = {
 packages load only then, and, as with a user's domain registered by entry point, ``sandbox.domains``
 imports none of them."""
 EAGER: tuple[str, ...] = ("poi", "medical")
-"""The built-in worlds that ``sandbox`` builds as it loads (cheap, and listed in :data:`DOMAINS` from the start)."""
+"""The built-in worlds listed in :data:`DOMAINS` from the start (each built when first read)."""
+
+
+class Registry(MutableMapping[str, Domain]):
+    """The registered domains by name: a dict whose :data:`EAGER` worlds are listed from the start but
+    built when first read (their modules load then), so ``import sandbox`` builds no world."""
+
+    def __init__(self, listed: tuple[str, ...]) -> None:
+        self._entries: dict[str, Domain | None] = dict.fromkeys(listed)
+
+    def __getitem__(self, name: str) -> Domain:
+        domain = self._entries[name]
+        if domain is None:
+            domain = self._entries[name] = _load(name, LAZY[name])
+        return domain
+
+    def __setitem__(self, name: str, domain: Domain) -> None:
+        self._entries[name] = domain
+
+    def __delitem__(self, name: str) -> None:
+        del self._entries[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"Registry({', '.join(self._entries)})"
+
+
+DOMAINS: MutableMapping[str, Domain] = Registry(EAGER)
+"""Every domain registered so far, by name: ``poi`` and ``medical`` from the start (built when first read)."""
 
 
 def register_domain(domain: Domain, *, replace: bool = False) -> Domain:
