@@ -21,7 +21,7 @@ from pytest_openagent.arguments import (  # noqa: F401 - the exit codes are part
     EXIT_OK,
     EXIT_USAGE,
 )
-from pytest_openagent.commands import check_domain, evaluate, gate, mcp_proxy
+from pytest_openagent.commands import check_domain, evaluate, gate, llm_proxy, mcp_proxy
 from pytest_openagent.console import quiet_stdout
 from sandbox.errors import MissingExtra, UsageError, install_line
 
@@ -63,6 +63,12 @@ COMMANDS: list[Command] = [
         "serve an MCP server's tools perturbed, over stdio or streamable HTTP, to an agent that speaks MCP",
         mcp_proxy.configure,
         mcp_proxy.run,
+    ),
+    Command(
+        "llm-proxy",
+        "serve an OpenAI-compatible model server with faults on the model's side (malformed calls, errors...)",
+        llm_proxy.configure,
+        llm_proxy.run,
     ),
     _training_command(
         "base",

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from sandbox.errors import WrongType
+from sandbox.errors import UsageError, WrongType
 
 if TYPE_CHECKING:
     from sandbox.task import Task
@@ -146,6 +146,23 @@ def brief(agent: Any, episode_id: str, task: Task) -> None:
     # has not asked for the answers.
     if callable(getattr(type(agent), "brief", None)):
         agent.brief(episode_id, task)
+
+
+def route_model(agent: Any, episode_id: str, env: Any) -> None:
+    """Where the case of ``env`` injects faults into the agent's own model, hand ``agent`` the episode's route
+    (``agent.route_model(episode_id, route)``): its model requests then go through the LLM proxy, which the
+    route drives. An agent without ``route_model`` cannot take model faults: that is the user's to fix."""
+    try:
+        route = env.get_wrapper_attr("model_route")
+    except AttributeError:
+        return
+    if not callable(getattr(type(agent), "route_model", None)):
+        raise UsageError(
+            f"case {env.describe()} injects faults into the agent's own model, which the LLM proxy does on the "
+            f"way from the model's server; {type(agent).__name__} has no model reached over HTTP: use an openai: "
+            f"agent, or a LoopAgent whose run takes its model's URL from tools.model_url(URL) (docs/perturbations.md)"
+        )
+    agent.route_model(episode_id, route())
 
 
 class FunctionAgent:

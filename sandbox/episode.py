@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sandbox.agent import Reply, Turn, as_agent, brief, close
+from sandbox.agent import Reply, Turn, as_agent, brief, close, route_model
 from sandbox.env import Env
 from sandbox.errors import UsageError
 from sandbox.live_episode import MAX_MESSAGE_CHARS, MAX_STORED_REPLY, LiveEpisode, advance, error_text, fail
@@ -83,6 +83,7 @@ def _start(agent: Any, env: Env) -> LiveEpisode | Episode:
     except Exception as exc:
         _close(agent, [ep.episode_id])
         return fail(ep, f"brief: {error_text(exc)}")
+    route_model(agent, ep.episode_id, env)  # a case with model faults: the agent's model goes through the LLM proxy
     return ep
 
 

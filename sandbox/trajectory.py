@@ -37,6 +37,9 @@ class Episode(BaseModel):
     writes: list[dict[str, Any]] = Field(default_factory=list)
     solvable: bool | None = None
     """Whether the case could be completed: ``task.solvable`` unless a perturbation ruled it out."""
+    model_faults: dict[str, Any] | None = None
+    """Where the case injected faults into the agent's own model: what the LLM proxy did, turn by turn, and whether
+    the harness asked its model again after the last fault (sandbox.perturbations.model)."""
     meta: list[dict[str, Any]] = Field(default_factory=list, exclude=True)
     """Per-turn data from the agent (token ids, log-probabilities), kept in memory only."""
     clean_outcome: Outcome | None = Field(default=None, exclude=True)

@@ -59,7 +59,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         for name, value in extra.items():
             self.send_header(name, value)
-        self.send_header("Content-Type", "application/json")
+        if not any(name.lower() == "content-type" for name in extra):
+            self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)

@@ -97,3 +97,15 @@ def test_every_check_domain_option_is_documented():
             if option not in ("-h", "--help"):
                 assert f"`{option}" in section, option
     assert "| `openagent check-domain` |" in DOC
+
+
+def test_every_llm_proxy_option_is_documented():
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command").choices["llm-proxy"]
+    section = DOC[DOC.index("## Faults on the model's side (`openagent llm-proxy`)") :]
+    section = section[: section.index("\n## ", 1)]
+    for action in sub._actions:
+        for option in action.option_strings:
+            if option not in ("-h", "--help"):
+                assert f"`{option}" in section, option
+    assert "| `openagent llm-proxy` |" in DOC

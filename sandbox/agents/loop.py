@@ -56,10 +56,12 @@ class EpisodeTools(Sequence[EpisodeTool]):
     that wait are answered, so the framework's next step can see the new list.
     """
 
-    def __init__(self, episode_id: str, session: LoopSession) -> None:
+    def __init__(self, episode_id: str, session: LoopSession, model_route: Any = None) -> None:
         self.episode_id = episode_id
         self.version = 0
         self._session = session
+        self._model_route = model_route
+        self._model_urls: dict[str, tuple[str, str]] = {}
         self._tools = [EpisodeTool(spec, session) for spec in session.tool_specs()]
         self._listeners: list[Callable[[EpisodeTools], None]] = []
 
@@ -71,6 +73,29 @@ class EpisodeTools(Sequence[EpisodeTool]):
 
     def on_change(self, callback: Callable[[EpisodeTools], None]) -> None:
         self._listeners.append(callback)
+
+    def model_url(self, url: str) -> str:
+        """The base URL the framework's model should use in this episode: ``url`` (an OpenAI-compatible server's,
+        ``.../v1``) itself, or, where the case injects faults into the agent's own model, the LLM proxy's address
+        for this episode in front of it. Point the model's client at it in ``run``, once per episode."""
+        if self._model_route is None:
+            return url
+        if url not in self._model_urls:
+            from sandbox.proxy.llm_serve import episode_url
+
+            self._model_urls[url] = episode_url(url, self._model_route)
+        return self._model_urls[url][0]
+
+    @property
+    def model_routed(self) -> bool:
+        """Whether the case injects model faults and ``run`` asked :meth:`model_url` for its model's address."""
+        return self._model_route is None or bool(self._model_urls)
+
+    def close_model_urls(self) -> None:
+        from sandbox.proxy.llm_serve import close_episode
+
+        for url, (_, token) in self._model_urls.items():
+            close_episode(url, token)
 
     @property
     def specs(self) -> list[ToolSpec]:
@@ -121,11 +146,34 @@ class LoopAgent(SessionAgent):
 
         return f"loop-agent:{self.name}:{function_key(self.run, module_source=True)}"
 
+    def route_model(self, episode_id: str, route: Any) -> None:
+        """The case injects model faults: ``tools.model_url(URL)`` will give ``run`` the LLM proxy's address."""
+        vars(self).setdefault("_model_routes", {})[episode_id] = route
+
     def open(self, turn: Turn) -> LoopSession:
-        session = LoopSession(lambda request: self.run(request, tools), turn, f"loop agent {self.name}")
-        tools = EpisodeTools(turn.episode_id, session)
+        route = vars(self).get("_model_routes", {}).pop(turn.episode_id, None)
+
+        def play(request: str) -> str:
+            answer = self.run(request, tools)
+            if not tools.model_routed:
+                raise RuntimeError(
+                    "this case injects faults into the agent's own model, but run never asked tools.model_url(URL) "
+                    "for its model's address, so none reached it: build the model's client on tools.model_url(URL)"
+                )
+            return answer
+
+        session = LoopSession(play, turn, f"loop agent {self.name}")
+        tools = EpisodeTools(turn.episode_id, session, route)
         session.on_tools = tools.refresh
+        if route is not None:
+            session.closers.append(tools.close_model_urls)
         return session.start(turn)
+
+    def close(self, episode_ids: Sequence[str]) -> None:
+        routes = vars(self).get("_model_routes", {})
+        for episode_id in episode_ids:
+            routes.pop(episode_id, None)
+        super().close(episode_ids)
 
 
 __all__ = ["EpisodeTool", "EpisodeTools", "Loop", "LoopAgent"]

@@ -179,10 +179,11 @@ class OpenAIAgent:
         self._client: Any = None  # one httpx.Client (one connection pool), made at the first request
         self._server: dict[str, Any] | str | None = None  # what GET /models said of this model
         self._about: dict[str, Any] = {}  # what the server said of itself (server_report)
+        self._routes: dict[str, tuple[str, str]] = {}  # episode id -> (its URL through the LLM proxy, token)
         self.in_flight = InFlight(self.concurrency, adaptive=self.adaptive)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in vars(self).items() if k not in ("_lock", "_client", "in_flight")}
+        return {k: v for k, v in vars(self).items() if k not in ("_lock", "_client", "in_flight", "_routes")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         server, about = state.pop("_server", None), state.pop("_about", {})
@@ -266,15 +267,34 @@ class OpenAIAgent:
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(turns))) as pool:
             return list(pool.map(self._reply, turns))
 
+    def route_model(self, episode_id: str, route: Any) -> None:
+        """The episode's requests go through the LLM proxy, which injects its case's model faults."""
+        from sandbox.proxy.llm_serve import episode_url
+
+        base, token = episode_url(self.url[: -len(_CHAT)], route)
+        with self._lock:
+            self._routes[episode_id] = (base + _CHAT, token)
+
+    def close(self, episode_ids: Sequence[str]) -> None:
+        with self._lock:
+            ended = [self._routes.pop(e) for e in episode_ids if e in self._routes]
+        if ended:
+            from sandbox.proxy.llm_serve import close_episode
+
+            for _, token in ended:
+                close_episode(self.url[: -len(_CHAT)], token)
+
     def _reply(self, turn: Turn) -> Reply | RequestFailed:
+        routed = self._routes.get(turn.episode_id)
         try:
-            data = self.complete(turn.messages, turn.tools)
+            data = self.complete(turn.messages, turn.tools, url=routed[0] if routed else None)
         except (OSError, ValueError) as exc:
             return RequestFailed(redact(str(exc)))
         return read_reply(data)
 
-    def complete(self, messages: Sequence[Message], tools: list[ToolSpec]) -> Any:
-        """One chat-completions request (retried as the class says); the decoded JSON reply.
+    def complete(self, messages: Sequence[Message], tools: list[ToolSpec], url: str | None = None) -> Any:
+        """One chat-completions request (retried as the class says), to ``url`` (the agent's own by default); the
+        decoded JSON reply.
 
         Raises ``OSError`` when the server cannot be reached or misses the deadline, ``ValueError``
         when it answers with an error, a redirect it may not take, or something that is not JSON.
@@ -282,7 +302,7 @@ class OpenAIAgent:
         body: dict[str, Any] = {"model": self.model, "messages": to_openai_messages(messages), **self.sampling()}
         if tools:
             body["tools"] = tools
-        return self._request("POST", self.url, json.dumps(body).encode(), self.timeout, self.retries)[0]
+        return self._request("POST", url or self.url, json.dumps(body).encode(), self.timeout, self.retries)[0]
 
     def _request(self, method: str, url: str, payload: bytes | None, timeout: float, retries: int) -> tuple[Any, Any]:
         """The decoded JSON reply and its headers; each try holds an in-flight slot, a wait between tries none."""

@@ -83,7 +83,7 @@ def perturbation_classes(
             if cls.tier not in tiers:
                 raise UsageError(f"perturbation {name!r} is in tier {cls.tier!r}, not {tiers}; drop tier= or the name")
             classes.append(cls)
-        order = registry.names()
+        order = registry.names(model_faults=True)
         return tuple(sorted(classes, key=lambda c: order.index(c.name)))
     classes = [registry.get(n) for n in registry.names(tiers)]
     if not classes:

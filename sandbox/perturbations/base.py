@@ -33,6 +33,8 @@ Layer = Literal[
     "merge", "inversion", "split", "restructure",
     # Feedback: what calls return and how they fail (an optional detail changes a lookup's reply too).
     "behaviour", "optional_detail", "codes", "redirect", "transient", "rate_limit", "missing_values", "format",
+    # The agent's own model: its replies, perturbed by the LLM proxy (the tools are untouched).
+    "model",
     # Surface names and descriptions: they see, and rename, every tool the layers below added.
     "descriptions", "schema", "decoys", "traps", "renaming", "erasure", "name_noise",
     # The query's wording, last.
@@ -86,6 +88,10 @@ class Perturbation(BaseModel):
     paft_family: ClassVar[str | None] = None
     """The PAFT family whose data it joins (``error_feedback``, ``symbolic``, ``semantic``), ``""`` for none (held
     out, as the paper holds tier 3 and domain transfer out); ``None``: its shift decides (``training.dataset``)."""
+
+    model_fault: ClassVar[bool] = False
+    """True for faults of the agent's own model (sandbox.perturbations.model): the LLM proxy injects them, at the
+    turn their onset says, so they are never drawn by tier and no :class:`Onset` wraps them."""
 
     drifts: ClassVar[bool | None] = None
     """Whether it may start mid-episode (an ``after`` onset); ``None``: its kind decides (:meth:`can_drift`)."""
@@ -189,7 +195,7 @@ def apply_stack(env: Env, perturbations: Sequence[Perturbation]) -> Env:
 
     for p in sorted(perturbations, key=lambda p: layer_index(p.layer)):
         changed, after = p.apply(env), getattr(p, "after", 0)
-        env = Onset(env, changed, after) if after and changed is not env else changed
+        env = Onset(env, changed, after) if after and changed is not env and not p.model_fault else changed
     return env
 
 

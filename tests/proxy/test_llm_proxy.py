@@ -1,0 +1,144 @@
+"""The LLM proxy end to end: an ``openai:`` agent (the sandbox's loop as its harness) whose model is the oracle
+behind a loopback server, each case's model faults injected on the way back; streaming through the proxy with
+the OpenAI SDK; ``openagent llm-proxy``'s misuse."""
+
+from __future__ import annotations
+
+import pytest
+
+import sandbox
+from sandbox.agents import LoopAgent, OracleAgent
+from sandbox.agents.openai import OpenAIAgent
+from sandbox.case import Case, run_cases
+from sandbox.errors import UsageError
+from sandbox.perturbations import registry
+from tests.commands import openagent
+from tests.loopback import LoopbackServer
+from tests.proxy.upstream import MODEL, OracleServer
+
+pytest.importorskip("starlette", reason="needs the mcp extra (starlette, uvicorn)")
+
+
+@pytest.fixture(scope="module")
+def server():
+    server = OracleServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def tasks(server):
+    tasks = [t for t in sandbox.tasks("poi", "test", n=8, seed=1) if t.plan and t.solvable][:3]
+    server.brief(tasks)
+    return tasks
+
+
+def _outcomes(agent, tasks, name, severity=1, after=0):
+    fault = registry.create(name, severity=severity, after=after)
+    return run_cases(agent, [Case(t, (fault,)) for t in tasks])
+
+
+EXPECTED = {
+    # the sandbox's own loop is the openai: agent's harness: it reads what the model said, and retries HTTP
+    ("model_rate_limited", 1): "success",
+    ("model_rate_limited_bare", 1): "success",
+    ("model_server_error", 1): "success",
+    ("model_server_error_retry_after", 1): "success",
+    ("model_server_error", 3): "agent_error",  # an outage fails loudly
+    ("model_unknown_tool", 1): "success",  # the env says the tool does not exist; the model calls the right one
+    ("model_malformed_arguments", 1): "parse_error",  # the loop does not hand a bad call back to the model
+    ("model_truncated_reply", 1): "parse_error",
+    ("model_refusal", 1): "wrong_refusal",
+    ("model_empty_reply", 1): "hallucinated_success",  # an empty reply taken as the answer: a false success
+    ("model_false_success", 1): "hallucinated_success",
+}
+
+
+@pytest.mark.parametrize(("name", "severity"), list(EXPECTED))
+def test_an_openai_agent_meets_each_fault_as_its_harness_handles_it(server, tasks, name, severity):
+    agent = OpenAIAgent(MODEL, server.url, backoff=0.01, retries=3)
+    assert [e.outcome for e in run_cases(agent, [Case(t) for t in tasks])] == ["success"] * len(tasks)
+    episodes = _outcomes(agent, tasks, name, severity)
+    assert [e.outcome for e in episodes] == [EXPECTED[name, severity]] * len(tasks), episodes[0].explain()
+    for episode in episodes:
+        assert episode.model_faults["injected"] and episode.model_faults["injected"][0]["fault"] == name
+    if EXPECTED[name, severity] == "success":
+        assert all(e.model_faults["asked_again"] for e in episodes), "recovered: the harness asked its model again"
+
+
+def test_the_onset_spares_the_turns_before_it(server, tasks):
+    agent = OpenAIAgent(MODEL, server.url, backoff=0.01)
+    episodes = _outcomes(agent, tasks, "model_false_success", after=1)
+    for episode in episodes:
+        assert [e["turn"] for e in episode.model_faults["injected"]] == [1]
+        assert episode.steps[0].calls and episode.outcome == "hallucinated_success"
+
+
+def test_the_proxy_forgets_an_episode_once_it_ends(server, tasks):
+    from sandbox.proxy.llm_serve import local_proxy
+
+    agent = OpenAIAgent(MODEL, server.url, backoff=0.01)
+    _outcomes(agent, tasks, "model_refusal")
+    assert local_proxy(server.url).proxy.routes == {} and agent._routes == {}
+
+
+def test_an_agent_without_a_model_over_http_cannot_take_model_faults(tasks):
+    with pytest.raises(UsageError, match="openai: agent, or a LoopAgent"):
+        run_cases(OracleAgent(), [Case(tasks[0], (registry.create("model_refusal"),))])
+
+
+def test_a_loop_agent_that_never_asks_for_its_models_url_fails_its_episode(tasks):
+    agent = LoopAgent(lambda request, tools: "done", name="no-model-url")
+    [episode] = run_cases(agent, [Case(tasks[0], (registry.create("model_refusal"),))])
+    assert episode.outcome == "agent_error" and "tools.model_url" in episode.steps[-1].error
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_openai_sdk_reads_a_faulted_reply_streamed_or_not(server, tasks, stream):
+    openai = pytest.importorskip("openai", reason="needs the dev extra")
+    from sandbox.proxy.llm import LlmProxy
+    from sandbox.proxy.llm_serve import ProxyThread
+
+    faults = (registry.create("model_unknown_tool", severity=3),)
+    messages = [{"role": "user", "content": tasks[0].query}]
+    tools = Case(tasks[0]).env().tool_specs()
+    with ProxyThread(LlmProxy(server.url, faults)) as proxy:
+        client = openai.OpenAI(base_url=proxy.url, api_key="none", max_retries=0)
+        got = client.chat.completions.create(model=MODEL, messages=messages, tools=tools, stream=stream)
+        if stream:
+            names = "".join(d.function.name or "" for c in got for d in (c.choices[0].delta.tool_calls or [])
+                            if c.choices and d.function)  # fmt: skip
+        else:
+            names = got.choices[0].message.tool_calls[0].function.name
+        clean = openai.OpenAI(base_url=server.url, api_key="none").chat.completions.create(
+            model=MODEL, messages=messages, tools=tools)  # fmt: skip
+    assert names == clean.choices[0].message.tool_calls[0].function.name + "_v2"
+
+
+def test_a_stream_with_no_fault_due_passes_through(server, tasks):
+    openai = pytest.importorskip("openai", reason="needs the dev extra")
+    from sandbox.proxy.llm import LlmProxy
+    from sandbox.proxy.llm_serve import ProxyThread
+
+    messages = [{"role": "user", "content": tasks[0].query}]
+    tools = Case(tasks[0]).env().tool_specs()
+    with ProxyThread(LlmProxy(server.url, (registry.create("model_refusal", after=5),))) as proxy:
+        client = openai.OpenAI(base_url=proxy.url, api_key="none", max_retries=0)
+        chunks = list(client.chat.completions.create(model=MODEL, messages=messages, tools=tools, stream=True))
+        listed = client.models.list().data
+    assert chunks[-1].choices[0].finish_reason == "tool_calls" and [m.id for m in listed] == [MODEL]
+
+
+def test_llm_proxy_misuse_is_one_line_that_names_the_fix(server, tmp_path):
+    typo = openagent("llm-proxy", "--upstream", server.url, "--fault", "model_refusl", cwd=tmp_path)
+    assert typo.returncode == 2 and "Did you mean 'model_refusal'?" in typo.stderr
+    assert typo.stderr.strip().splitlines()[-1].startswith("openagent llm-proxy: error: --fault")
+    not_openai = LoopbackServer(lambda method, path, body: (200, {}, {"status": "ok"}))
+    try:
+        root = not_openai.url.removesuffix("/v1")
+        wrong = openagent("llm-proxy", "--upstream", root, cwd=tmp_path)
+    finally:
+        not_openai.close()
+    assert wrong.returncode == 2 and f"its base URL is probably {root}/v1" in wrong.stderr
+    dead = openagent("llm-proxy", "--upstream", "http://127.0.0.1:9/v1", cwd=tmp_path)
+    assert dead.returncode == 4 and len(dead.stderr.strip().splitlines()) == 1 and "no answer" in dead.stderr
