@@ -21,7 +21,8 @@ TOOLS = ["find_place", "get_place_details"]
 def _completion(text: str | None = None, args: str | None = '{"name": "Green Bridge Spa", "city": "Ghent"}'):
     message = {"role": "assistant", "content": text}
     if args is not None:
-        message["tool_calls"] = [{"id": "c1", "type": "function", "function": {"name": "find_place", "arguments": args}}]
+        call = {"id": "c1", "type": "function", "function": {"name": "find_place", "arguments": args}}
+        message["tool_calls"] = [call]
     return {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
             "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]}  # fmt: skip
 

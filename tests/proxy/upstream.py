@@ -7,6 +7,7 @@ A streamed request gets the reply as server-sent events.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 from typing import Any
@@ -47,7 +48,8 @@ class OracleServer(LoopbackServer):
         reply = Reply(text=reply) if isinstance(reply, str) else reply
         parsed = parse_reply(reply.text, reply.tool_calls)
         calls = [{"id": c.id or f"call_{next(self._ids)}", "type": "function",
-                  "function": {"name": c.name, "arguments": json.dumps(c.arguments)}} for c in parsed.calls]  # fmt: skip
+                  "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                 for c in parsed.calls]  # fmt: skip
         message: dict[str, Any] = {"role": "assistant", "content": parsed.text or None}
         if calls:
             message["tool_calls"] = calls
@@ -82,10 +84,8 @@ def _ours(message: dict[str, Any]) -> dict[str, Any]:
     calls = []
     for call in out.get("tool_calls") or []:
         function = dict(call.get("function", {}))
-        try:
+        with contextlib.suppress(TypeError, ValueError):  # a malformed one stays the text it is
             function["arguments"] = json.loads(function.get("arguments") or "{}")
-        except (TypeError, ValueError):
-            pass
         calls.append({**call, "function": function})
     if calls:
         out["tool_calls"] = calls
