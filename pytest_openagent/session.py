@@ -30,7 +30,7 @@ from sandbox.errors import OpenAgentError, UsageError
 from sandbox.evaluation.cache import EpisodeCache, check_folder, prepare
 from sandbox.evaluation.gate import GateResult, check, compare
 from sandbox.evaluation.report import Failure, Record, Report
-from sandbox.evaluation.runner import Runner
+from sandbox.evaluation.runner import Runner, WorldFailed
 from sandbox.evaluation.worst_case import WorstCase, worst_table
 from sandbox.perturbations.base import TIERS
 
@@ -133,7 +133,11 @@ class OpenAgentSession:
         self.runner.last = None
         try:
             return (yield)
-        except Exception:
+        except Exception as exc:
+            if isinstance(exc, WorldFailed):  # the world's failure, not the agent's: no verdict on the agent
+                self.problem = str(exc)
+                item.session.shouldstop = f"openagent: {exc}"
+                raise
             ran = self.runner.episodes_this_test
             if ran and self.runner.last is not None:  # the last case run: the example Hypothesis failed on, shrunk
                 self.failures[item.nodeid] = Failure(ran[-1], self.runner.last.explain())

@@ -33,7 +33,7 @@ from sandbox import computed as computing
 from sandbox.computed import Computed
 from sandbox.domain import DEFAULT_SIZES, Check, Domain, EndState, Expectation
 from sandbox.end_state import expected_state, holds, same_as, snapshot
-from sandbox.errors import UsageError, WrongType, did_you_mean
+from sandbox.errors import UsageError, WorldFailure, WrongType, did_you_mean
 from sandbox.family import Family
 from sandbox.state import State
 from sandbox.task import Call, Source, Task, Unsolvable
@@ -285,7 +285,11 @@ def _replay(
     for wave in task.waves():
         for call in wave:
             prior, held = snapshot(episode.data), holds(end_state, episode.data)
-            result = toolbox.call(the_world, episode, call.tool, dict(call.args))
+            try:
+                result = toolbox.call(the_world, episode, call.tool, dict(call.args))
+            except WorldFailure as exc:
+                raise UsageError(f"{where}: the server failed while gold call {call.id!r} ({call.tool}) was replayed, "
+                                 f"before any episode: {exc}; fix the server and run again") from None  # fmt: skip
             if not result.ok and (solvable or result.error in ("unknown_tool", "invalid_arguments")):
                 raise UsageError(
                     f"{where}: gold call {call.id!r} ({call.tool}) failed: {result.error}: {result.message}"

@@ -22,6 +22,11 @@ class WrongType(UsageError, TypeError):
     """Misuse by a value of the wrong kind (a function where a class was expected...): a ``TypeError`` too."""
 
 
+class WorldFailure(OpenAgentError):
+    """The world an episode runs in failed under it (an MCP server exited, hung or lost its transport): the
+    episode ends as ``world_error``, which is never cached and never counted against the agent."""
+
+
 class MissingExtra(UsageError):
     """An optional part of the package used without its dependencies; the message gives the install line."""
 

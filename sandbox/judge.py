@@ -62,11 +62,12 @@ Outcome = Literal[
     "invalid_arguments",  # failed after calling a tool with invalid arguments
     "step_limit",
     "agent_error",  # the agent raised or returned something that is not a reply
+    "world_error",  # the world failed under the episode (a tool server died): no verdict on the agent
     "repeated_write",  # a write done more often than the gold plan does it, whatever the answer or the check says
 ]
 OUTCOMES: tuple[Outcome, ...] = Outcome.__args__  # type: ignore[attr-defined]
 GOOD_OUTCOMES: frozenset[Outcome] = frozenset({"success", "refused"})
-Ending = Literal["answer", "parse_error", "step_limit", "agent_error"]
+Ending = Literal["answer", "parse_error", "step_limit", "agent_error", "world_error"]
 
 _APOS = "['\u2019\u02bc\u2018`]"
 _DECLINE = re.compile(
@@ -227,7 +228,7 @@ def audit(outcome: Outcome, task: Task, writes: Sequence[Write], idempotent: Col
     """The outcome once side effects are counted: ``repeated_write`` where :func:`repeated_writes` finds one,
     whatever the answer, the end state or a task's own check said; an episode whose reply could not be read
     or whose agent failed keeps that outcome."""
-    if outcome in ("agent_error", "parse_error") or not repeated_writes(task, writes, idempotent):
+    if outcome in ("agent_error", "parse_error", "world_error") or not repeated_writes(task, writes, idempotent):
         return outcome
     return "repeated_write"
 
@@ -257,7 +258,7 @@ def judge(
     A task's own check, where it has one, is applied afterwards to a solvable case
     (:meth:`sandbox.env.Env.review`), and side effects are counted last (:func:`audit`).
     """
-    if ending in ("agent_error", "parse_error"):
+    if ending in ("agent_error", "parse_error", "world_error"):
         return ending
     text = answer or ""
     if not (task.solvable if solvable is None else solvable):

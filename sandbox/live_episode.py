@@ -11,6 +11,7 @@ from typing import Any
 
 from sandbox.agent import Message, Reply, RequestFailed, ToolSpec
 from sandbox.env import Env
+from sandbox.errors import WorldFailure
 from sandbox.judge import Ending, audit, judge
 from sandbox.parse import ToolCall, clean_text, parse_reply
 from sandbox.prompt import tools_changed
@@ -104,11 +105,12 @@ def error_text(exc: BaseException) -> str:
     return _cut(redact(clean_text(f"{type(exc).__name__}: {message}")), 2000)
 
 
-def fail(live: LiveEpisode, error: str) -> Episode:
-    """End an episode as ``agent_error``, ``error`` on its last step; never raises for a working env."""
+def fail(live: LiveEpisode, error: str, ending: Ending = "agent_error") -> Episode:
+    """End an episode as ``agent_error`` (or ``world_error``), ``error`` on its last step; never raises for a
+    working env."""
     live.steps.append(Step(reply="", error=error))
     try:
-        return _finish(live, "agent_error")
+        return _finish(live, ending)
     except Exception as exc:  # the trajectory would not validate: keep the error, drop the rest
         try:
             perturbation = live.env.describe()
@@ -119,14 +121,16 @@ def fail(live: LiveEpisode, error: str) -> Episode:
             perturbation=perturbation,
             messages=[],
             steps=[Step(reply="", error=f"{error}; then {error_text(exc)}")],
-            ending="agent_error",
-            outcome="agent_error",
+            ending=ending,
+            outcome=ending,
         )
 
 
 def _finish(live: LiveEpisode, ending: Ending, answer: str | None = None, judged: str | None = None) -> Episode:
     """The finished episode; ``judged`` is the whole answer where ``answer`` (stored) was cut."""
     env = live.env
+    if ending == "world_error" or world_failure(env) is not None:
+        return _world_error(live, answer)
     kinds = [r.error for s in live.steps for r in s.results if r.error]
     writes = env.state.writes
     solvable = env.solvable
@@ -153,11 +157,32 @@ def _finish(live: LiveEpisode, ending: Ending, answer: str | None = None, judged
         meta=live.meta,
     )
     episode = env.review(episode)  # the task's own check, where it has one
+    if world_failure(env) is not None:  # the end state or the check could not be read from the world
+        return _world_error(live, answer)
     if verdict is not None:  # an env that judges itself (BFCL's checker) counts the state its own way
         return episode
     idempotent = {t.name for t in env.domain.tools_for(env.task) if getattr(t, "idempotent", False)}
     outcome = audit(episode.outcome, env.task, writes, idempotent)  # side effects, whatever the check said
     return episode if outcome == episode.outcome else episode.model_copy(update={"outcome": outcome})
+
+
+def _world_error(live: LiveEpisode, answer: str | None) -> Episode:
+    """The episode as the world left it: no verdict on the agent, the world's failure on its last step."""
+    broken = world_failure(live.env)
+    if broken is not None and not any(broken in (s.error or "") for s in live.steps):
+        live.steps.append(Step(reply="", error=f"the world failed: {broken}"))
+    env = live.env
+    return Episode(
+        task=env.task, perturbation=env.describe(), messages=live.messages, steps=live.steps, ending="world_error",
+        answer=answer, outcome="world_error", solvable=env.solvable,
+        writes=[{"tool": w.tool, "args": w.args, "code": w.code} for w in env.state.writes], meta=live.meta,
+    )  # fmt: skip
+
+
+def world_failure(env: Env) -> str | None:
+    """Why the world of ``env``'s episode failed under it (its state says so: ``world_failure``), else ``None``."""
+    failure = getattr(getattr(env.state, "data", None), "world_failure", None)
+    return failure if isinstance(failure, str) else None
 
 
 def advance(ep: LiveEpisode, reply: Reply | str, max_steps: int) -> Episode | None:
@@ -169,6 +194,8 @@ def advance(ep: LiveEpisode, reply: Reply | str, max_steps: int) -> Episode | No
     """
     try:
         return _apply(ep, reply, max_steps)
+    except WorldFailure as exc:
+        return fail(ep, _cut(redact(clean_text(f"the world failed: {exc}")), 2000), "world_error")
     except Exception as exc:
         return fail(ep, f"the sandbox failed on this reply: {error_text(exc)}")
 

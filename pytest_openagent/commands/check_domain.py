@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from pytest_openagent.arguments import (
+    EXIT_AGENT_FAILED,
     EXIT_GATE_FAILED,
     EXIT_OK,
     MCP_PREFIXES,
@@ -47,6 +48,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from sandbox.evaluation.check_domain import check_domain, check_tasks
+    from sandbox.evaluation.runner import WorldFailed
     from sandbox.files import check_output_file
 
     tiers, names = selection(args)
@@ -58,12 +60,16 @@ def run(args: argparse.Namespace) -> int:
     skip = [t for t in (args.skip_tasks or "").split(",") if t]
     check_tasks(domain, args.split, families, args.per_family, skip)
     check_cache(args)
-    result = check_domain(
-        domain, split=args.split, tiers=tiers, names=names, families=families, per_family=args.per_family, skip=skip,
-        seed=args.seed, pool=args.pool, cache_dir=None if args.no_cache else args.cache_dir,
-        batch_size=args.batch_size, max_steps=args.max_steps, progress=lambda line: print(line, file=sys.stderr),
-        drift=args.drift,
-    )  # fmt: skip
+    try:
+        result = check_domain(
+            domain, split=args.split, tiers=tiers, names=names, families=families, per_family=args.per_family,
+            skip=skip, seed=args.seed, pool=args.pool, cache_dir=None if args.no_cache else args.cache_dir,
+            batch_size=args.batch_size, max_steps=args.max_steps,
+            progress=lambda line: print(line, file=sys.stderr), drift=args.drift,
+        )  # fmt: skip
+    except WorldFailed as exc:
+        print(f"openagent check-domain: no verdict on the oracle: {exc}", file=sys.stderr)
+        return EXIT_AGENT_FAILED
     result.meta["spec"] = args.spec
     if args.json:  # before any output: a reader that stops early (| head) must not cost the matrix
         result.to_json(args.json)

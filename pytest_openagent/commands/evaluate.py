@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     from sandbox.evaluation.evaluate import evaluate
     from sandbox.evaluation.gate import check, check_margin, compare, parse_gate
     from sandbox.evaluation.report import Report
-    from sandbox.evaluation.runner import AgentFailure
+    from sandbox.evaluation.runner import AgentFailure, WorldFailed
     from sandbox.evaluation.specs import check_agent, load_agent
     from sandbox.files import check_output_file
 
@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
                 families=args.families.split(",") if args.families else None, max_steps=args.max_steps,
                 cache_dir=None if args.no_cache else args.cache_dir,
             )  # fmt: skip
-    except AgentFailure as exc:
+    except (AgentFailure, WorldFailed) as exc:
         print(f"openagent eval: no measurement: {exc}", file=sys.stderr)
         return EXIT_AGENT_FAILED
     report.meta["agent"] = args.agent

@@ -45,8 +45,9 @@ kept in memory only: a runaway agent must not fill the disk, nor make every read
 STALE_TEMP_SECONDS = 600
 """Age after which a ``.tmp-*`` file in a cache folder (left by a killed writer) is removed."""
 
-# An agent_error usually means the server was down or the agent crashed: worth retrying next run.
-_NOT_CACHED = frozenset({"agent_error"})
+# An agent_error usually means the server was down or the agent crashed, a world_error that a tool server failed:
+# worth retrying next run, never a verdict to serve again.
+_NOT_CACHED = frozenset({"agent_error", "world_error"})
 _KEY_LENGTH = 40
 _pack_ids = itertools.count()
 

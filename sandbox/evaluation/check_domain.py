@@ -25,6 +25,7 @@ from sandbox.episode import Episode
 from sandbox.errors import UsageError
 from sandbox.evaluation.cache import DEFAULT_CACHE_DIR, EPISODES, EpisodeCache, prepare
 from sandbox.evaluation.draw import DomainSpec, TierSpec, domain_names, perturbation_classes
+from sandbox.evaluation.runner import Health, WorldFailed
 from sandbox.files import write_atomically
 from sandbox.perturbations.base import TIERS, Perturbation, Pool
 from sandbox.task import SPLITS, Task
@@ -257,6 +258,10 @@ def check_domain(
     def run(agent: Any, cases: list[Case]) -> list[Episode]:
         episodes = cache.run(agent, cases, max_steps, window=batch_size)
         cache.forget()
+        world = Health()
+        world.add(episodes)
+        if world.world_failure() is not None:  # the oracle is not wrong where the server failed
+            raise WorldFailed(world.world_failure())
         return episodes
 
     clean = [Case(t) for t in tasks]

@@ -28,19 +28,40 @@ class AgentFailure(OpenAgentError):
     """Most episodes ended as ``agent_error`` of one cause (a dead server, a bad key): not a measurement."""
 
 
+class WorldFailed(OpenAgentError):
+    """Episodes ended as ``world_error`` (a tool server exited, hung or lost its transport): no measurement of the
+    agent. Those episodes are not cached; run again once the server is fixed."""
+
+
+def world_message(episodes: int, causes: Counter[str]) -> str:
+    cause, count = causes.most_common(1)[0]
+    total = sum(causes.values())
+    return (
+        f"{total} of {episodes} episodes ended as world_error, not the agent's doing ({count} with the same "
+        f"cause): {cause}; they count in no rate and are not cached: fix the server and run again"
+    )
+
+
 class Health:
-    """Counts episodes and the causes of their ``agent_error`` endings, to tell a broken agent from a weak one."""
+    """Counts episodes and the causes of their ``agent_error`` endings, to tell a broken agent from a weak one,
+    and of their ``world_error`` endings (:class:`WorldFailed`)."""
 
     def __init__(self) -> None:
         self.episodes = 0
         self.causes: Counter[str] = Counter()
+        self.world: Counter[str] = Counter()
 
     def add(self, episodes: Iterable[Episode]) -> None:
         for episode in episodes:
             self.episodes += 1
-            if episode.outcome == "agent_error":
+            if episode.outcome in ("agent_error", "world_error"):
                 errors = [s.error for s in episode.steps if s.error]
-                self.causes[(errors[-1] if errors else "no reply")[:300]] += 1
+                causes = self.causes if episode.outcome == "agent_error" else self.world
+                causes[(errors[-1] if errors else "no reply")[:300]] += 1
+
+    def world_failure(self) -> str | None:
+        """Why the measurement is not the agent's, else ``None``: some episodes ended as ``world_error``."""
+        return world_message(self.episodes, self.world) if self.world else None
 
     def failure(self, whole_run: bool = False) -> str | None:
         """Why the agent looks broken, else ``None``: most episodes ended as ``agent_error`` of one cause, once
@@ -89,6 +110,10 @@ class Runner:
         else:
             episode = clean = self.cache.run(agent, [case], max_steps)[0]
             self.health.add([episode])
+        broken = [e for e in (episode, clean) if e.outcome == "world_error"]
+        if broken:  # a test must not pass or fail on what the world did
+            counted: Counter[str] = Counter([next((s.error for s in reversed(broken[0].steps) if s.error), "")])
+            raise WorldFailed(world_message(len({id(episode), id(clean)}), counted))
         self.last = episode
         self._keep(Record.of(self.test, fingerprint(agent), case, episode, clean))
         return episode, clean
@@ -121,6 +146,9 @@ class Runner:
             failure = self.health.failure(whole_run=True)
             if failure is not None:
                 raise AgentFailure(failure)
+            world = self.health.world_failure()
+            if world is not None:
+                raise WorldFailed(world)
         return records
 
     @contextmanager

@@ -1,10 +1,11 @@
 """A small stateful MCP server built with the SDK: notes with tags, run over stdio or streamable HTTP.
 
-``python notes_server.py [--http PORT] [--fault crash|hang|garbage --on TOOL] [--reset tool|none|broken]
-[--store FILE]``: a fault makes the server exit, hang, or write garbage on its transport when ``TOOL`` is
-called, to test that an episode survives it. ``--reset`` says whether it offers a ``reset`` tool that works
-(``tool``), none, or one that does nothing (``broken``); ``--store`` keeps the notes in a JSON file, which
-outlives the process.
+``python notes_server.py [--http PORT] [--fault crash|hang|garbage --on TOOL [--after N]]
+[--reset tool|none|broken] [--store FILE]``: a fault makes the server exit, hang, or write garbage on its
+transport when ``TOOL`` is called (after its first ``N`` calls, which succeed; with ``--when FILE``, only
+once that file exists), to test that an episode survives it. ``--reset`` says whether it offers a ``reset``
+tool that works (``tool``), none, or one that does nothing (``broken``); ``--store`` keeps the notes in a JSON
+file, which outlives the process.
 """
 
 from __future__ import annotations
@@ -27,7 +28,13 @@ FIRST = {
 
 
 def build(
-    fault: str | None = None, on: str | None = None, version: str = "1.0", reset: str = "tool", store: str | None = None
+    fault: str | None = None,
+    on: str | None = None,
+    version: str = "1.0",
+    reset: str = "tool",
+    store: str | None = None,
+    after: int = 0,
+    when: str | None = None,
 ) -> MCPServer:
     server = MCPServer("notes", version=version, log_level="WARNING")
     reset_kind = reset
@@ -38,8 +45,13 @@ def build(
         if store:
             Path(store).write_text(json.dumps(notes))
 
+    calls = [0]
+
     def trip(tool: str) -> None:
         if fault is None or tool != on:
+            return
+        calls[0] += 1
+        if calls[0] <= after or (when is not None and not os.path.exists(when)):
             return
         if fault == "crash":
             os._exit(3)
@@ -119,11 +131,13 @@ def main() -> None:
     parser.add_argument("--http", type=int, default=None, help="serve streamable HTTP on this loopback port")
     parser.add_argument("--fault", choices=("crash", "hang", "garbage"), default=None)
     parser.add_argument("--on", default=None, help="the tool whose call trips the fault")
+    parser.add_argument("--after", type=int, default=0, help="calls of that tool that succeed first")
+    parser.add_argument("--when", default=None, help="trip the fault only once this file exists")
     parser.add_argument("--version", default="1.0")
     parser.add_argument("--reset", choices=("tool", "none", "broken"), default="tool")
     parser.add_argument("--store", default=None, help="keep the notes in this JSON file")
     args = parser.parse_args()
-    server = build(args.fault, args.on, args.version, args.reset, args.store)
+    server = build(args.fault, args.on, args.version, args.reset, args.store, args.after, args.when)
     if args.http is not None:
         server.run("streamable-http", host="127.0.0.1", port=args.http)
     else:

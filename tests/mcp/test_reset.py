@@ -86,8 +86,8 @@ def test_a_reset_tool_that_does_not_reset_is_refused_with_how_to_reset():
 def test_a_server_whose_state_outlives_a_restart_is_refused(tmp_path):
     store = str(tmp_path / "notes.json")
     factory = functools.partial(notes_server.build, reset="none", store=store)
-    with pytest.raises(ResetUnverified, match=r"a fresh server \(reset='restart'\) between.*keeps state outside its "
-                                              "process"):  # fmt: skip
+    with pytest.raises(ResetUnverified, match=r"a fresh server \(reset='restart'\) between.*from your factory does "
+                                              "not start from the same state: its servers share state"):  # fmt: skip
         mcp_domain(factory, TASKS)
     clean = functools.partial(notes_server.build, reset="none")
     domain = mcp_domain(clean, TASKS, name="notes-restart-clean", inspect="tool:list_notes")
@@ -116,3 +116,13 @@ def test_a_reset_written_as_text_is_read_as_python_takes_it():
         reset_value("notes_server:nothing")
     with pytest.raises(UsageError, match=r"reset 'tool:': give 'auto', 'restart', 'tool:NAME', 'none'"):
         parse_reset("tool:")
+
+
+def test_a_reset_mismatch_shows_where_two_long_results_differ():
+    from sandbox.domains.mcp.verify import _apart
+
+    first = '{"results": [' + ", ".join(f'"note {i}"' for i in range(40)) + "]}"
+    second = first.replace('"note 37"', '"note 99"')
+    one, two = _apart(first, second)
+    assert "note 37" in one and "note 99" in two and one != two
+    assert _apart("short", "other") == ("short", "other")

@@ -39,12 +39,15 @@ LoopMode = Literal["thread", "caller"]
 
 
 class ServerFault(Exception):
-    """The server failed a call: ``kind`` is the error kind the agent is shown."""
+    """The server failed a call: ``kind`` is the error kind the agent is shown. ``world``: the server itself
+    failed (it exited, hung, lost its transport or would not start), so the episode is the world's, not the
+    agent's (``sandbox.errors.WorldFailure``); otherwise it answered with an error the agent reads."""
 
-    def __init__(self, kind: ErrorKind, message: str) -> None:
+    def __init__(self, kind: ErrorKind, message: str, world: bool = False) -> None:
         super().__init__(message)
         self.kind: ErrorKind = kind
         self.message = message
+        self.world = world
 
 
 class Connection:
@@ -73,7 +76,7 @@ class Connection:
         except BaseException as exc:
             self.close()
             if isinstance(exc, ServerFault):
-                raise ServerFault(exc.kind, f"cannot start MCP server {target.label}: {exc.message}") from None
+                raise ServerFault(exc.kind, f"cannot start MCP server {target.label}: {exc.message}", True) from None
             raise
 
     # -- the loop's side ---------------------------------------------------------------------------
@@ -186,7 +189,8 @@ class Connection:
 
     def _check(self) -> None:
         if self.broken is not None or self._client is None:
-            raise ServerFault("fatal", f"the MCP server {self.target.label} is gone: {self.broken or 'not started'}")
+            message = f"the MCP server {self.target.label} is gone: {self.broken or 'not started'}"
+            raise ServerFault("fatal", message, True)
 
     def _guarded(self, what: str, coro: Any, timeout: float) -> Any:
         from mcp import MCPError
@@ -196,24 +200,27 @@ class Connection:
             return self._submit(coro, timeout)
         except ServerFault as fault:  # a server that hung once is not trusted again: the next episode restarts it
             self.broken = f"it did not answer {what}: {fault.message}"
-            raise ServerFault(fault.kind, f"the MCP server hangs: {what}: {fault.message}") from None
+            message = f"the MCP server {self.target.label} hangs: {what}: {fault.message}"
+            raise ServerFault(fault.kind, message, True) from None
         except MCPError as exc:
             from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
             if exc.code == CONNECTION_CLOSED:
                 self.broken = self.broken or f"the connection closed{self._last_words()}"
             if self.broken is not None:
-                raise ServerFault("fatal", f"the MCP server {self.target.label} is gone: {self.broken}") from None
+                raise ServerFault("fatal", f"the MCP server {self.target.label} is gone: {self.broken}", True) from None
             if exc.code == REQUEST_TIMEOUT:
                 self.broken = f"it did not answer {what} within {timeout:g}s"
-                raise ServerFault("runtime_error", f"the MCP server hangs: {self.broken}") from None
+                message = f"the MCP server {self.target.label} hangs: {self.broken}"
+                raise ServerFault("runtime_error", message, True) from None
             raise ServerFault("runtime_error", f"the MCP server refused {what}: {exc}") from None
         except ValidationError as exc:
             message = f"the MCP server answered {what} with garbage: {_describe(exc)}"
             raise ServerFault("runtime_error", message) from None
         except Exception as exc:  # the transport broke under the call
             self.broken = self.broken or f"{_describe(exc)}{self._last_words()}"
-            raise ServerFault("fatal", f"the MCP server {self.target.label} failed on {what}: {self.broken}") from None
+            message = f"the MCP server {self.target.label} failed on {what}: {self.broken}"
+            raise ServerFault("fatal", message, True) from None
 
     def close(self) -> None:
         """End the session (a stdio server's process with it) and the loop's thread; safe to call twice."""

@@ -22,7 +22,7 @@ from sandbox.domains.mcp.link import McpState, Reset, ServerLink, check_reset
 from sandbox.domains.mcp.settings import McpSettings, inspect_value, parse_settings, reset_value
 from sandbox.domains.mcp.target import ServerTarget, is_server, parse_target
 from sandbox.domains.mcp.verify import plans, verify_reset
-from sandbox.errors import UsageError
+from sandbox.errors import UsageError, WorldFailure
 from sandbox.task import Task
 from sandbox.tools import Role, Tool, ToolFailure, check_tool_name
 
@@ -221,6 +221,8 @@ def _tool(tool: Any, roles: dict[str, Role], hide: Sequence[tuple[str, str]] = (
         try:
             return state.send(name, arguments)
         except ServerFault as fault:
+            if fault.world:  # the server failed, not the agent: the episode ends as world_error
+                raise WorldFailure(fault.message) from None
             raise ToolFailure(fault.kind, fault.message) from None
 
     role, idempotent = annotated_role(getattr(tool, "annotations", None))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,6 +126,9 @@ class McpState:
     def __init__(self, link: ServerLink) -> None:
         self._link = link
         self._own: Connection | None = None
+        self.world_failure: str | None = None
+        """How the server failed under this episode (it exited, hung, would not start), if it did: the episode
+        is then the world's (``world_error``), not the agent's."""
         self.sent: list[tuple[str, dict[str, Any]]] = []
         self.results: list[tuple[str, dict[str, Any], Any]] = []
 
@@ -134,7 +137,8 @@ class McpState:
             return self._link.take(self)
         if self._own is None or self._own.broken is not None:
             if self._own is not None:  # this episode's own server died: its later calls fail, as they would
-                raise ServerFault("fatal", f"the MCP server is gone: {self._own.broken}")
+                label = self._link.target.label
+                raise ServerFault("fatal", f"the MCP server {label} is gone: {self._own.broken}", True)
             self._own = self._link.connect()
             weakref.finalize(self, self._own.close)
         return self._own
@@ -145,7 +149,7 @@ class McpState:
 
     def send(self, name: str, arguments: dict[str, Any]) -> Any:
         """An agent's call of ``name``: recorded, so a shared server can be brought back to this episode."""
-        with self._held():
+        with self._held(), self._watched():
             connection = self._connection()
             self.sent.append((name, dict(arguments)))
             result = connection.call(name, arguments)
@@ -154,8 +158,17 @@ class McpState:
 
     def call(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
         """Call a tool outside the episode's record (for a check, an end state, a hook)."""
-        with self._held():
+        with self._held(), self._watched():
             return self._connection().call(name, dict(arguments or {}))
+
+    @contextlib.contextmanager
+    def _watched(self) -> Iterator[None]:
+        try:
+            yield
+        except ServerFault as fault:
+            if fault.world and self.world_failure is None:
+                self.world_failure = fault.message
+            raise
 
     def model_dump(self) -> Any:
         """The server's state as ``inspect`` reads it (``sandbox.end_state.snapshot`` asks for this)."""

@@ -59,10 +59,11 @@ def verify_reset(link: ServerLink, chosen: Sequence[Plan]) -> None:
         labels += ["the state inspect read after the plan"]
         for label, a, b in zip(labels, one, two, strict=True):
             if a != b:
+                one_text, two_text = _apart(a, b)
                 raise ResetUnverified(
                     f"task {task_id!r}'s gold plan, replayed twice with "
-                    f"{_between(link)} between, gave different results: {label} gave {_short(a)} the first time "
-                    f"and {_short(b)} the second. {_fix(link)}; {HOW_TO_SET}. A server that answers differently "
+                    f"{_between(link)} between, gave different results: {label} gave {one_text} the first time "
+                    f"and {two_text} the second. {_fix(link)}; {HOW_TO_SET}. A server that answers differently "
                     "on purpose (a clock, random ids) cannot be replayed or shrunk: hide those values from its results."
                 )
 
@@ -72,15 +73,19 @@ def _pass(link: ServerLink, chosen: Sequence[Plan]) -> list[list[str]]:
     seen: list[list[str]] = []
     own = McpState(link) if link.isolated else None  # one fresh server for the whole pass
     try:
-        for _, calls in chosen:
+        for task_id, calls in chosen:
             state = own or McpState(link)  # a shared server is reset as a new episode takes it
             row = [_text(state.model_dump())]
             for name, arguments in calls:
                 try:
                     row.append(_text(state.send(name, dict(arguments))))
                 except ServerFault as fault:
+                    if fault.world:
+                        raise _died(task_id, name, arguments, fault) from None
                     row.append(_text({"error": fault.kind, "message": fault.message}))
             row.append(_text(state.model_dump()))
+            if state.world_failure is not None:
+                raise UsageError(f"checking its reset: {state.world_failure}; fix the server and run again")
             seen.append(row)
     except ServerFault as fault:
         raise UsageError(f"checking its reset: {fault.message}") from None
@@ -88,6 +93,27 @@ def _pass(link: ServerLink, chosen: Sequence[Plan]) -> list[list[str]]:
         if own is not None:
             own.close()
     return seen
+
+
+def _died(task_id: str, name: str, arguments: dict[str, Any], fault: ServerFault) -> UsageError:
+    return UsageError(
+        f"the server failed while its reset was checked (task {task_id!r}'s gold plan, {name}({_short(arguments)})), "
+        f"before any episode: {fault.message}; fix the server and run again (nothing was measured)"
+    )
+
+
+def _apart(a: str, b: str, width: int = 160) -> tuple[str, str]:
+    """``a`` and ``b`` shortened around where they first differ, so that the difference is shown, not cut."""
+    if len(a) <= width and len(b) <= width:
+        return a, b
+    at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    start = max(0, at - width // 3)
+
+    def cut(text: str) -> str:
+        part = text[start : start + width]
+        return ("..." if start else "") + part + ("..." if start + width < len(text) else "")
+
+    return cut(a), cut(b)
 
 
 def _call(call: Any) -> tuple[str, dict[str, Any]] | None:
@@ -116,6 +142,13 @@ def _between(link: ServerLink) -> str:
 
 
 def _fix(link: ServerLink) -> str:
+    if link.isolated and link.target.kind == "memory":
+        return (
+            "A fresh server from your factory does not start from the same state: its servers share state (a "
+            "module-level dict, a class attribute, a file or a database). Make the factory build the state anew for "
+            "each server, or give it a reset: reset='tool:NAME' (a tool that restores its first state) or a hook "
+            "reset='module:function' (reset(connection))"
+        )
     if link.isolated:
         return (
             "A fresh server does not start from the same state: it keeps state outside its process (files, "
