@@ -31,6 +31,10 @@ class Rate:
     def interval(self) -> tuple[float, float]:
         return wilson(self.k, self.n)
 
+    def interval_at(self, z: float) -> tuple[float, float]:
+        """The Wilson interval of another level: ``z`` is its two-sided normal quantile."""
+        return wilson(self.k, self.n, z)
+
     def __str__(self) -> str:
         low, high = self.interval
         return f"{self.value:.1%} [{low:.1%}, {high:.1%}] ({self.k}/{self.n})"
@@ -129,9 +133,13 @@ class PairedDelta:
 
     @property
     def interval(self) -> tuple[float, float]:
+        return self.interval_at(Z95)
+
+    def interval_at(self, z: float) -> tuple[float, float]:
+        """The interval of another level: ``z`` is the two-sided normal quantile of its Wilson intervals."""
         if not self.n:
             return (float("nan"), float("nan"))
-        (l1, u1), (l2, u2) = self.a.interval, self.b.interval
+        (l1, u1), (l2, u2) = self.a.interval_at(z), self.b.interval_at(z)
         p1, p2 = self.a.value, self.b.value
         margins = (self.both + self.only_a) * (self.only_b + self.neither) * (self.both + self.only_b)
         margins *= self.only_a + self.neither

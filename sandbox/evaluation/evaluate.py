@@ -11,8 +11,10 @@ from sandbox.case import SANDBOX_VERSION
 from sandbox.errors import UsageError
 from sandbox.evaluation.cache import DEFAULT_CACHE_DIR, EPISODES, EpisodeCache, prepare
 from sandbox.evaluation.draw import DomainSpec, TierSpec, domain_label, draw_cases
+from sandbox.evaluation.gate import Criterion, check, criteria_of
 from sandbox.evaluation.report import Report
 from sandbox.evaluation.runner import Runner
+from sandbox.evaluation.sequential import run_sequential
 from sandbox.perturbations import registry
 from sandbox.perturbations.base import Pool
 
@@ -34,6 +36,7 @@ def evaluate(
     families: Sequence[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
     drift: bool = False,
+    sequential: str | Sequence[Criterion] | None = None,
 ) -> Report:
     """Evaluate ``agent`` (an object or a spec such as ``"oracle"``) on ``n`` cases per tier and their clean twins.
 
@@ -45,7 +48,8 @@ def evaluate(
     and their clean twins) as each ends or is read back from the cache. ``max_steps`` is the step limit of every
     episode; ``None`` gives each case its own (``Case.max_steps``: the plan's length plus what its perturbations
     add). ``drift`` also draws ``n`` drift cases per tier (perturbations that start after turn k), reported in rows
-    ``<tier>-drift`` beside the tier's static cases.
+    ``<tier>-drift`` beside the tier's static cases. ``sequential`` (a gate's criteria) runs the sample in rounds
+    and stops each criterion once its verdict is settled (:mod:`sandbox.evaluation.sequential`).
     """
     if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1):
         raise UsageError(
@@ -56,13 +60,19 @@ def evaluate(
         from sandbox.evaluation.specs import load_agent
 
         agent = load_agent(spec)
+    criteria = None if sequential is None else criteria_of(sequential)
     names = list(names) if names is not None else None
     families = list(families) if families is not None else None
     cache = EpisodeCache(prepare(Path(cache_dir)) / EPISODES if cache_dir is not None else None)
     cases = draw_cases(tiers, n, seed, domain, split, names, max_stack, pool, families, drift)
     runner = Runner(cache)
     runner.test = "evaluate"
-    records = runner.run_batches(agent, cases, batch_size, max_steps, progress)
+    if criteria is None:
+        records, stopping = runner.run_batches(agent, cases, batch_size, max_steps, progress), None
+    else:
+        records, stopping = run_sequential(
+            runner, agent, cases, criteria, lambda part, c: check(part, [c]).checks[0], batch_size, max_steps, progress
+        )
     asked = registry.normalize_tiers(tiers)
     named = None if names is None else {registry.get(name).tier for name in names}
     drawn = {p.tier for c in cases for p in c.perturbations}
@@ -73,6 +83,8 @@ def evaluate(
         "families": families, "max_steps": max_steps, "drift": drift, "sandbox_version": SANDBOX_VERSION,
         "episodes_run": cache.misses, "episodes_cached": cache.hits,
     }  # fmt: skip
+    if stopping is not None:
+        meta["sequential"] = stopping
     server_report = getattr(agent, "server_report", None)
     if callable(server_report):  # an agent behind a server: what the server said of itself, and the traffic
         meta["server"] = server_report()

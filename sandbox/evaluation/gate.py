@@ -24,9 +24,10 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from sandbox.errors import UsageError, did_you_mean
+from sandbox.evaluation.criterion import Check, Criterion, Verdict
 from sandbox.evaluation.report import DRIFT
 from sandbox.metrics import PairedDelta
 from sandbox.perturbations.base import TIERS
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
     from sandbox.evaluation.report import Record, Report
     from sandbox.evaluation.worst_case import WorstCase
 
-Verdict = Literal["PASS", "FAIL", "INCONCLUSIVE"]
 OPS = (">=", "<=", ">", "<")
 METRICS = ("success", "clean", "delta", "refusal", "wrong_refusal", "repeated_write", "tool_errors", "episodes")
 ALIASES = {"tool_error": "tool_errors", "tool_error_rate": "tool_errors", "refusal_rate": "refusal",
@@ -57,40 +57,6 @@ DEFAULT_MARGIN = 5.0
 
 class GateError(UsageError):
     """A malformed gate; the message names the criterion and says how to write it."""
-
-
-@dataclass(frozen=True)
-class Criterion:
-    scope: str
-    metric: str
-    op: str
-    threshold: float
-    text: str
-
-    def verdict(self, low: float, high: float) -> Verdict:
-        """From the interval ``[low, high]`` of the measured value."""
-        strict = self.op in (">", "<")
-        if self.op in (">=", ">"):
-            clears, beyond = _above(low, self.threshold, strict), not _above(high, self.threshold, strict)
-        else:
-            clears, beyond = _above(-high, -self.threshold, strict), not _above(-low, -self.threshold, strict)
-        return "PASS" if clears else "FAIL" if beyond else "INCONCLUSIVE"
-
-
-def _above(value: float, threshold: float, strict: bool) -> bool:
-    return value > threshold if strict else value >= threshold
-
-
-@dataclass(frozen=True)
-class Check:
-    """One criterion (or one baseline scope) as checked: its verdict and what was measured."""
-
-    text: str
-    verdict: Verdict
-    detail: str
-
-    def __str__(self) -> str:
-        return f"{self.text}: {self.detail}"
 
 
 @dataclass
@@ -191,13 +157,23 @@ def _fmt(metric: str, value: float) -> str:
     return f"{value:.3f}"
 
 
+def criteria_of(gate: str | Iterable[str | Criterion]) -> list[Criterion]:
+    """Criteria from a gate's text, a list of texts or of parsed criteria."""
+    if isinstance(gate, str):
+        return parse_gate(gate)
+    return [c for part in gate for c in ([part] if isinstance(part, Criterion) else parse_gate(part))]
+
+
 def check(report: Report, gate: str | Iterable[str | Criterion]) -> GateResult:
     """Check a gate on a report: criteria such as ``"clean.success>=0.95 perception.delta>=-10"``, a
-    list of such texts, or parsed criteria (:func:`parse_gate`); raises :class:`GateError` if malformed."""
-    if isinstance(gate, str):
-        criteria = parse_gate(gate)
-    else:
-        criteria = [c for part in gate for c in ([part] if isinstance(part, Criterion) else parse_gate(part))]
+    list of such texts, or parsed criteria (:func:`parse_gate`); raises :class:`GateError` if malformed.
+    A report of a sequential run (``evaluate(sequential=...)``) is read as it ran
+    (:mod:`sandbox.evaluation.sequential`)."""
+    criteria = criteria_of(gate)
+    if report.meta.get("sequential"):  # stopped early: only the confidence sequence may read it
+        from sandbox.evaluation.sequential import check_sequential
+
+        return GateResult(check_sequential(report, criteria, lambda part, c: check(part, [c]).checks[0]))
     result = GateResult()
     rows = {row.scope: row for row in report.rows()}
     worst = {WORST + w.tier: w for w in report.worst}
