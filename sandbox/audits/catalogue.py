@@ -54,7 +54,16 @@ def catalogue_markdown() -> str:
     notes = "\n## Mild by design\n\nWhere the static baseline is not meant to lose 50 points:\n\n" + "\n".join(mild)
     limits = [f"- `{n}`: {get(n).limits}" for n in names() if get(n).limits]
     where = "\n\n## Where it does not apply\n\n" + LIMITS_INTRO + "\n" + "\n".join(limits)
-    return HEADER + "\n" + "\n".join(rows) + "\n" + notes + where + "\n"
+    return HEADER + "\n" + "\n".join(rows) + "\n" + notes + where + "\n" + model_faults_markdown()
+
+
+def model_faults_markdown() -> str:
+    rows = ["| name | what the harness gets | severity | right behaviour |", "|---|---|---|---|"]
+    for name in names(model_faults=True):
+        cls = get(name)
+        if cls.model_fault:
+            rows.append(f"| `{name}` | {cls.summary} | {_levels(cls)} | {cls.expected} |")
+    return "\n## Faults on the model's side\n\n" + MODEL_FAULTS_INTRO + "\n" + "\n".join(rows) + "\n" + MODEL_FAULTS_USE
 
 
 LIMITS_INTRO = """A perturbation that would not change a case says so (`applies_to` is false) and is never counted as
@@ -64,6 +73,35 @@ by generic rules (a table of common verbs for synonyms, a frame and word swaps f
 patterns for parameters and keys: their limits are those of a table, not a thesaurus); roles come from
 `Tool.role` or `Tool.writes`, or the task's write; dependencies and lists of rows from the gold plan
 replayed on the clean tools. The rest do not apply:
+"""
+
+
+MODEL_FAULTS_INTRO = """The rows above perturb the tools. These perturb the agent's own model: what its
+OpenAI-compatible server returns, on its way back to the harness that owns the loop (a framework, or the
+sandbox's own loop for an `openai:` agent), through the LLM proxy (`openagent llm-proxy`, the mirror of
+`mcp-proxy`). They are specs like the others (tier 2, interaction; JSON round-trip; Hypothesis shrinks them
+toward fewer, milder, later faults), but they reach only an agent whose model is reached over HTTP, so they
+are never drawn by tier: a test or a command names them (`names=["model_refusal"]`, `--perturb
+model_refusal:2@1`). Severity 1 faults one turn, 2 two turns, 3 every turn from the onset; for the HTTP
+faults, 1 is one failed request, 2 three in a row (more than a client's usual two retries), 3 every request
+(an outage). `after=k` starts a fault at the k-th completion of the conversation (its k assistant messages
+before it). The tools and the task are untouched, so the case stays solvable wherever the harness recovers,
+except an outage (severity 3 of an HTTP fault), where the right end is a loud failure (`agent_error`).
+"""
+MODEL_FAULTS_USE = """
+How a case's faults reach the proxy: each episode whose case names model faults gets a route (what to inject,
+and a record of what was injected) that the runner hands the agent. An `openai:` agent sends that episode's
+requests to a proxy this process starts in front of its server (`http://127.0.0.1:PORT/s/TOKEN/v1`, one token
+an episode); a `LoopAgent`'s run gets the same address from `tools.model_url(URL)` and builds its framework's
+model client on it (docs/frameworks.md). Any other agent is misuse. A streamed request gets a faulted reply as
+a stream of chat-completion chunks; a request with no fault due passes through as it came, streamed replies
+byte for byte.
+
+Judged by the same outcomes. Where the harness's final answer is the faulted reply itself (an empty reply, a
+cut one, a claim of success with no call, taken as the answer) and the judge finds it wrong, the outcome is
+`hallucinated_success`: the harness reported a result its model never produced. A refusal passed on stays
+`wrong_refusal`. Each episode records `model_faults`: what was injected at which turn, how many requests its
+model got, and `asked_again`, whether the harness asked its model again after the last fault (it noticed).
 """
 
 

@@ -144,6 +144,13 @@ def app(proxy: LlmProxy) -> Any:
                                  background=BackgroundTask(response.aclose))  # fmt: skip
 
     async def handle(request: Request) -> Response:
+        try:
+            return await serve(request)
+        except httpx.HTTPError as exc:  # the upstream failed: the harness gets a gateway error, as from any proxy
+            message = f"openagent llm-proxy: the upstream {proxy.upstream} failed: {type(exc).__name__}: {exc}"
+            return JSONResponse({"error": {"message": message, "type": "upstream_error", "code": 502}}, 502)
+
+    async def serve(request: Request) -> Response:
         token = request.path_params.get("token")
         path = request.path_params["path"]
         if token is not None and token not in proxy.routes:

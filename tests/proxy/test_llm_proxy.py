@@ -142,3 +142,19 @@ def test_llm_proxy_misuse_is_one_line_that_names_the_fix(server, tmp_path):
     assert wrong.returncode == 2 and f"its base URL is probably {root}/v1" in wrong.stderr
     dead = openagent("llm-proxy", "--upstream", "http://127.0.0.1:9/v1", cwd=tmp_path)
     assert dead.returncode == 4 and len(dead.stderr.strip().splitlines()) == 1 and "no answer" in dead.stderr
+
+
+def test_openagent_eval_injects_named_model_faults_into_an_openai_agent(tmp_path):
+    every = OracleServer()
+    try:
+        every.brief(list(sandbox.tasks("poi", "test")))
+        names = "model_rate_limited,model_false_success"
+        run = openagent("eval", "--agent", f"openai:{MODEL}@{every.url}", "--tiers", "interaction", "--names", names,
+                        "--n", "4", "--no-cache", "--json", str(tmp_path / "r.json"), cwd=tmp_path)  # fmt: skip
+    finally:
+        every.close()
+    assert run.returncode == 0, run.stderr
+    rows = {line.split()[0]: line.split() for line in run.stdout.splitlines() if line.startswith("  model_")}
+    assert set(rows) <= set(names.split(",")) and rows, run.stdout
+    if "model_false_success" in rows:
+        assert rows["model_false_success"][3] == "0.0%", run.stdout

@@ -42,7 +42,7 @@ class OracleServer(LoopbackServer):
             return 404, {}, {"error": {"message": f"no route {method} {path}"}}
         with self.lock:
             self.chats += 1
-        messages = _ours_all(body["messages"])
+        messages = _ours_all(body["messages"], {t["function"]["name"] for t in body.get("tools") or []})
         user = next(m["content"] for m in messages if m["role"] == "user")
         [reply] = self.oracle.act([Turn(user, messages, body.get("tools") or [])])
         reply = Reply(text=reply) if isinstance(reply, str) else reply
@@ -61,14 +61,24 @@ class OracleServer(LoopbackServer):
         return 200, {}, completion
 
 
-def _ours_all(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Wire messages as the sandbox's; a tool result gets the name of the call it answers."""
-    out, names = [], {}
+def _ours_all(messages: list[dict[str, Any]], offered: set[str]) -> list[dict[str, Any]]:
+    """Wire messages as the sandbox's; a tool result gets the name of the call it answers. A call to a tool not
+    offered, and its result, are left out: the oracle never makes one (the proxy put it there)."""
+    out, names, dropped = [], {}, set()
     for message in map(_ours, messages):
-        for call in message.get("tool_calls") or []:
-            names[call.get("id")] = call["function"].get("name")
-        if message.get("role") == "tool" and "name" not in message:
-            message["name"] = names.get(message.get("tool_call_id"), "")
+        calls = message.get("tool_calls") or []
+        if message.get("role") == "assistant":  # the results that follow answer this message's calls
+            dropped = {c.get("id") for c in calls if c["function"].get("name") not in offered}
+        kept = [c for c in calls if c.get("id") not in dropped]
+        names |= {c.get("id"): c["function"].get("name") for c in kept}
+        if calls:
+            message["tool_calls"] = kept
+            if not kept and not message.get("content"):
+                continue
+        if message.get("role") == "tool":
+            if message.get("tool_call_id") in dropped:
+                continue
+            message.setdefault("name", names.get(message.get("tool_call_id"), ""))
         out.append(message)
     return out
 
