@@ -1,20 +1,28 @@
-"""Agents by spec: ``oracle``, ``static``, ``module:callable``, ``openai:MODEL@URL`` and ``hf:PATH``.
+"""Agents by spec: ``oracle``, ``static``, ``module:callable``, and ``PREFIX:REST`` for a registered prefix
+(``openai:MODEL@URL`` here, ``hf:PATH`` from the ``training`` package).
 
-``load_agent`` turns a spec into an object with ``act(turns)``. Nothing heavy is imported until
-a spec asks for it: ``hf:`` imports ``training`` (and so torch) only when used.
+``load_agent`` turns a spec into an object with ``act(turns)``. A prefix is an :class:`AgentKind` in the
+registry :data:`KINDS`, or one that an installed package publishes under the ``openagent.agents`` entry-point
+group (read only when a prefix is not found)::
+
+    [project.entry-points."openagent.agents"]
+    hf = "training.agent_kind:HF"
+
+So the core names no package above it: ``hf:`` comes from ``training``'s entry point, and nothing heavy is
+imported until a spec asks for it.
 """
 
 from __future__ import annotations
 
 import difflib
-import importlib
 import os
-from typing import Any
+from typing import Any, Protocol
 
 from sandbox.agent import Agent, FunctionAgent
-from sandbox.errors import MissingExtra, UsageError, install_line, require_extra
+from sandbox.errors import UsageError
 from sandbox.importing import import_attribute
 
+ENTRY_POINTS = "openagent.agents"
 BUILTIN = ("oracle", "static")
 SPEC_HELP = "oracle, static, module:callable, openai:MODEL@URL or hf:PATH"
 
@@ -23,25 +31,68 @@ class AgentSpecError(UsageError):
     """A spec that names no agent; the message says what was given and what is allowed."""
 
 
+class AgentKind(Protocol):
+    """The agents of one prefix (``PREFIX:REST``)."""
+
+    usage: str
+    """How to write the spec, for the error when nothing follows the prefix: ``names no model. Use ...``."""
+
+    def check(self, spec: str, rest: str) -> None:
+        """Raise :class:`AgentSpecError` if ``rest`` cannot name an agent here (its form, its extra installed);
+        builds nothing, loads no model, calls no server."""
+
+    def load(self, spec: str, rest: str) -> Agent:
+        """The agent ``rest`` names."""
+
+
+class OpenAIKind:
+    """``openai:MODEL@URL``: a model behind an OpenAI-compatible server (``OPENAI_BASE_URL`` without ``@URL``)."""
+
+    usage = "names no model. Use openai:MODEL@URL, e.g. openai:qwen2.5@http://localhost:8000/v1"
+
+    def check(self, spec: str, rest: str) -> None:
+        if not rest.partition("@")[0]:
+            raise AgentSpecError(f"agent {spec!r} {self.usage}")
+
+    def load(self, spec: str, rest: str) -> Agent:
+        from sandbox.agents.openai import DEFAULT_OPENAI_URL, OpenAIAgent
+
+        model, _, url = rest.partition("@")
+        return OpenAIAgent(model, url or os.environ.get("OPENAI_BASE_URL", DEFAULT_OPENAI_URL))
+
+
+KINDS: dict[str, AgentKind] = {"openai": OpenAIKind()}
+"""Agent prefixes registered so far; entry points join on first use."""
+
+
+def register_agent_kind(prefix: str, kind: AgentKind) -> None:
+    """Make ``PREFIX:REST`` specs name agents of ``kind``."""
+    if not prefix.isidentifier():
+        raise UsageError(f"an agent prefix is an identifier such as 'hf', got {prefix!r}")
+    KINDS[prefix] = kind
+
+
+def _kind(prefix: str) -> AgentKind | None:
+    if prefix not in KINDS:
+        from importlib.metadata import entry_points
+
+        for entry in entry_points(group=ENTRY_POINTS, name=prefix):
+            KINDS[prefix] = entry.load()
+    return KINDS.get(prefix)
+
+
 def check_spec(spec: str) -> str:
-    """The spec, stripped, if its form is valid; raises :class:`AgentSpecError` otherwise (imports nothing)."""
+    """The spec, stripped, if its form is valid; raises :class:`AgentSpecError` otherwise (loads no agent)."""
     spec = spec.strip()
     if spec in BUILTIN:
         return spec
-    if spec.startswith("openai:"):
-        model = spec[len("openai:") :].partition("@")[0]
-        if not model:
-            raise AgentSpecError(
-                f"agent {spec!r} names no model. Use openai:MODEL@URL, e.g. openai:qwen2.5@http://localhost:8000/v1"
-            )
+    prefix, sep, rest = spec.partition(":")
+    kind = _kind(prefix) if sep else None
+    if kind is not None:
+        if not rest.partition("@")[0]:
+            raise AgentSpecError(f"agent {spec!r} {kind.usage}")
         return spec
-    if spec.startswith("hf:"):
-        if not spec[3:]:
-            raise AgentSpecError(
-                f"agent {spec!r} names no checkpoint. Use hf:PATH (a save_pretrained directory) or hf:default"
-            )
-        return spec
-    module, sep, attr = spec.partition(":")
+    module, attr = prefix, rest
     if sep and module and attr and all(part.isidentifier() for part in [*module.split("."), *attr.split(".")]):
         return spec
     close = difflib.get_close_matches(spec, BUILTIN, n=1)
@@ -49,18 +100,16 @@ def check_spec(spec: str) -> str:
     raise AgentSpecError(f"Unknown agent {spec!r}.{hint} Use {SPEC_HELP}.")
 
 
-TRAIN_MODULES = ("torch", "transformers")
-"""What an ``hf:`` agent cannot load without (the ``train`` extra)."""
-
-
 def check_agent(spec: str) -> str:
     """The spec, if it can name an agent here: its form (:func:`check_spec`), its ``module:callable``
-    importable, the ``train`` extra installed for ``hf:``. Nothing is built, no model loaded, no server
-    called; raises :class:`AgentSpecError`."""
+    importable, its prefix's own check (the ``train`` extra installed for ``hf:``). Nothing is built, no model
+    loaded, no server called; raises :class:`AgentSpecError`."""
     spec = check_spec(spec)
-    if spec.startswith("hf:"):
-        _require_train(f"agent {spec!r}")
-    elif ":" in spec and not spec.startswith("openai:"):
+    prefix, sep, rest = spec.partition(":")
+    kind = _kind(prefix) if sep else None
+    if kind is not None:
+        kind.check(spec, rest)
+    elif sep:
         _attribute(spec)
     return spec
 
@@ -74,13 +123,11 @@ def load_agent(spec: str) -> Agent:
         return OracleAgent()
     if spec == "static":
         return _static()
-    if spec.startswith("openai:"):
-        from sandbox.agents.openai import DEFAULT_OPENAI_URL, OpenAIAgent
-
-        model, _, url = spec[len("openai:") :].partition("@")
-        return OpenAIAgent(model, url or os.environ.get("OPENAI_BASE_URL", DEFAULT_OPENAI_URL))
-    if spec.startswith("hf:"):
-        return _hf(spec[3:])
+    prefix, _, rest = spec.partition(":")
+    kind = _kind(prefix)
+    if kind is not None:
+        kind.check(spec, rest)
+        return kind.load(spec, rest)
     return _callable(spec)
 
 
@@ -90,34 +137,6 @@ def _static() -> Agent:
     except ImportError as exc:
         raise AgentSpecError(f"agent 'static' needs sandbox.agents.static.StaticAgent: {exc}") from exc
     return StaticAgent()
-
-
-HF_LOADER = "training.inference.model_agent:load_agent"
-"""Where ``hf:`` agents come from. Named, not imported: the training package sits above the core
-(DESIGN.md's layers) and needs torch, so it is loaded only when a spec asks for a checkpoint."""
-
-
-def _hf(path: str) -> Agent:
-    what = f"agent 'hf:{path}'"
-    _require_train(what)
-    module, _, name = HF_LOADER.partition(":")
-    try:
-        loader = getattr(importlib.import_module(module), name)
-    except ImportError as exc:
-        raise AgentSpecError(f"{what} needs the `train` extra ({exc}); install it: {install_line('train')}") from exc
-    try:
-        return loader(path)
-    except ModuleNotFoundError as exc:
-        raise AgentSpecError(
-            f"{what} needs the `train` extra ({exc.name} not installed); install it: {install_line('train')}"
-        ) from exc
-
-
-def _require_train(what: str) -> None:
-    try:
-        require_extra("train", TRAIN_MODULES, what)
-    except MissingExtra as exc:
-        raise AgentSpecError(str(exc)) from None
 
 
 def _attribute(spec: str) -> Any:

@@ -140,9 +140,9 @@ def test_data_export_refuses_zero_episodes(tmp_path):
 
 
 def test_a_model_agent_without_the_train_extra_names_the_install_line(monkeypatch, capsys):
-    from sandbox.evaluation import specs
+    from training import agent_kind
 
-    monkeypatch.setattr(specs, "TRAIN_MODULES", ("openagent_absent_torch",))
+    monkeypatch.setattr(agent_kind, "TRAIN_MODULES", ("openagent_absent_torch",))
     with pytest.raises(SystemExit) as exit_info:
         main(["eval", "--agent", "hf:runs/sft", "--tiers", "1", "--n", "1"])
     assert exit_info.value.code == 2

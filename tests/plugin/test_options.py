@@ -2,7 +2,7 @@
 
 import pytest
 
-from sandbox.evaluation import specs
+from training import agent_kind
 
 pytest_plugins = ["pytester"]
 
@@ -30,7 +30,7 @@ def test_an_agent_that_cannot_be_found_is_a_usage_error_before_any_test(project,
 
 
 def test_a_model_agent_without_the_train_extra_names_the_install_line(project, monkeypatch):
-    monkeypatch.setattr(specs, "TRAIN_MODULES", ("openagent_absent_torch",))
+    monkeypatch.setattr(agent_kind, "TRAIN_MODULES", ("openagent_absent_torch",))
     project.makepyfile("def test_plain(): pass")
     _usage_error(
         project.runpytest("--openagent-agent", "hf:runs/sft"),
