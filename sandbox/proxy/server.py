@@ -28,6 +28,7 @@ if sys.platform != "win32":
 
 from sandbox.agent import ToolSpec
 from sandbox.env import Env
+from sandbox.errors import WorldFailure
 
 
 class Backend(Protocol):
@@ -66,7 +67,10 @@ class EnvBackend:
 
     def call(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
         with self._lock:
-            result = self.env.call(name, arguments)
+            try:
+                result = self.env.call(name, arguments)
+            except WorldFailure as exc:  # the upstream failed: its client reads that, as from the server itself
+                return json.dumps({"error": "fatal", "message": str(exc)}), True
             observation = self.env.observe(result), not result.ok
             before = self.env.tool_specs() if self.env.state.turn + 1 in self._onsets else None
             self.env.state.turn += 1
