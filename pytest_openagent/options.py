@@ -142,5 +142,6 @@ def given(config: pytest.Config) -> bool:
 
 
 def header(agent: str, seed: int, cache: str) -> str:
-    """The line pytest prints under its own header."""
-    return f"openagent: agent={agent}, seed={seed}, cache={cache}"
+    """The line pytest prints under its own header: the agent is the ``agent`` fixture's (and the measurement's), not
+    necessarily the one a test runs (``case.run(my_agent)``); the summary names every agent that ran."""
+    return f"openagent: agent fixture={agent}, seed={seed}, cache={cache}"

@@ -327,8 +327,9 @@ class OpenAgentSession:
                 )
                 tr.write_line(Report(records).table())
             if self.search.worst and self.report is self.search:
-                means = {row.scope: row.perturbed for row in self.search.rows() if row.kind == "tier"}
-                tr.write_line(worst_table(self.search.worst, means))
+                ran = {r.agent for r in self.search.records}  # the means of one agent, or of none
+                means = {row.scope: row.perturbed for row in self.search.rows() if row.kind == "tier" and len(ran) == 1}
+                tr.write_line(worst_table(self.search.worst, means, ran))
         if self.report is not None and self.report is not self.search:
             meta = self.report.meta
             if len(shown) > 1:

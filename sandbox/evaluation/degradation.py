@@ -137,9 +137,16 @@ def worst_case(
         return None
     chosen = found.failure or worst
     rate, neighbours = Rate(0, 0), ()
+    not_rerun = (
+        "the test ran another agent than the session's (--openagent-agent), which is not at hand to re-run it"
+        if runner is None
+        else ""
+    )
     if runner is not None:
         task = _task(chosen.domain, chosen.task)
-        if task is not None:
+        if task is None:
+            not_rerun = f"its task {chosen.task!r} is in no split of domain {chosen.domain!r} here"
+        else:
             stack = tuple(from_dict(p) for p in chosen.stack)
             rate, neighbours = neighbourhood(agent, Case(task, stack), runner)
     return WorstCase(
@@ -147,6 +154,7 @@ def worst_case(
         shrunk=None if found.failure is None else found.failure.label,
         shrunk_stack=() if found.failure is None else found.failure.stack, examples=found.examples,
         episodes=found.episodes, neighbourhood=rate, neighbours=neighbours, seed=seed, search=search,
+        agent=chosen.agent, not_rerun=not_rerun,
     )  # fmt: skip
 
 

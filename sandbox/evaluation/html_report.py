@@ -261,6 +261,32 @@ def search(page: Page) -> str:
     return section("search", "Search", note + f'<div class="search">{table(headers, rows, "tiers search")}</div>')
 
 
+def worst(page: Page) -> str:
+    """The worst case a search found per tier, as the terminal and the JSON give it (``worst_table``)."""
+    found = page.report.worst
+    if not found:
+        return ""
+    from sandbox.evaluation.worst_case import worst_table
+
+    means = {row.scope: row.perturbed for row in page.report.rows() if row.kind == "tier"}
+    rows = []
+    for w in found:
+        around = w.neighbourhood
+        if around.n:
+            rerun = (f"{around.k}/{around.n} other {esc(w.family)} tasks succeed; failure rate at least "
+                     f"{percent(w.failure_bound)}")  # fmt: skip
+        else:
+            rerun = esc(w.not_rerun or f"no other {w.family} task to re-run its stack on")
+        rows.append(
+            f'<tr data-scope="worst.{esc(w.tier)}"><td>{esc(w.tier)}</td><td><code>{esc(w.shrunk or w.case)}</code>'
+            f'</td><td class="num">{w.score:.2f}</td><td class="num">{w.examples}</td><td>{rerun}</td></tr>'
+        )
+    text = worst_table(found, means, {r.agent for r in page.report.records})
+    note = "<p>Search: Hypothesis' target(), then shrinking; not the sample's mean (gated as worst.TIER.success).</p>"
+    body = table(["tier", "worst case (shrunk)", "degradation", "cases searched", "its stack elsewhere"], rows, "worst")
+    return section("worst", "Worst case per tier", note + body + f"<pre>{esc(text)}</pre>")
+
+
 SECTIONS: list[tuple[str, Section]] = [
     ("summary", summary),
     ("gate", gate),
@@ -269,6 +295,7 @@ SECTIONS: list[tuple[str, Section]] = [
     ("figures", figures),
     ("sensitivity", sensitivity),
     ("failures", failures),
+    ("worst", worst),
     ("search", search),
 ]
 """The page's sections in order, by name: a new section (a worst case, drift) inserts itself where it belongs."""

@@ -304,7 +304,7 @@ class Report:
             )
         if self.worst:
             means = {row.scope: row.perturbed for row in self.rows() if row.kind == "tier"}
-            text += "\n" + worst_table(self.worst, means)
+            text += "\n" + worst_table(self.worst, means, {r.agent for r in self.records})
         skipped = self.meta.get("tiers_skipped")
         if skipped:
             domain = self.meta.get("domain")

@@ -8,7 +8,8 @@ family, whose success rate (Wilson interval) bounds how often that stack breaks 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,10 @@ class WorstCase:
     seed: int | None = None
     search: str = ""
     """What ran the search: ``openagent eval --worst``, or the pytest test it came from."""
+    agent: str = ""
+    """The fingerprint of the agent the search ran (a test may run another agent than the session's)."""
+    not_rerun: str = ""
+    """Why the neighbourhood was not run, where it was not (the agent was not at hand); empty where it was."""
 
     @property
     def failure_bound(self) -> float:
@@ -53,9 +58,11 @@ class WorstCase:
             "tier": self.tier, "case": self.case, "score": self.score, "stack": list(self.stack), "task": self.task,
             "family": self.family, "shrunk": self.shrunk, "shrunk_stack": list(self.shrunk_stack),
             "examples": self.examples, "episodes": self.episodes,
-            "neighbourhood": {"k": self.neighbourhood.k, "n": self.neighbourhood.n, "low": low, "high": high},
+            "neighbourhood": {
+                "k": self.neighbourhood.k, "n": self.neighbourhood.n, "low": _num(low), "high": _num(high),
+            },
             "failure_bound": round(self.failure_bound, 6), "neighbours": list(self.neighbours), "seed": self.seed,
-            "search": self.search,
+            "search": self.search, "agent": self.agent, "not_rerun": self.not_rerun,
         }  # fmt: skip
 
     @classmethod
@@ -68,16 +75,23 @@ class WorstCase:
                 shrunk_stack=tuple(data.get("shrunk_stack", ())), examples=int(data["examples"]),
                 episodes=int(data["episodes"]), neighbourhood=Rate(int(around["k"]), int(around["n"])),
                 neighbours=tuple(data.get("neighbours", ())), seed=data.get("seed"), search=data.get("search", ""),
+                agent=data.get("agent", ""), not_rerun=data.get("not_rerun", ""),
             )  # fmt: skip
         except (TypeError, KeyError, ValueError) as exc:
             raise UsageError(f"the report's worst cases are malformed ({type(exc).__name__}: {exc})") from None
 
 
-def worst_table(worst: Sequence[WorstCase], means: dict[str, Rate]) -> str:
-    """The worst case per tier beside the fixed sample's mean success (where the report has one)."""
+def _num(x: float) -> float | None:
+    """A number JSON takes: NaN (an interval of no cases) as ``None``, which every JSON parser reads."""
+    return None if math.isnan(x) else x
+
+
+def worst_table(worst: Sequence[WorstCase], means: dict[str, Rate], agents: Collection[str] = ()) -> str:
+    """The worst case per tier beside the fixed sample's mean success (where the report has one, of the same agent:
+    ``agents`` are the fingerprints the means are of; empty: the same agent, as in ``openagent eval``)."""
     lines = ["worst case found per tier (search: Hypothesis' target(), then shrinking; not the sample's mean):"]
     for w in worst:
-        mean = means.get(w.tier)
+        mean = means.get(w.tier) if not agents or not w.agent or w.agent in agents else None
         beside = f"; fixed sample's mean success {mean.value:.1%} (n={mean.n})" if mean is not None and mean.n else ""
         lines.append(
             f"  {w.tier}: {w.shrunk or w.case} (degradation {w.score:.2f}; {w.examples} cases searched, "
@@ -91,6 +105,8 @@ def worst_table(worst: Sequence[WorstCase], means: dict[str, Rate]) -> str:
                 f"    its stack on {around.n} other {w.family} tasks: success {around.value:.1%}, failure rate at "
                 f"least {w.failure_bound:.1%} (95% Wilson){beside}"
             )
+        elif w.not_rerun:
+            lines.append(f"    its stack was not re-run on other {w.family} tasks: {w.not_rerun}")
         elif beside:
             lines.append(f"    no other {w.family} task to re-run its stack on{beside}")
     return "\n".join(lines)

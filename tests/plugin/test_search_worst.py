@@ -98,3 +98,43 @@ def test_an_invariant_test_climbs_too(project):
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*the perturbation caused this*"])
     assert "toy_shout(s=3,eval)" in result.stdout.str()
+
+
+OWN_AGENT_TEST = """
+import pytest_openagent as openagent
+
+
+def mine(messages, tools):
+    return "I cannot help with that."
+
+
+@openagent.perturb(names="toy_shout", max_examples=5)
+def test_mine(case):
+    assert case.run(mine).success
+"""
+
+
+def _strict(text):
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_a_test_running_its_own_agent_reports_its_worst_case_truthfully(project):
+    project.makepyfile(test_own=OWN_AGENT_TEST)
+    report, page = project.path / "report.json", project.path / "page.html"
+    result = project.runpytest(
+        "--openagent-search", "worst", "--openagent-report", str(report), "--openagent-n", "2",
+        "--openagent-names", "toy_shout", "--openagent-html", str(page),
+    )  # fmt: skip
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    [worst] = _strict(report.read_text())["worst"]  # no NaN, which JSON parsers other than Python's reject
+    assert worst["neighbourhood"] == {"k": 0, "n": 0, "low": None, "high": None}
+    assert "another agent than the session's" in worst["not_rerun"]
+    assert "not re-run" in out and "no other" not in out, out
+    assert "fixed sample's mean success" not in out, "the oracle's mean is not beside another agent's worst case"
+    html = page.read_text()
+    assert "Worst case per tier" in html and 'data-scope="worst.perception"' in html
+    result.stdout.fnmatch_lines(["openagent: agent fixture=oracle*", "*openagent: agent*test_own.mine*"])

@@ -28,7 +28,7 @@ def test_record_interaction(agent, case):
 def test_header_names_agent_and_seed(project):
     project.makepyfile("def test_nothing(): pass")
     result = project.runpytest("--openagent-seed", "7")
-    result.stdout.fnmatch_lines(["openagent: agent=oracle, seed=7, cache=*"])
+    result.stdout.fnmatch_lines(["openagent: agent fixture=oracle, seed=7, cache=*"])
 
 
 def test_the_summary_names_the_agents_whose_episodes_it_shows(project):
@@ -60,9 +60,9 @@ def test_the_summary_names_the_agents_whose_episodes_it_shows(project):
 def test_options_come_from_ini_and_from_tool_openagent(project):
     project.makepyfile("def test_nothing(): pass")
     project.makepyprojecttoml('[tool.openagent]\nagent = "conftest:Fragile"\nseed = 11\n')
-    project.runpytest().stdout.fnmatch_lines(["openagent: agent=conftest:Fragile, seed=11, cache=*"])
+    project.runpytest().stdout.fnmatch_lines(["openagent: agent fixture=conftest:Fragile, seed=11, cache=*"])
     project.makeini("[pytest]\naddopts = -p no:cacheprovider\nopenagent_seed = 12\n")
-    project.runpytest().stdout.fnmatch_lines(["openagent: agent=conftest:Fragile, seed=12, cache=*"])
+    project.runpytest().stdout.fnmatch_lines(["openagent: agent fixture=conftest:Fragile, seed=12, cache=*"])
     project.runpytest("--openagent-seed", "13").stdout.fnmatch_lines(["openagent: *seed=13*"])
 
 

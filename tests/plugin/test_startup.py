@@ -25,7 +25,7 @@ def test_a_run_without_robustness_tests_loads_no_sandbox(pytester):
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     assert result.ret == 0
     loaded = "loaded: ['pytest_openagent', 'pytest_openagent.options', 'pytest_openagent.plugin']"
-    result.stdout.fnmatch_lines(["openagent: agent=oracle, seed=0, cache=*", loaded])
+    result.stdout.fnmatch_lines(["openagent: agent fixture=oracle, seed=0, cache=*", loaded])
 
 
 def test_an_openagent_fixture_or_option_starts_the_session(pytester):
@@ -36,7 +36,9 @@ def test_an_openagent_fixture_or_option_starts_the_session(pytester):
     result.stdout.fnmatch_lines(["loaded: *'pytest_openagent.session'*'sandbox'*"])
     pytester.makepyfile("def test_uses_the_agent():\n    pass\n")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--openagent-seed", "3")
-    result.stdout.fnmatch_lines(["openagent: agent=oracle, seed=3, cache=*", "loaded: *'pytest_openagent.session'*"])
+    result.stdout.fnmatch_lines(
+        ["openagent: agent fixture=oracle, seed=3, cache=*", "loaded: *'pytest_openagent.session'*"]
+    )
 
 
 def test_importing_the_package_loads_its_names_on_first_use():
