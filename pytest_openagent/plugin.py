@@ -9,7 +9,7 @@ neither the sandbox nor Hypothesis on our account. Disable everything with ``-p 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -128,6 +128,27 @@ def make_case(pytestconfig: pytest.Config) -> Callable[..., Case]:
         return Case(task, tuple(create(p) if isinstance(p, str) else p for p in perturbations))
 
     return build
+
+
+@pytest.fixture(scope="session")
+def llm_proxy() -> Iterator[Callable[..., str]]:
+    """A factory of LLM proxies: ``llm_proxy(upstream, "model_refusal:2@1", ...)`` serves the OpenAI-compatible
+    ``upstream`` (``.../v1``) with those model faults, from the start of each conversation, on a loopback port
+    until the session ends, and returns its base URL: point an agent's model client at it. (A case that names
+    model faults needs none: an ``openai:`` agent and ``tools.model_url`` go through a proxy by themselves.)"""
+    from sandbox.proxy.llm import LlmProxy
+    from sandbox.proxy.llm_serve import ProxyThread, parse_faults
+
+    started: list[ProxyThread] = []
+
+    def serve(upstream: str, *faults: str, seed: int = 0) -> str:
+        proxy = ProxyThread(LlmProxy(upstream, parse_faults(faults, seed))).start()
+        started.append(proxy)
+        return proxy.url
+
+    yield serve
+    for proxy in started:
+        proxy.stop()
 
 
 @pytest.fixture(name="sandbox")
