@@ -185,13 +185,14 @@ def test_the_plugin_uses_no_pytest_internals():
     assert offenders == []
 
 
-ROOMS = {"sandbox.domains": "registry", "sandbox.domains.": "domains", "sandbox.perturbations": "perturbations",
-         "sandbox.case": "case", "sandbox.proxy": "proxy", "sandbox.agents": "agents", "sandbox.audits": "audits",
-         "sandbox.evaluation": "evaluation", "sandbox": "face"}  # fmt: skip
-"""Module prefix → room; the longest prefix wins (``sandbox.domains`` alone is the registry, its subpackages the
-domains). Every other module at the top of ``sandbox/`` is the kernel (tools, tasks, state, env, episode, judge,
-parse, errors...). A room imports its own floor's modules only within itself: side by side, neither imports the
-other."""
+ROOMS = {"sandbox.domains": "registry", "sandbox.domains.registry": "registry", "sandbox.domains.": "domains",
+         "sandbox.perturbations": "perturbations", "sandbox.case": "case", "sandbox.proxy": "proxy",
+         "sandbox.agents": "agents", "sandbox.audits": "audits", "sandbox.evaluation": "evaluation",
+         "sandbox": "face"}  # fmt: skip
+"""Module prefix → room; the longest prefix wins (``sandbox.domains`` and ``sandbox.domains.registry`` are the
+registry, the other subpackages the domains). Every other module at the top of ``sandbox/`` is the kernel (tools,
+tasks, state, env, episode, judge, parse, errors...). A room imports its own floor's modules only within itself:
+side by side, neither imports the other."""
 FLOOR = {"kernel": 0, "registry": 1, "domains": 2, "perturbations": 2, "case": 3, "proxy": 4, "agents": 5,
          "audits": 6, "evaluation": 6, "face": 7}  # fmt: skip
 """DESIGN.md's floors inside the sandbox: kernel → domain registry → domains beside perturbations → case →
