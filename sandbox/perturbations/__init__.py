@@ -3,7 +3,14 @@
 Importing this package registers the built-in catalogue: one module per tier.
 """
 
-from sandbox.perturbations import interaction, internalization, model, perception, reasoning
+from sandbox.perturbations import (
+    evolution,  # after the tiers it draws on: the catalogue lists it last in each tier
+    interaction,
+    internalization,
+    model,
+    perception,
+    reasoning,
+)
 from sandbox.perturbations.base import (
     LAYERS,
     POOLS,
@@ -19,7 +26,7 @@ from sandbox.perturbations.base import (
 )
 from sandbox.perturbations.registry import create, from_dict, get, names, normalize_tiers, register
 
-del interaction, internalization, model, perception, reasoning
+del evolution, interaction, internalization, model, perception, reasoning
 
 __all__ = [
     "LAYERS", "POOLS", "TIERS", "Layer", "Perturbation", "Pool", "Shift", "Tier", "apply_stack", "create",

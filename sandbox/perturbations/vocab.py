@@ -186,6 +186,36 @@ PARAM_FORMS = pools(("{param}_val", "in_{param}"), ("{param}_arg", "p_{param}"))
 FIELD_FORMS = pools(("{key}_val",), ("fld_{key}",))
 """How a result key without hand-written synonyms is renamed by ``format_shift``."""
 
+# Evolution: a tool surface as a server's next release changes it (sandbox.perturbations.evolution).
+ADDED_PARAMS = pools(
+    (("client_version", "version of the client calling", "2"), ("request_source", "who sends the request", "agent")),
+    (("api_version", "version of the API to call", "2025-06"), ("response_mode", "how much the reply holds", "full")),
+)
+"""A parameter a release adds: name, what it is, and its default (optional) or only accepted value (required)."""
+ADDED_PARAM_NOTES = pools(("Accepted value: '{value}'.",), ("This release accepts only '{value}'.",))
+SUCCESSOR_NAMES = pools(("{name}_new",), ("{name}_v3",))
+"""The name of a deprecated tool's successor."""
+DEPRECATION_NOTES = pools(
+    ("Deprecated since the last release; call {new} instead. {desc}",),
+    ("DEPRECATED: superseded by {new}, which takes the same arguments. {desc}",),
+)
+REMOVAL_ERRORS = pools(
+    ("{old} was removed after its deprecation; call {new} with the same arguments.",),
+    ("{old} is no longer served: it was deprecated and replaced by {new}.",),
+)
+SUCCESSOR_NOTES = pools(("{desc} (Takes over from {old}.)",), ("{desc} (Replaces {old}, now removed.)",))
+SPLIT_NAMES = pools(("{name}_from_{first}",), ("{name}_{first}_to_{last}",))
+"""The names of the two tools one tool splits into, by the first and last value of the enum each takes."""
+SPLIT_ERRORS = pools(
+    ("'{param}' here takes {values}; for {value} call {other}.",),
+    ("This tool covers '{param}' {values} only; {value} is served by {other}.",),
+)
+WIDENED_VALUES = pools(("all", "other"), ("any", "unspecified"))
+"""Values a release adds to an enum."""
+FIELD_NOTES = pools(("Changed response fields: {pairs}.",), ("Result fields renamed in this release: {pairs}.",))
+"""How a tool documents its renamed result fields; every pair is written ``old → new`` in both pools."""
+CHANGELOG_NOTES = pools(("Changelog: documentation revised.",), ("Updated in this release: wording revised.",))
+
 VOCABULARIES: dict[str, Any] = {
     name: value for name, value in globals().items() if name.isupper() and name != "DECOY_MARKERS"
 }

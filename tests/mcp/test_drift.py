@@ -32,7 +32,9 @@ def test_the_oracle_is_right_on_every_applied_drift_case_of_an_mcp_server():
     finally:
         DOMAINS.pop(domain.name, None)
         domain.close()
-    assert {p.name for c in cases for p in c.perturbations} >= set(DRIFTING) - {"verification_code_shift"}
+    # the notes server declares no verification codes and no enums (which tool_split and enum_widened change)
+    unused = {"verification_code_shift", "tool_split", "enum_widened"}
+    assert {p.name for c in cases for p in c.perturbations} >= set(DRIFTING) - unused
     assert not wrong, f"{len(wrong)} of {len(cases)}:\n\n" + "\n\n".join(wrong[:2])
 
 

@@ -11,10 +11,12 @@ from sandbox.perturbations import LAYERS, Perturbation, apply_stack, get, names,
 
 STACK_ORDER = [
     ("domain_transfer",), ("query_paraphrase",), ("missing_capability", "nonexistent_entity", "fatal_error"),
-    ("dependency_merge",), ("logic_inversion",), ("dependency_split",), ("argument_restructuring",),
+    ("dependency_merge",), ("logic_inversion",), ("dependency_split", "tool_split"), ("argument_restructuring",),
     ("behaviour_change",), ("underspecified_query",), ("verification_code_shift",), ("tool_redirection",),
-    ("runtime_error",), ("rate_limit",), ("missing_values",), ("format_shift",), ("description_rewrite",),
-    ("schema_noise",), ("distractor_tools",), ("semantic_trap",), ("semantic_renaming",), ("identity_erasure",),
+    ("runtime_error",), ("rate_limit",), ("missing_values",), ("format_shift", "result_field_renamed"),
+    ("description_rewrite", "description_release"),
+    ("schema_noise", "param_case_style", "param_added", "enum_widened"),
+    ("distractor_tools", "tool_deprecated"), ("semantic_trap",), ("semantic_renaming",), ("identity_erasure",),
     ("tool_name_noise",), ("query_noise", "redundant_query"),
 ]  # fmt: skip
 """The order in which ``apply_stack`` wraps the built-in catalogue, lowest first; names in one tuple share a

@@ -87,7 +87,8 @@ def test_the_oracle_solves_every_applied_solvable_case_and_refuses_the_rest(name
 def test_most_of_the_catalogue_applies_to_the_library(tasks) -> None:
     applied = collections.Counter(n for n in names() for s in _specs(n) for t in tasks if s.applies_to(t))
     missing = sorted(set(names()) - set(applied))
-    assert missing == ["domain_transfer"], missing
+    # the library's tools take no enum, which enum_widened and tool_split change
+    assert missing == ["domain_transfer", "enum_widened", "tool_split"], missing
 
 
 def test_no_perturbation_or_oracle_names_a_domain_tool() -> None:

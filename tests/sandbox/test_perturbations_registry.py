@@ -21,9 +21,10 @@ from sandbox.perturbations.wrappers import QueryWrapper
 TIER_OF = {
     "perception": {"query_paraphrase", "query_noise", "redundant_query", "underspecified_query", "tool_name_noise",
                    "semantic_renaming", "identity_erasure", "semantic_trap", "distractor_tools", "schema_noise",
-                   "description_rewrite"},
+                   "description_rewrite", "param_case_style", "param_added", "enum_widened", "tool_deprecated",
+                   "tool_split", "description_release"},
     "interaction": {"missing_values", "format_shift", "runtime_error", "rate_limit", "tool_redirection",
-                    "verification_code_shift", "behaviour_change"},
+                    "verification_code_shift", "behaviour_change", "result_field_renamed"},
     "reasoning": {"dependency_merge", "dependency_split", "logic_inversion", "argument_restructuring"},
     "internalization": {"domain_transfer", "missing_capability", "nonexistent_entity", "fatal_error"},
 }  # fmt: skip

@@ -35,6 +35,9 @@ def test_only_train_pool_perturbations_of_the_families_asked_for(train_tasks):
 
 def test_every_catalogue_perturbation_has_a_deliberate_family():
     held_out = {n for n in names() if get(n).tier == "reasoning" or get(n).shift == "domain"}
+    # the tool-surface evolution operators (issue #44) are held out too: a dimension no recipe trains on
+    held_out |= {"param_case_style", "param_added", "enum_widened", "tool_deprecated", "tool_split",
+                 "description_release", "result_field_renamed"}  # fmt: skip
     assert set(names()) - held_out <= set(FAMILY_OF), "new perturbations: declare their paft_family"
     assert all(family_of(get(n)) is None for n in held_out)
     assert {family_of(get(n)) for n in names()} - {None} == set(PERTURBATION_FAMILIES)

@@ -92,6 +92,10 @@ class ArgumentFiller:
                     used.update((a, b))
                     continue
                 match, source = match_param(vname, text, own, used, hidden), own
+                only = prop.get("enum")
+                if match is None and vname in required and isinstance(only, list) and len(only) == 1:
+                    out[vname] = only[0]  # a parameter none of ours is, that takes one value: the one it documents
+                    continue
                 if match is None:
                     if finder_values is None and self._wants_finder(vname, text, hidden, own, used, schema_text, call):
                         id_param = undocumented_id(own, used, schema_text, lambda v: self.is_id(call, v))
@@ -106,7 +110,9 @@ class ArgumentFiller:
                         continue
                     out[vname] = value
                     continue
-                if request is not None and re.search(rf"(?<![\w-]){re.escape(request[0])}(?![\w-])", raw):
+                if request is not None and any(  # the tool that gave the request, or one it was split from
+                    re.search(rf"(?<![\w-]){re.escape(tool)}(?![\w-])", raw) for tool in self.issuers(request[0])
+                ):
                     out[vname] = request[1]
                     continue
                 tool = self.choice.mentioned(raw, exclude=spec["function"]["name"])
@@ -115,6 +121,10 @@ class ArgumentFiller:
             return out
 
         return build(spec["function"]["parameters"]), used
+
+    def issuers(self, tool: str) -> tuple[str, ...]:
+        """``tool`` and the tools documented alike (split by an enum's values): which may have given a request."""
+        return (tool, *(self.choice.siblings(tool) if tool in self.choice.live else ()))
 
     def is_id(self, call: Call, value: Any) -> bool:
         """Whether ``value`` is one that a call ``call`` comes after returned (an id it was looked up for)."""

@@ -8,8 +8,16 @@ the other is tried.
 
 from __future__ import annotations
 
-from sandbox.agents.oracle.observations import View, says_error
-from sandbox.agents.oracle.tools import clean_words, names_pattern, param_text, toolset, twins
+from sandbox.agents.oracle.observations import View, says_error, without_field_notes
+from sandbox.agents.oracle.tools import (
+    clean_params,
+    clean_words,
+    match_param,
+    names_pattern,
+    param_text,
+    toolset,
+    twins,
+)
 from sandbox.perturbations.vocab import vocabulary
 from sandbox.task import Call
 
@@ -21,7 +29,8 @@ class ToolChoice:
         self.view = view
         task = view.task
         self.names = tuple(view.tools)
-        described = tuple((n, s["function"]["description"]) for n, s in view.tools.items())
+        self.clean = clean_params(task.domain, task)
+        described = tuple((n, without_field_notes(s["function"]["description"])) for n, s in view.tools.items())
         words = vocabulary(task.domain)
         params = () if words is not None and words.capabilities else tuple(map(param_text, view.tools.values()))
         live, by_capability = toolset(described, task.domain, params, clean_words(task.domain, task))
@@ -54,7 +63,35 @@ class ToolChoice:
         """The visible tool for ``call``: the one that documents it, or a twin documented alike where the
         ones tried answered with an error."""
         untried = self._untried(call)
-        return untried[0] if untried else self.by_capability[call.tool]
+        first = (untried or [self.by_capability[call.tool]])[0]
+        if self._accepts(first, call):
+            return first
+        # a tool split by an enum's values: the one documented alike whose schema takes the call's value
+        return next((n for n in (*untried, *self.siblings(first)) if self._accepts(n, call)), first)
+
+    def siblings(self, name: str) -> list[str]:
+        """The live tools whose description is the same as ``name``'s, tool names aside."""
+        pattern = names_pattern(self.names)
+        doc = pattern.sub(" ", self.live[name]["function"]["description"])
+        return [n for n, s in self.live.items() if n != name and pattern.sub(" ", s["function"]["description"]) == doc]
+
+    def _accepts(self, name: str, call: Call) -> bool:
+        """Whether no enum of the tool's schema leaves out the value the call gives the parameter it matches."""
+        own = {p: (self.clean.get(call.tool, {}).get(p, ""), v) for p, v in call.args.items()}
+
+        def fits(schema: dict) -> bool:
+            for vname, prop in schema.get("properties", {}).items():
+                if prop.get("type") == "object" and not fits(prop):
+                    return False
+                values = prop.get("enum")
+                if not isinstance(values, list) or len(values) < 2:
+                    continue
+                match = match_param(vname, str(prop.get("description", "")).casefold(), own, set())
+                if match is not None and isinstance(own[match][1], str) and own[match][1] not in values:
+                    return False
+            return True
+
+        return fits(self.live[name]["function"]["parameters"])
 
     def retry_twin(self, call: Call) -> bool:
         """Whether the call's answer was an error and a twin of its tool is still to try."""

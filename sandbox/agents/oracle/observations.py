@@ -16,6 +16,7 @@ from typing import Any
 
 from sandbox.agent import ToolSpec, Turn
 from sandbox.domains import EAGER, get_domain
+from sandbox.identifiers import rename_keys
 from sandbox.perturbations import vocab
 from sandbox.perturbations.formats import parse_lines
 from sandbox.task import Task, read_path
@@ -28,6 +29,27 @@ _FORMS = re.compile(
     )
 )
 """The key renames of ``format_shift`` on a domain without field synonyms, read backwards."""
+
+
+_FIELD_PAIR = re.compile(r"([\w-]+) → ([\w-]+)")
+_FIELD_NOTE = re.compile(
+    "|".join(
+        re.escape(note).replace(re.escape("{pairs}"), r"[\w-]+ → [\w-]+(?:, [\w-]+ → [\w-]+)*")
+        for notes in vocab.FIELD_NOTES.values()
+        for note in notes
+    )
+)
+
+
+def field_renames(description: str) -> dict[str, str]:
+    """The result fields a tool's release note says it renamed (``old → new``), as new name → old name."""
+    return {new: old for old, new in _FIELD_PAIR.findall(description)}
+
+
+def without_field_notes(description: str) -> str:
+    """A description without its release note on result fields: it tells how answers read, not what the tool
+    does."""
+    return _FIELD_NOTE.sub("", description).strip() if "→" in description else description
 
 
 def ours() -> tuple[DomainVocabulary, ...]:
@@ -201,6 +223,8 @@ class View:
         tools = {t["function"]["name"]: t for t in turn.tools}
         query = next((m["content"] for m in turn.messages if m.get("role") == "user"), "")
         view = cls(task, tools, query)
+        notes = {n: field_renames(t["function"]["description"]) for n, t in tools.items()
+                 if "→" in t["function"]["description"]}  # fmt: skip
         pending: dict[str, Attempt] = {}
         replies: list[list[tuple[str, Attempt]]] = []
         for m in turn.messages:
@@ -218,6 +242,9 @@ class View:
             if m.get("role") == "tool" and m.get("tool_call_id") in pending:
                 attempt = pending[m["tool_call_id"]]
                 attempt.result, attempt.normalized = _observation(m["content"], task.domain)
+                renamed = notes.get(attempt.tool)
+                if renamed and attempt.normalized is not None:
+                    attempt.normalized = rename_keys(attempt.normalized, renamed)
                 attempt.answered = True
         for reply in replies:
             view._unordered(reply)

@@ -27,6 +27,7 @@ from sandbox.agents.oracle.observations import (
 )
 from sandbox.agents.oracle.steps import Blocked, Refusal, Step
 from sandbox.agents.oracle.tools import clean_params
+from sandbox.identifiers import fold
 from sandbox.perturbations.plan import domain_of, leaf_paths, may_write
 from sandbox.perturbations.vocab import vocabulary
 from sandbox.task import Call, Source
@@ -205,9 +206,9 @@ class Planner(ArgumentFiller):
             calls.append({"id": f"{step.id}.{n}", "function": {"name": tool, "arguments": args}})
         if wait and getattr(self, "wait_tool", None):
             turn = sum(1 for s in self.view.attempts if s.startswith("wait~"))
-            calls.insert(
-                0, {"id": f"wait~{turn}.0", "function": {"name": self.wait_tool, "arguments": {"seconds": wait}}}
-            )
+            props = self.view.tools.get(self.wait_tool, {}).get("function", {}).get("parameters", {}).get("properties")
+            param = next((p for p in props or () if fold(p) == "seconds"), "seconds")  # as a release spells it
+            calls.insert(0, {"id": f"wait~{turn}.0", "function": {"name": self.wait_tool, "arguments": {param: wait}}})
         return calls
 
     # Building calls.

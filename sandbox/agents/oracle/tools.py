@@ -18,6 +18,7 @@ from typing import Any
 
 from sandbox.agent import ToolSpec
 from sandbox.agents.oracle.observations import ours
+from sandbox.identifiers import fold
 from sandbox.perturbations import vocab
 from sandbox.task import Task
 from sandbox.tools import Tool
@@ -236,8 +237,10 @@ def match_param(
     hits = [p for p in free if own[p][0].casefold() in text]
     if not hits and hidden is not None and TOOL in hidden.text:
         hits = [p for p in free if hidden.holds(own[p][0])]
-    if not hits:  # an undocumented parameter is known by its name alone, or by the pattern that renamed it
+    if not hits:  # an undocumented parameter is known by its name alone, the pattern that renamed it, or its style
         name = next((n for n in (vname, *unform_param(vname)) if n in own and n not in used and not own[n][0]), None)
+        if name is None:
+            name = next((n for n in own if n not in used and not own[n][0] and fold(n) == fold(vname)), None)
         return name
     return vname if vname in hits else min(hits, key=lambda p: list(own).index(p))
 
@@ -307,6 +310,11 @@ class SchemaText:
 
 
 def empty_args(spec: ToolSpec) -> dict[str, Any]:
-    """The arguments of a helper tool that takes none of ours: an empty object for each object parameter."""
-    props = spec["function"]["parameters"].get("properties", {})
-    return {k: {} for k, p in props.items() if p.get("type") == "object"}
+    """The arguments of a helper tool that takes none of ours: an empty object for each object parameter, and the
+    one value of a required parameter that takes one."""
+    parameters = spec["function"]["parameters"]
+    props, required = parameters.get("properties", {}), set(parameters.get("required", ()))
+    out: dict[str, Any] = {k: {} for k, p in props.items() if p.get("type") == "object"}
+    # a required parameter of one accepted value (one a release added) takes it
+    out |= {k: p["enum"][0] for k, p in props.items() if k in required and len(p.get("enum") or ()) == 1}
+    return out

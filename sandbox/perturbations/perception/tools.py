@@ -294,7 +294,7 @@ class SchemaNoise(Perturbation):
     wrapper = _SchemaNoise
 
 
-class _Rewrite(ToolsWrapper):
+class Rewriter(ToolsWrapper):
     @property
     def per_task(self) -> bool:  # type: ignore[override]
         return self.domain.tools_for(self.task) is not self.domain.tools  # the rewrites follow the task's tools
@@ -341,4 +341,4 @@ class DescriptionRewrite(Perturbation):
         tools = domain.tools_for(task)
         return any(t.description and (own is None or t.name in own.description_rewrites) for t in tools)
 
-    wrapper = _Rewrite
+    wrapper = Rewriter
