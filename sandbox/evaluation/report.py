@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sandbox.errors import UsageError
+from sandbox.evaluation.detection import Detection, detection, detection_table
 from sandbox.evaluation.sensitivity import Dose, sensitivity, sensitivity_table
 from sandbox.evaluation.worst_case import WorstCase, worst_table
 from sandbox.files import write_atomically
@@ -65,6 +66,9 @@ class Record:
     """The perturbations as ``Perturbation.to_dict()`` gives them, so that a tool can rebuild them."""
     domain: str | None = None
     """The registered name of the task's domain; ``None`` in a report written before records kept it."""
+    noticed: bool | None = None
+    """Whether the agent noticed the fault its case injected, where the case scores it (faults of its own model: its
+    loop asked its model again after the last one); ``None`` elsewhere (:mod:`sandbox.evaluation.detection`)."""
 
     @classmethod
     def of(cls, test: str, agent: str, case: Case, episode: Episode, clean: Episode) -> Record:
@@ -79,6 +83,7 @@ class Record:
             clean_outcome=clean.outcome, clean_success=clean.success, clean_solvable=case.task.solvable,
             clean_tool_errors=clean.tool_errors, clean_calls=len(clean.calls),
             stack=tuple(p.to_dict() for p in case.perturbations), domain=case.task.domain,
+            noticed=episode.model_faults["asked_again"] if episode.model_faults else None,
         )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
@@ -271,6 +276,13 @@ class Report:
     def sensitivity_table(self) -> str:
         return sensitivity_table(self.sensitivity())
 
+    def detection(self) -> list[Detection]:
+        """Per perturbation that scores it: how often the agent noticed, recovered, or went on."""
+        return detection(self.perturbed)
+
+    def detection_table(self) -> str:
+        return detection_table(self.detection())
+
     def table(self) -> str:
         from tabulate import tabulate
 
@@ -323,6 +335,8 @@ class Report:
             "sensitivity": [d.to_dict() for d in self.sensitivity()],
             "failures": [f.to_dict() for f in self.failures],
         }
+        if found := self.detection():
+            data["detection"] = [d.to_dict() for d in found]
         if self.search is not None:
             data["search"] = {k: v for k, v in self.search.to_dict().items() if k in ("meta", "rows", "records")}
         if self.worst:

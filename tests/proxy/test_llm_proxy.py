@@ -4,6 +4,8 @@ the OpenAI SDK; ``openagent llm-proxy``'s misuse."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import sandbox
@@ -158,3 +160,8 @@ def test_openagent_eval_injects_named_model_faults_into_an_openai_agent(tmp_path
     assert set(rows) <= set(names.split(",")) and rows, run.stdout
     if "model_false_success" in rows:
         assert rows["model_false_success"][3] == "0.0%", run.stdout
+    detection = run.stdout[run.stdout.index("noticed apart from recovered") :]
+    assert all(name in detection for name in rows), run.stdout
+    report = json.loads((tmp_path / "r.json").read_text())
+    by_name = {d["name"]: d for d in report["detection"]}
+    assert by_name.get("model_false_success", {"noticed": {"k": 0}})["noticed"]["k"] == 0
