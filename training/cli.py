@@ -136,6 +136,9 @@ def run_train(args: argparse.Namespace) -> int:
 
         return run(from_options(RLDemoConfig, args))
     cfg = train_config(args)
+    from sandbox.files import check_output_folder
+
+    check_output_folder(Path(cfg.out), "the run (--out)")
     if isinstance(cfg, RLConfig):
         from training.rewards import get_reward
         from training.rl import train
@@ -192,8 +195,9 @@ def run_data(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    if Path(args.out).is_dir():
-        raise UsageError(f"--out {args.out!r} is a folder; give the JSONL file to write")
+    from sandbox.files import check_output_file
+
+    check_output_file(Path(args.out), "the JSONL (--out)")
     if args.action == "export":
         from training.export import export
 

@@ -35,6 +35,7 @@ from sandbox.agent import fingerprint
 from sandbox.case import Case, run_cases
 from sandbox.episode import DEFAULT_MAX_STEPS, Episode
 from sandbox.errors import UsageError
+from sandbox.redact import redact
 
 DEFAULT_CACHE_DIR = Path(".openagent_cache")
 """Where the episode cache and Hypothesis' example database live unless told otherwise."""
@@ -90,17 +91,19 @@ class EpisodeCache:
     def _load(self, agent_fingerprint: str) -> None:
         self._loaded.add(agent_fingerprint)
         folder = self._folder(agent_fingerprint)
+        if folder.is_dir() and not os.access(folder, os.R_OK | os.X_OK):
+            raise _unreadable(folder, "this user may not read it")
         try:
             packs = sorted(folder.glob("pack-*.jsonl")) if folder.is_dir() else []
-        except OSError:
-            return
+        except OSError as exc:
+            raise _unreadable(folder, exc.strerror or str(exc)) from None
         _remove_stale_temps(folder)
         stored, older = self._stored, self._older
         for pack in packs:  # names start with the creation time, so a later pack holds newer lines
             try:
                 data = pack.read_bytes()
-            except OSError:
-                continue
+            except OSError as exc:  # every episode in it would run again, silently: misuse to say
+                raise _unreadable(pack, exc.strerror or str(exc)) from None
             for line in data.split(b"\n"):
                 key, tab, blob = line.partition(b"\t")
                 if len(key) != _KEY_LENGTH or not tab or not key.isalnum():
@@ -138,7 +141,7 @@ class EpisodeCache:
         if self.directory is None:
             return
         try:
-            blob = episode.model_dump_json().encode()
+            blob = redact(episode.model_dump_json()).encode()  # a key a reply or a tool echoed is not kept on disk
         except Exception:  # a value pydantic cannot write as JSON: keep it in memory only
             self.skipped += 1
             return
@@ -222,6 +225,13 @@ class EpisodeCache:
 
             run_cases(agent, [c for c, _ in todo.values()], [b for _, b in todo.values()], window, store)
         return [found[k] for k in keys]
+
+
+def _unreadable(path: Path, why: str) -> UsageError:
+    return UsageError(
+        f"the episode cache cannot read {path}: {why}; every episode it holds would run again. Fix its permissions "
+        "(it belongs to the user who ran the episodes), give the cache another folder, or turn it off"
+    )
 
 
 def _read(blob: bytes) -> Episode | None:

@@ -397,3 +397,43 @@ def test_fuzz_garbage_agents_never_crash_the_runner_or_the_cache():
 
     run()
     assert min(counter.values()) >= FUZZ_REPLIES, counter
+
+
+def test_an_unreadable_agent_folder_is_misuse_not_a_silent_rerun(tmp_path, monkeypatch):
+    import pytest
+
+    from sandbox.errors import UsageError
+
+    EpisodeCache(tmp_path).run(Plain(), CASES[:2])
+    [pack] = packs(tmp_path)
+    real = Path.read_bytes
+
+    def denied(self):
+        if self == pack:
+            raise PermissionError(13, "Permission denied")
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", denied)  # as for another user's pack (root reads everything)
+    agent = Plain()
+    with pytest.raises(UsageError, match=r"cannot read .*pack-.*Permission denied; every episode it holds would run"):
+        EpisodeCache(tmp_path).run(agent, CASES[:2])
+    assert agent.turns == 0, "nothing ran"
+    monkeypatch.undo()
+    if os.geteuid() != 0:  # the real thing, where permissions bind
+        pack.parent.chmod(0)
+        try:
+            with pytest.raises(UsageError, match="cannot read"):
+                EpisodeCache(tmp_path).run(Plain(), CASES[:2])
+        finally:
+            pack.parent.chmod(0o755)
+
+
+def test_an_api_key_in_a_successful_reply_is_not_stored_in_clear(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "key-0123456789abcdef")
+    agent = Plain("Done. (debug: Authorization: Bearer abc.def-123 key-0123456789abcdef sk-proj-ABCDEFGHIJKLMNOP)")
+    EpisodeCache(tmp_path).run(agent, CASES[:2])
+    stored = b"".join(p.read_bytes() for p in packs(tmp_path))
+    assert stored and b"key-0123456789abcdef" not in stored and b"abc.def-123" not in stored
+    assert b"sk-proj-ABCDEFGHIJKLMNOP" not in stored and b"[redacted]" in stored
+    again = EpisodeCache(tmp_path).run(Plain("never asked"), CASES[:2])
+    assert "[redacted]" in again[0].answer
