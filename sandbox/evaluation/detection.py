@@ -17,6 +17,7 @@ from sandbox.metrics import Rate
 
 
 class Record(Protocol):
+    tier: str | None
     perturbations: tuple[str, ...]
     success: bool
     noticed: bool | None
@@ -24,9 +25,11 @@ class Record(Protocol):
 
 @dataclass(frozen=True)
 class Detection:
-    """One perturbation's episodes that score detection: noticed, recovered, went on (each a rate of ``n``)."""
+    """One tier's or one perturbation's episodes that score detection: noticed, recovered, went on (each a rate of
+    ``n``); ``kind`` is ``tier`` or ``perturbation``."""
 
     name: str
+    kind: str
     noticed: Rate
     recovered: Rate
     went_on: Rate
@@ -36,25 +39,32 @@ class Detection:
             low, high = r.interval
             return {"k": r.k, "n": r.n, "value": r.value, "low": low, "high": high}
 
-        return {"name": self.name, "noticed": rate(self.noticed), "recovered": rate(self.recovered),
+        return {"name": self.name, "kind": self.kind, "noticed": rate(self.noticed), "recovered": rate(self.recovered),
                 "went_on": rate(self.went_on)}  # fmt: skip
 
 
 def detection(records: Iterable[Record]) -> list[Detection]:
-    """Per perturbation (each of a stack's), in name order, over the records that score detection."""
-    by_name: dict[str, list[Record]] = defaultdict(list)
-    for record in records:
-        if record.noticed is not None:
+    """Per tier, each followed by its perturbations (each of a stack's) in name order, over the records that score
+    detection."""
+    scored = [r for r in records if r.noticed is not None]
+    out = []
+    for tier in sorted({r.tier or "" for r in scored}):
+        in_tier = [r for r in scored if (r.tier or "") == tier]
+        out.append(_rates(tier or "none", "tier", in_tier))
+        by_name: dict[str, list[Record]] = defaultdict(list)
+        for record in in_tier:
             for name in dict.fromkeys(record.perturbations):
                 by_name[name].append(record)
-    out = []
-    for name, group in sorted(by_name.items()):
-        n = len(group)
-        noticed = sum(bool(r.noticed) for r in group)
-        recovered = sum(r.success for r in group)
-        went_on = sum(not r.noticed and not r.success for r in group)
-        out.append(Detection(name, Rate(noticed, n), Rate(recovered, n), Rate(went_on, n)))
+        out += [_rates(name, "perturbation", group) for name, group in sorted(by_name.items())]
     return out
+
+
+def _rates(name: str, kind: str, group: list[Record]) -> Detection:
+    n = len(group)
+    noticed = sum(bool(r.noticed) for r in group)
+    recovered = sum(r.success for r in group)
+    went_on = sum(not r.noticed and not r.success for r in group)
+    return Detection(name, kind, Rate(noticed, n), Rate(recovered, n), Rate(went_on, n))
 
 
 def detection_table(rows: list[Detection]) -> str:
@@ -65,5 +75,10 @@ def detection_table(rows: list[Detection]) -> str:
         low, high = r.interval
         return f"{100 * r.value:.1f}% ({r.k}/{r.n}) [{100 * low:.1f}, {100 * high:.1f}]"
 
-    table = [[d.name, d.noticed.n, cell(d.noticed), cell(d.recovered), cell(d.went_on)] for d in rows]
-    return tabulate(table, headers=["perturbation", "episodes", "noticed", "recovered", "went on"])
+    table = [[("  " if d.kind == "perturbation" else "") + d.name, d.noticed.n, cell(d.noticed), cell(d.recovered),
+              cell(d.went_on)] for d in rows]  # fmt: skip
+    headers = ["scope", "episodes", "noticed", "recovered", "went on"]
+    try:
+        return tabulate(table, headers=headers, disable_numparse=True, preserve_whitespace=True)
+    except TypeError:  # tabulate < 0.10 strips the indent of perturbation rows
+        return tabulate(table, headers=headers, disable_numparse=True)

@@ -216,6 +216,19 @@ def sensitivity(page: Page) -> str:
     return section("sensitivity", "Sensitivity (dose-response)", note + table(headers, rows, "sensitivity"))
 
 
+def detection(page: Page) -> str:
+    rows = [
+        f'<tr class="{esc(d.kind)}"><td class="scope">{esc(d.name)}</td>'
+        + "".join(rate_cell(getattr(d, m), d.name, m) for m in ("noticed", "recovered", "went_on"))
+        + "</tr>"
+        for d in page.report.detection()
+    ]
+    note = "<p>Where the case scores it (faults of the agent's own model): noticed, its loop asked its model again " \
+        "after the last fault; recovered, the episode succeeded; went on, neither.</p>"  # fmt: skip
+    return section("detection", "Noticed apart from recovered", note + table(
+        ["scope", "noticed", "recovered", "went on"], rows, "detection")) if rows else ""  # fmt: skip
+
+
 def failures(page: Page) -> str:
     report = page.report
     if report.failures:
@@ -294,6 +307,7 @@ SECTIONS: list[tuple[str, Section]] = [
     ("tiers", tier_table),
     ("figures", figures),
     ("sensitivity", sensitivity),
+    ("detection", detection),
     ("failures", failures),
     ("worst", worst),
     ("search", search),
