@@ -27,7 +27,7 @@ DATA_OPTIONS = {"sft": ("episodes", "seed"), "paft": ("episodes", "seed", *PAFT_
 """The options of ``openagent train sft|paft`` that decide its data: ``openagent data export`` takes these."""
 RL_OPTIONS = (
     "init", "group", "tasks_per_step", "reward", "tasks", "temperature", "max_new_tokens", "iterations", "clip", "kl",
-    "loss_norm", "perturbed", "sft_coef", "sft_batch", "families", *SHARED,
+    "loss_norm", "perturbed", "sft_coef", "sft_batch", "families", "engine", *SHARED,
 )  # fmt: skip
 PAFT_ALPHA = 0.3
 """PAFT's default share of perturbed episodes (the paper's best)."""
@@ -147,7 +147,19 @@ def run_train(args: argparse.Namespace) -> int:
             get_reward(cfg.reward)
         except UsageError as exc:
             raise UsageError(f"--reward: {exc}") from None
-        keys = ("init", "steps", "group", "tasks_per_step", "reward", "lr", "lora", "kl", "perturbed", "sft_coef")
+        keys = (
+            "init",
+            "engine",
+            "steps",
+            "group",
+            "tasks_per_step",
+            "reward",
+            "lr",
+            "lora",
+            "kl",
+            "perturbed",
+            "sft_coef",
+        )
     else:
         from training.sft import train
 

@@ -178,6 +178,11 @@ class RLConfig(TrainConfig):
                   "PPO-ptx): holds the tasks the policy already solves, which give GRPO no signal (0: off)"},
     )  # fmt: skip
     sft_batch: int = field(default=8, metadata={"help": "gold episodes of that supervised loss per step"})
+    engine: str = field(
+        default="own",
+        metadata={"help": "what runs the GRPO update: own (our loop) or trl (TRL's GRPOTrainer, the same rollouts and "
+                  "reward; the documented path on GPUs); benchmarks/bench_rl_engines.py compares them"},
+    )  # fmt: skip
 
 
 # --- configs as command-line options ---------------------------------------------------------------

@@ -32,15 +32,23 @@ from training.rollouts import epoch_of, rollout, run_cases, step_indices
 if TYPE_CHECKING:
     from sandbox.episode import Episode
 
-__all__ = ["RLConfig", "check_config", "load_policy", "train"]
+ENGINES = ("own", "trl")
+"""What runs the GRPO update: our loop (:mod:`training.grpo`) or TRL's ``GRPOTrainer`` (:mod:`training.rl_trl`)."""
+
+__all__ = ["ENGINES", "RLConfig", "check_config", "load_policy", "train"]
 
 
 def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Path:
     """GRPO from ``cfg.init`` into ``cfg.out``; ``reward`` overrides ``cfg.reward``.
 
     A finished run of the same options (the reward included) in ``cfg.out`` is reused, one of other options
-    refused unless ``cfg.overwrite``; an unfinished one resumes from its newest intact checkpoint."""
+    refused unless ``cfg.overwrite``; an unfinished one resumes from its newest intact checkpoint. ``cfg.engine="trl"``
+    trains the same run through TRL's ``GRPOTrainer`` (:mod:`training.rl_trl`)."""
     check_config(cfg)
+    if cfg.engine == "trl":
+        from training.rl_trl import train_trl
+
+        return train_trl(cfg, reward)
     cpu.prepare()  # before torch loads: OpenMP reads its wait policy once
     reward = reward if reward is not None else cfg.reward
     reward_fn = get_reward(reward)
@@ -55,7 +63,7 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
     begin(cfg)
     policy, tokenizer, reference = load_policy(cfg)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    perturbations = _perturbations(cfg)
+    perturbations = rl_perturbations(cfg)
     pool = run_cases(cfg, perturbations)
     gold, gold_plan = sft_term_data(cfg, tokenizer) if cfg.sft_coef > 0 else ([], [])
     schedule = lambda s: min(1.0, (s + 1) / max(1, cfg.warmup))  # linear warm-up, then constant
@@ -64,7 +72,7 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
         reference.to(loop.accelerator.device)
     start, history = loop.resume(point, policy, "openagent train rl")
     del point  # the checkpoint's tensors, now in the policy and optimizer
-    meta = _run_meta(cfg, config, loop.bf16, pool, perturbations)
+    meta = run_meta(cfg, config, loop.bf16, pool, perturbations)
 
     # The loop: play the step's cases, reward and score the episodes, one optimizer step.
     bar = loop.progress_bar(start, "openagent train rl")
@@ -107,7 +115,7 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
     return loop.finish(policy, tokenizer, meta)
 
 
-def _run_meta(cfg: RLConfig, config: dict, bf16: bool, pool: list, perturbations: list[str]) -> dict[str, Any]:
+def run_meta(cfg: RLConfig, config: dict, bf16: bool, pool: list, perturbations: list[str]) -> dict[str, Any]:
     """The run's metadata (the history and timings join it at the end)."""
     return {
         "kind": "rl", "algorithm": "grpo", "init": str(cfg.init), "base": str(cfg.init), "reward": config["reward"],
@@ -118,7 +126,7 @@ def _run_meta(cfg: RLConfig, config: dict, bf16: bool, pool: list, perturbations
     }  # fmt: skip
 
 
-def _perturbations(cfg: RLConfig) -> list[str]:
+def rl_perturbations(cfg: RLConfig) -> list[str]:
     if cfg.perturbed <= 0:
         return []
     from training.dataset import train_perturbations
@@ -205,6 +213,8 @@ def check_config(cfg: RLConfig) -> None:
             f"temperature, kl and sft_coef must not be negative and clip must be positive (got temperature="
             f"{cfg.temperature}, clip={cfg.clip}, kl={cfg.kl}, sft_coef={cfg.sft_coef})"
         )
+    if cfg.engine not in ENGINES:
+        problems.append(f"engine must be one of {', '.join(ENGINES)}, got {cfg.engine!r}")
     if cfg.loss_norm not in grpo.LOSS_NORMS:
         problems.append(f"loss_norm must be one of {', '.join(grpo.LOSS_NORMS)}, got {cfg.loss_norm!r}")
     if not 0 <= cfg.perturbed <= 1:
