@@ -27,13 +27,11 @@ from training import cpu, grpo, runs
 from training.config import RLConfig
 from training.loop import Loop, begin, load_model
 from training.rewards import get_reward, reward_name
+from training.rl_common import ENGINES, check_config, init_dir, rl_perturbations, run_meta
 from training.rollouts import epoch_of, rollout, run_cases, step_indices
 
 if TYPE_CHECKING:
     from sandbox.episode import Episode
-
-ENGINES = ("own", "trl")
-"""What runs the GRPO update: our loop (:mod:`training.grpo`) or TRL's ``GRPOTrainer`` (:mod:`training.rl_trl`)."""
 
 __all__ = ["ENGINES", "RLConfig", "check_config", "load_policy", "train"]
 
@@ -115,25 +113,6 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
     return loop.finish(policy, tokenizer, meta)
 
 
-def run_meta(cfg: RLConfig, config: dict, bf16: bool, pool: list, perturbations: list[str]) -> dict[str, Any]:
-    """The run's metadata (the history and timings join it at the end)."""
-    return {
-        "kind": "rl", "algorithm": "grpo", "init": str(cfg.init), "base": str(cfg.init), "reward": config["reward"],
-        "config": config, "bf16": bf16, "seed": cfg.seed,
-        "data": {"domain": cfg.domain, "split": "train", "tasks": len(pool), "perturbed": cfg.perturbed,
-                 "perturbed_cases": sum(bool(c.perturbations) for c in pool), "pool": "train",
-                 "candidates": perturbations},
-    }  # fmt: skip
-
-
-def rl_perturbations(cfg: RLConfig) -> list[str]:
-    if cfg.perturbed <= 0:
-        return []
-    from training.dataset import train_perturbations
-
-    return train_perturbations(cfg.families)
-
-
 def sft_term_backward(loop: Loop, gold: list[Any], batch: list[int], coef: float) -> float:
     """The supervised term's backward pass on the step's ``batch`` of ``gold`` examples; its loss."""
     from training.batches import collate
@@ -143,11 +122,6 @@ def sft_term_backward(loop: Loop, gold: list[Any], batch: list[int], coef: float
         loss = loop.module(rows)
     loop.accelerator.backward(coef * loss)
     return float(loss.detach())
-
-
-def init_dir(cfg: RLConfig) -> Path:
-    """The directory of the checkpoint ``cfg.init`` names (``hf:`` prefix and ``~`` allowed)."""
-    return Path(cfg.init.removeprefix("hf:")).expanduser()
 
 
 def load_policy(cfg: RLConfig) -> tuple[Any, Any, Any]:
@@ -186,41 +160,6 @@ def sft_term_data(cfg: RLConfig, tokenizer: Any) -> tuple[list[Any], list[list[i
     sft_cfg = SFTConfig(**{k: v for k, v in meta["config"].items() if k in names})
     examples, _ = build_examples(sft_cfg, tokenizer)
     return examples, plan_batches(examples, cfg.sft_batch, cfg.steps, child_seed(cfg.seed, "sft-term"))
-
-
-def check_config(cfg: RLConfig) -> None:
-    """Raise :class:`~sandbox.errors.UsageError` on options no run can train with."""
-    from sandbox.errors import UsageError
-
-    if not cfg.out:
-        raise UsageError("RLConfig.out: an output directory is required")
-    if not cfg.init:
-        raise UsageError("RLConfig.init: the checkpoint to start from is required (an SFT output directory)")
-    problems = [
-        f"{name} must be at least {low}, got {value}"
-        for name, value, low in (("steps", cfg.steps, 1), ("tasks", cfg.tasks, 1),
-                                 ("tasks_per_step", cfg.tasks_per_step, 1), ("max_new_tokens", cfg.max_new_tokens, 1),
-                                 ("micro_batch", cfg.micro_batch, 1), ("save_every", cfg.save_every, 0),
-                                 ("max_turns", cfg.max_turns, 1), ("iterations", cfg.iterations, 1))
-        if value < low
-    ]  # fmt: skip
-    if cfg.group < 2:
-        problems.append(f"group must be at least 2 (GRPO compares episodes within a group), got {cfg.group}")
-    if not cfg.lr > 0:
-        problems.append(f"lr must be positive, got {cfg.lr}")
-    if cfg.temperature < 0 or cfg.clip <= 0 or cfg.kl < 0 or cfg.sft_coef < 0:
-        problems.append(
-            f"temperature, kl and sft_coef must not be negative and clip must be positive (got temperature="
-            f"{cfg.temperature}, clip={cfg.clip}, kl={cfg.kl}, sft_coef={cfg.sft_coef})"
-        )
-    if cfg.engine not in ENGINES:
-        problems.append(f"engine must be one of {', '.join(ENGINES)}, got {cfg.engine!r}")
-    if cfg.loss_norm not in grpo.LOSS_NORMS:
-        problems.append(f"loss_norm must be one of {', '.join(grpo.LOSS_NORMS)}, got {cfg.loss_norm!r}")
-    if not 0 <= cfg.perturbed <= 1:
-        problems.append(f"perturbed must be in [0, 1], got {cfg.perturbed}")
-    if problems:
-        raise UsageError(f"RLConfig: {'; '.join(problems)}")
 
 
 def step_record(

@@ -149,7 +149,7 @@ def train_trl(cfg: RLConfig, reward: str | Callable[[Episode], float] | None = N
     """GRPO from ``cfg.init`` into ``cfg.out`` through TRL (see the module's docstring); same reuse and resume rules
     as :func:`training.rl.train`."""
     from training.loop import begin, load_model
-    from training.rl import check_config, init_dir, rl_perturbations, run_meta
+    from training.rl_common import check_config, init_dir, rl_perturbations, run_meta
     from training.rollouts import run_cases
 
     check_config(cfg)
