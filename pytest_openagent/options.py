@@ -20,6 +20,7 @@ PLOT = "--openagent-plot"
 GATE = "--openagent-gate"
 BASELINE = "--openagent-baseline"
 MAX_REGRESSION = "--openagent-max-regression"
+SEQUENTIAL = "--openagent-sequential"
 CACHE_DIR = "--openagent-cache-dir"
 NO_CACHE = "--openagent-no-cache"
 N = "--openagent-n"
@@ -64,6 +65,8 @@ HELP = {
     "e.g. 'clean.success>=0.95 perception.delta>=-10', or 'default'",
     BASELINE: "a report JSON to compare against, paired on the same cases (see --openagent-max-regression)",
     MAX_REGRESSION: "non-inferiority margin: most points of success a scope may lose against the baseline (default: 5)",
+    SEQUENTIAL: "run the fixed measurement in rounds and stop each --openagent-gate criterion once an anytime-valid "
+    "interval (a confidence sequence) settles its verdict, or at the fixed n; needs --openagent-gate",
     N: "cases per tier of the fixed measurement that gates read (default: 50; it runs when a gate, baseline, "
     "report, HTML page or plot is set, or when this is given)",
     TIERS: "tiers of the fixed measurement: all, or names/numbers joined by commas (default: all)",
@@ -104,7 +107,7 @@ def add_options(parser: pytest.Parser) -> None:
     for option, help_text in HELP.items():
         # argparse %-formats an option's help (pytest --help); the ini help is printed as is.
         escaped = help_text.replace("%", "%%")
-        if option in (NO_CACHE, DRIFT):
+        if option in (NO_CACHE, DRIFT, SEQUENTIAL):
             group.addoption(option, action="store_true", default=None, help=escaped)
             parser.addini(ini_name(option), help_text, type="bool", default=None)
         else:

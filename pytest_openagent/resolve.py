@@ -41,6 +41,7 @@ from pytest_openagent.options import (
     SEARCH,
     SEARCHES,
     SEED,
+    SEQUENTIAL,
     TIERS,
     N,
     ini_name,
@@ -83,6 +84,7 @@ class Options:
     max_steps: int | None = None
     drift: bool = False
     search: str = "default"
+    sequential: bool = False
 
     @property
     def measures(self) -> bool:
@@ -152,6 +154,17 @@ def _gate(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
     from sandbox.perturbations import names
 
     return {"gate": tuple(parse_gate(_text(value), known_scopes=names())), "gate_text": _text(value)}
+
+
+def _sequential(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+    on = _flag("sequential")(value, base, values)
+    if on["sequential"] and not values.get("gate"):
+        raise UsageError(f"a sequential gate stops criteria at their thresholds: give them with {GATE} "
+                         "(e.g. 'clean.success>=0.8'), or drop it")  # fmt: skip
+    if on["sequential"] and values.get("baseline") is not None:
+        raise UsageError(f"the baseline comparison ({BASELINE}) reads every case of the baseline, which a sequential "
+                         "gate does not run: drop one of them")  # fmt: skip
+    return on
 
 
 def _baseline(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
@@ -278,6 +291,7 @@ CONVERTERS: dict[str, Converter] = {
     GATE: _gate,
     BASELINE: _baseline,
     MAX_REGRESSION: lambda value, base, values: {"max_regression": check_margin(value)},
+    SEQUENTIAL: _sequential,  # after GATE and BASELINE: it needs the one and refuses the other
     N: _n,
     TIERS: _tiers,
     NAMES: _names,  # after TIERS: the names are checked against the tiers

@@ -215,6 +215,7 @@ class OpenAgentSession:
                 self.agent, options.tiers, n=options.n or DEFAULT_N, seed=options.seed, domain=options.domain,
                 names=options.names, cache_dir=None if options.no_cache else options.cache_dir,
                 max_steps=options.max_steps, drift=options.drift,
+                sequential=options.gate if options.sequential else None,
             )  # fmt: skip
         except OpenAgentError as exc:
             self.problem = str(exc)

@@ -58,6 +58,11 @@ def configure(p: argparse.ArgumentParser) -> None:
         "plot extra",
     )  # fmt: skip
     p.add_argument("--gate", default=None, help=f"criteria to check, e.g. {EXAMPLE!r}, or 'default'")
+    p.add_argument(
+        "--sequential", action="store_true",
+        help="run the sample in rounds and stop each --gate criterion once an anytime-valid interval (a confidence "
+        "sequence) settles its verdict, or at --n",
+    )  # fmt: skip
     add_baseline(p)
     add_inconclusive(p)
 
@@ -74,6 +79,11 @@ def run(args: argparse.Namespace) -> int:
     # Every input checked before any episode runs: a typo never costs a run.
     tiers, names = selection(args)
     criteria = parse_gate(args.gate) if args.gate else []
+    if args.sequential and not criteria:
+        raise UsageError("--sequential stops criteria at their thresholds: give them with --gate (e.g. "
+                         "'clean.success>=0.8')")  # fmt: skip
+    if args.sequential and args.baseline:
+        raise UsageError("--baseline reads every case of the baseline, which --sequential does not run: drop one")
     margin = check_margin(args.max_regression)
     baseline = Report.load(args.baseline) if args.baseline else None
     if args.json:
@@ -95,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
             agent, tiers, n=args.n, seed=args.seed, domain=domain, names=names, max_stack=args.max_stack,
             batch_size=args.batch_size, cache_dir=None if args.no_cache else args.cache_dir, pool=args.pool,
             families=args.families.split(",") if args.families else None, max_steps=args.max_steps,
-            drift=args.drift,
+            drift=args.drift, sequential=criteria if args.sequential else None,
         )  # fmt: skip
         if args.worst is not None:
             from pytest_openagent.search import worst_of

@@ -317,6 +317,13 @@ class Report:
         if self.worst:
             means = {row.scope: row.perturbed for row in self.rows() if row.kind == "tier"}
             text += "\n" + worst_table(self.worst, means, {r.agent for r in self.records})
+        sequential = self.meta.get("sequential")
+        if isinstance(sequential, dict) and "cases_run" in sequential:
+            text += (
+                f"\nsequential gate: {sequential['cases_run']} of the sample's {sequential.get('cases_drawn')} cases "
+                f"run (rounds of {sequential.get('round')} per tier); each criterion stopped once its confidence "
+                "sequence settled it"
+            )
         skipped = self.meta.get("tiers_skipped")
         if skipped:
             domain = self.meta.get("domain")

@@ -134,3 +134,32 @@ def test_on_the_oracle_and_the_static_baseline_the_verdicts_match_the_fixed_gate
 def test_a_sequential_gate_needs_criteria() -> None:
     with pytest.raises(UsageError, match="needs criteria"):
         evaluate("oracle", n=5, cache_dir=None, sequential=[])
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--sequential"], "--sequential stops criteria at their thresholds: give them with --gate"),
+        (["--sequential", "--gate", "clean.success>=0.5", "--baseline", "b.json"], "--baseline reads every case"),
+    ],
+)
+def test_a_sequential_gate_without_criteria_or_with_a_baseline_is_misuse(tmp_path, argv, message):
+    from tests.commands import openagent
+
+    (tmp_path / "b.json").write_text(evaluate("oracle", tiers=1, n=1, cache_dir=None).to_json())
+    result = openagent("eval", "--agent", "oracle", "--n", "2", "--no-cache", *argv, cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert message in result.stderr.strip().splitlines()[-1]
+
+
+def test_openagent_gate_reads_a_sequential_report_as_it_ran(tmp_path):
+    from tests.commands import openagent
+
+    path = tmp_path / "r.json"
+    ran = openagent("eval", "--agent", "static", "--n", "30", "--no-cache", "--json", str(path), "--gate",
+                    "all.delta>=-20", "--sequential", cwd=tmp_path)  # fmt: skip
+    assert ran.returncode == 1, ran.stderr
+    assert "sequential gate:" in ran.stdout
+    again = openagent("gate", str(path), "--gate", "all.delta>=-20", cwd=tmp_path)
+    assert again.returncode == 1
+    assert "confidence sequence" in again.stdout and "settled after" in again.stdout

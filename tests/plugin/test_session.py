@@ -83,6 +83,7 @@ def test_options_come_from_ini_and_from_tool_openagent(project):
         (["--openagent-names", "toy_shuot"], "*--openagent-names: Unknown perturbation 'toy_shuot'*"),
         (["--openagent-inconclusive", "maybe"], "*Unknown policy 'maybe'*"),
         (["--openagent-baseline", "missing.json"], "*--openagent-baseline: cannot read report*missing.json*"),
+        (["--openagent-sequential"], "*--openagent-sequential: a sequential gate stops criteria at their thresholds*"),
     ],
 )
 def test_a_bad_option_is_a_usage_error_that_says_what_was_given(project, args, message):
@@ -359,3 +360,15 @@ def test_an_unusable_cache_folder_is_a_usage_error_before_any_test_runs(project)
                                  "not a folder*--openagent-no-cache*"])  # fmt: skip
     project.makepyfile(test_rec="def test_plain(): pass")  # no test of ours: the cache folder is not asked for
     project.runpytest("--openagent-cache-dir", "taken").assert_outcomes(passed=1)
+
+
+def test_a_sequential_gate_stops_early_and_its_report_says_where(project):
+    project.makepyfile("def test_nothing(): pass")
+    project.makepyprojecttoml('[tool.openagent]\nagent = "oracle"\nsequential = true\n')
+    args = ["--openagent-names", "toy_shout,toy_pad", "--openagent-n", "40", "--openagent-report", "r.json"]
+    result = project.runpytest(*args, "--openagent-gate", "clean.success>=0.5 all.delta>=-50")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["sequential gate: * of the sample's 80 cases run*", "openagent gate PASS*"])
+    sequential = json.loads((project.path / "r.json").read_text())["meta"]["sequential"]
+    assert sequential["cases_run"] < 80
+    assert {c["verdict"] for c in sequential["stopped"].values()} == {"PASS"}
