@@ -21,7 +21,7 @@ from pytest_openagent.arguments import (  # noqa: F401 - the exit codes are part
     EXIT_OK,
     EXIT_USAGE,
 )
-from pytest_openagent.commands import check_domain, evaluate, gate, llm_proxy, mcp_proxy
+from pytest_openagent.commands import check_domain, diff_test, evaluate, gate, llm_proxy, mcp_proxy
 from pytest_openagent.console import quiet_stdout
 from sandbox.errors import MissingExtra, UsageError, install_line
 
@@ -58,6 +58,12 @@ COMMANDS: list[Command] = [
         check_domain.run,
     ),
     Command("gate", "check a report against a gate or a baseline report", gate.configure, gate.run),
+    Command(
+        "diff-test",
+        "test a release of an MCP server: the change between two tools/list snapshots, applied to its world",
+        diff_test.configure,
+        diff_test.run,
+    ),
     Command(
         "mcp-proxy",
         "serve an MCP server's tools perturbed, over stdio or streamable HTTP, to an agent that speaks MCP",

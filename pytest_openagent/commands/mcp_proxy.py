@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from pytest_openagent.console import at_least
+from sandbox.errors import UsageError
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -26,13 +27,23 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1", help="http: the address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="http: the port to listen on (default 8765)")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds an upstream call may take (default 10)")
+    p.add_argument(
+        "--snapshot", default=None, metavar="FILE",
+        help="write the upstream's tools/list (its release, unperturbed) to FILE as JSON and exit, for "
+        "`openagent diff-test OLD.json NEW.json`",
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
     from sandbox.domains.mcp import require_sdk
 
     require_sdk()
-    from sandbox.proxy.serve import run_proxy
+    from sandbox.proxy.serve import run_proxy, write_snapshot
+
+    if args.snapshot is not None:
+        if args.perturb or args.case:
+            raise UsageError("--snapshot records the upstream as it is: drop --perturb and --case")
+        return write_snapshot(args.upstream, args.snapshot, timeout=args.timeout)
 
     return run_proxy(
         args.upstream, args.perturb, seed=args.seed, pool=args.pool, tasks=args.tasks, task=args.task,

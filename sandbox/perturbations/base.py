@@ -92,6 +92,8 @@ class Perturbation(BaseModel):
     model_fault: ClassVar[bool] = False
     """True for faults of the agent's own model (sandbox.perturbations.model): the LLM proxy injects them, at the
     turn their onset says, so they are never drawn by tier and no :class:`Onset` wraps them."""
+    drawn: ClassVar[bool] = True
+    """False for a perturbation built from a user's data (a release diff): asked for by name, never drawn by tier."""
 
     drifts: ClassVar[bool | None] = None
     """Whether it may start mid-episode (an ``after`` onset); ``None``: its kind decides (:meth:`can_drift`)."""

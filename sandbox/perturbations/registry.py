@@ -57,11 +57,12 @@ def get(name: str) -> type[Perturbation]:
 def names(tier: Tier | int | Iterable[Tier | int] | None = None, model_faults: bool = False) -> list[str]:
     """Registered names, in tier order then registration order; ``tier`` filters. Faults of the agent's own
     model (sandbox.perturbations.model) are left out unless ``model_faults``: they reach only agents whose model
-    is reached over HTTP, so they are asked for by name, never drawn by tier."""
+    is reached over HTTP, so they are asked for by name, never drawn by tier; so is one built from a user's data
+    (``Perturbation.drawn``: a release diff)."""
     _load_plugins()
     wanted = set(TIERS) if tier is None else set(normalize_tiers(tier))
     return [n for t in TIERS if t in wanted for n, cls in _REGISTRY.items()
-            if cls.tier == t and (model_faults or not cls.model_fault)]  # fmt: skip
+            if cls.tier == t and cls.drawn and (model_faults or not cls.model_fault)]  # fmt: skip
 
 
 def normalize_tiers(tier: Tier | int | str | Iterable[Tier | int | str]) -> list[Tier]:

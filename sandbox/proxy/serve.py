@@ -116,4 +116,22 @@ def run_proxy(upstream: str, perturb: Sequence[str], *, seed: int = 0, pool: str
     return 0
 
 
-__all__ = ["parse_perturbations", "proxy_case", "run_proxy"]
+def write_snapshot(upstream: str, path: str | Path, timeout: float = 10.0) -> int:
+    """Write ``upstream``'s ``tools/list`` result (the tools an agent sees, as the server lists them) to ``path``."""
+    from sandbox.domains.mcp import mcp_domain, parse_target
+    from sandbox.files import check_output_file, write_atomically
+
+    parse_target(upstream)
+    check_output_file(Path(path), "the snapshot")
+    domain = mcp_domain(upstream, None, timeout=timeout, loop="caller")
+    try:
+        data = {"tools": list(domain.listing)}
+    finally:
+        domain.close()
+    write_atomically(Path(path), json.dumps(data, indent=2, sort_keys=True) + "\n")
+    label = f"{domain.server_name or 'server'} {domain.server_version}".strip()
+    print(f"openagent mcp-proxy: {len(data['tools'])} tools of {label} written to {path}", file=sys.stderr)
+    return 0
+
+
+__all__ = ["parse_perturbations", "proxy_case", "run_proxy", "write_snapshot"]

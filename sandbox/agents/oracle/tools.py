@@ -239,8 +239,8 @@ def match_param(
         hits = [p for p in free if hidden.holds(own[p][0])]
     if not hits:  # an undocumented parameter is known by its name alone, the pattern that renamed it, or its style
         name = next((n for n in (vname, *unform_param(vname)) if n in own and n not in used and not own[n][0]), None)
-        if name is None:
-            name = next((n for n in own if n not in used and not own[n][0] and fold(n) == fold(vname)), None)
+        if name is None:  # a release renamed it, or reworded its description: the same name in another style
+            name = next((n for n in own if n not in used and fold(n) == fold(vname)), None)
         return name
     return vname if vname in hits else min(hits, key=lambda p: list(own).index(p))
 

@@ -44,6 +44,8 @@ class McpDomain(Domain):
     """A hash of the server's tool list as it reported it (names, descriptions, schemas, annotations)."""
     annotations: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     """The server's tool annotations (``readOnlyHint``...) by tool name, as it reported them: the proxy lists them."""
+    listing: tuple[dict[str, Any], ...] = ()
+    """The server's ``tools/list`` as it reported it (the tools the agent sees), for a snapshot of its release."""
 
     def version(self) -> str:
         """The server's reported name and version and a hash of its tool list, beside the digest of the
@@ -148,8 +150,10 @@ def mcp_domain(
     fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(Domain)}
     annotations = {t.name: t.annotations.model_dump(by_alias=True, exclude_none=True) for t in listed
                    if getattr(t, "annotations", None) is not None and t.name not in hidden}  # fmt: skip
+    listing = tuple(t.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"meta"}) for t in listed
+                    if t.name not in hidden)  # fmt: skip
     return McpDomain(**fields, link=link, server_name=server_name, server_version=server_version,
-                     tools_digest=tools_digest(listed), annotations=annotations)  # fmt: skip
+                     tools_digest=tools_digest(listed), annotations=annotations, listing=listing)  # fmt: skip
 
 
 def _choose_reset(reset: Reset | str, target: ServerTarget, names: list[str]) -> Reset:

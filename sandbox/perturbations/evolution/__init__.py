@@ -12,9 +12,10 @@ snapshots of a user's server (``openagent diff-test``).
 from sandbox.perturbations.evolution.params import EnumWidened, ParamAdded, ParamCaseStyle
 from sandbox.perturbations.evolution.tools import DescriptionRelease, ToolDeprecated, ToolSplit
 from sandbox.perturbations.evolution.results import ResultFieldRenamed
+from sandbox.perturbations.evolution.diff import ReleaseDiff
 
 
 # isort: on
 
-__all__ = ["DescriptionRelease", "EnumWidened", "ParamAdded", "ParamCaseStyle", "ResultFieldRenamed",
+__all__ = ["DescriptionRelease", "EnumWidened", "ParamAdded", "ParamCaseStyle", "ReleaseDiff", "ResultFieldRenamed",
            "ToolDeprecated", "ToolSplit"]  # fmt: skip
