@@ -4,27 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from sandbox.evaluation.pairing import paired_delta
 from training.figure import SCOPES
 
 
 def paired(report: Any, baseline: Any) -> dict[str, Any]:
     """``report``'s success minus ``baseline``'s on the same cases, per scope (clean: the clean twins; a tier:
-    its perturbed cases), and ``"refusal"``: refusals on tier 4's unsolvable cases; as Newcombe's paired
-    difference (:class:`~sandbox.metrics.PairedDelta`)."""
+    its perturbed cases; :func:`sandbox.evaluation.pairing.paired_delta`, the gate's pairing), and
+    ``"refusal"``: refusals on tier 4's unsolvable cases; as Newcombe's paired difference
+    (:class:`~sandbox.metrics.PairedDelta`)."""
     from sandbox.metrics import PairedDelta
 
-    mine = {r.case: r for r in report.records}
-    common = [r for r in baseline.records if r.case in mine]
     out: dict[str, Any] = {}
     for scope, _ in SCOPES:
-        if scope == "clean":
-            twins = {r.task: r for r in common}
-            pairs = [(mine[r.case].clean_success, r.clean_success) for r in twins.values()]
-        else:
-            pairs = [(mine[r.case].success, r.success) for r in common if r.tier == scope]
-        if pairs:
-            out[scope] = PairedDelta.of(pairs)
-    unsolvable = [r for r in common if r.tier == "internalization" and not r.solvable and not mine[r.case].solvable]
+        delta = paired_delta(report, baseline, scope)
+        if delta is not None:
+            out[scope] = delta
+    mine = {r.case: r for r in report.records}
+    unsolvable = [r for r in baseline.records if r.case in mine and r.tier == "internalization" and not r.solvable
+                  and not mine[r.case].solvable]  # fmt: skip
     if unsolvable:
         out["refusal"] = PairedDelta.of((mine[r.case].outcome == "refused", r.outcome == "refused") for r in unsolvable)
     return out

@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING
 
 from sandbox.errors import UsageError, did_you_mean
 from sandbox.evaluation.criterion import Check, Criterion, Verdict
+from sandbox.evaluation.pairing import paired_delta
 from sandbox.evaluation.report import DRIFT
-from sandbox.metrics import PairedDelta
 from sandbox.perturbations.base import TIERS
 
 if TYPE_CHECKING:
-    from sandbox.evaluation.report import Record, Report
+    from sandbox.evaluation.report import Report
     from sandbox.evaluation.worst_case import WorstCase
 
 OPS = (">=", "<=", ">", "<")
@@ -246,17 +246,12 @@ def compare(report: Report, baseline: Report, margin: float = DEFAULT_MARGIN) ->
     if differences:
         result.checks.append(Check("baseline", "FAIL", "the reports cover different cases: " + "; ".join(differences)))
         return result
-    mine = {r.case: r for r in report.records}
     for row in baseline.rows():
         if row.kind == "perturbation":
             continue
-        base = [r for r in baseline.records if _in_scope(r, row.scope)]
-        if row.kind == "clean":
-            twins = {r.task: r for r in base}
-            pairs = [(mine[r.case].clean_success, r.clean_success) for r in twins.values()]
-        else:
-            pairs = [(mine[r.case].success, r.success) for r in base]
-        diff = PairedDelta.of(pairs)
+        diff = paired_delta(report, baseline, row.scope)
+        if diff is None:
+            continue
         low, high = diff.interval
         verdict: Verdict = "PASS" if low > -margin else "FAIL" if high < -margin else "INCONCLUSIVE"
         detail = (
@@ -265,12 +260,3 @@ def compare(report: Report, baseline: Report, margin: float = DEFAULT_MARGIN) ->
         )
         result.checks.append(Check(f"baseline {row.scope}", verdict, detail))
     return result
-
-
-def _in_scope(record: Record, scope: str) -> bool:
-    if scope == "clean":
-        return True
-    if scope == "all":
-        return bool(record.perturbations)
-    drift = scope.endswith(DRIFT)
-    return record.tier == scope.removesuffix(DRIFT) and record.drift == drift
