@@ -21,7 +21,7 @@ from pytest_openagent.arguments import (  # noqa: F401 - the exit codes are part
     EXIT_OK,
     EXIT_USAGE,
 )
-from pytest_openagent.commands import check_domain, diff_test, evaluate, gate, llm_proxy, mcp_proxy
+from pytest_openagent.commands import check_domain, diff_test, env_serve, evaluate, gate, llm_proxy, mcp_proxy
 from pytest_openagent.console import quiet_stdout
 from sandbox.errors import MissingExtra, UsageError, install_line
 
@@ -69,6 +69,12 @@ COMMANDS: list[Command] = [
         "serve an MCP server's tools perturbed, over stdio or streamable HTTP, to an agent that speaks MCP",
         mcp_proxy.configure,
         mcp_proxy.run,
+    ),
+    Command(
+        "env-serve",
+        "serve a domain's perturbed world as an RL environment (reset, step, verify over HTTP; tools over MCP)",
+        env_serve.configure,
+        env_serve.run,
     ),
     Command(
         "llm-proxy",

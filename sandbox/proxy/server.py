@@ -264,7 +264,8 @@ class HttpThread:
     from the start: no other process can take it between choosing and listening.
     """
 
-    def __init__(self, server: Any, host: str = "127.0.0.1", port: int | None = None) -> None:
+    def __init__(self, server: Any, host: str = "127.0.0.1", port: int | None = None, app: Any = None) -> None:
+        """``app``: an ASGI app to serve instead of ``server``'s (``server`` is then ignored)."""
         import uvicorn
 
         self.host = host
@@ -273,8 +274,9 @@ class HttpThread:
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._socket.bind((host, port or 0))
         self.port = int(self._socket.getsockname()[1])
-        config = uvicorn.Config(http_app(server, host), host=host, port=self.port, log_level="warning",
-                                lifespan="on", access_log=False)  # fmt: skip
+        served = app if app is not None else http_app(server, host)
+        config = uvicorn.Config(served, host=host, port=self.port, log_level="warning", lifespan="on",
+                                access_log=False)  # fmt: skip
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]},
                                         name=f"mcp proxy :{self.port}", daemon=True)  # fmt: skip

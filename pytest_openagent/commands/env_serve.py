@@ -1,0 +1,50 @@
+"""``openagent env-serve DOMAIN``: a domain's perturbed world as an RL environment server (OpenEnv's HTTP shape,
+the tools over MCP, one episode a session; docs/training-at-scale.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from pytest_openagent.console import at_least
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("domain", help="the domain whose train split it serves: a name, or module:attribute")
+    p.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="the port to listen on (default 8000)")
+    p.add_argument(
+        "--reward", default="completion",
+        help="what /verify pays for the judge's outcome: completion, refusal-aware or module:function (default "
+        "completion)",
+    )  # fmt: skip
+    p.add_argument("--max-sessions", type=at_least(1), default=1024, help="sessions open at once (default 1024)")
+
+
+def app_for(domain: str, reward: str = "completion", max_sessions: int = 1024, host: str = "127.0.0.1") -> object:
+    """The server's ASGI app; :class:`~sandbox.errors.UsageError` for an unknown domain or reward."""
+    from sandbox.domains import get_domain
+    from sandbox.domains.mcp import require_sdk
+    from sandbox.evaluation.train_draw import RESET_KEYS, train_case
+    from sandbox.perturbations.base import TIERS
+    from sandbox.proxy.env_server import Sessions, env_app
+    from training.rewards import get_reward, reward_name
+
+    require_sdk()
+    name = get_domain(domain).name
+    score = get_reward(reward)
+    metadata = {"name": f"openagent-{name}", "domain": name, "split": "train", "pool": "train",
+                "reward": reward_name(reward), "tiers": list(TIERS), "reset_fields": list(RESET_KEYS),
+                "actions": ["list_tools", "call_tool", "answer"]}  # fmt: skip
+    sessions = Sessions(lambda body: train_case(name, body), score, max_sessions)
+    return env_app(sessions, f"openagent-{name}", metadata, host)
+
+
+def run(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    app = app_for(args.domain, args.reward, args.max_sessions, args.host)
+    print(f"openagent env-serve: {args.domain} at http://{args.host}:{args.port} (POST /reset to start)",
+          file=sys.stderr)  # fmt: skip
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0

@@ -1,0 +1,144 @@
+"""``openagent env-serve``: OpenEnv's reset/step/state over HTTP, verify with the judge's outcome, the tools over MCP
+(driven with the MCP SDK's client and plain HTTP: OpenEnv's own client does not install here), sessions isolated."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+pytest.importorskip("mcp", reason="the mcp extra is not installed")
+
+import sandbox
+from pytest_openagent.commands.env_serve import app_for
+from sandbox.proxy.server import HttpThread
+
+
+@pytest.fixture(scope="module")
+def server():
+    with HttpThread(None, app=app_for("poi", "refusal-aware")) as served:
+        yield f"http://127.0.0.1:{served.port}"
+
+
+def _post(base: str, path: str, body: object | None = None, method: str = "POST") -> tuple[int, dict]:
+    data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
+    request = urllib.request.Request(
+        base + path, data=data, method=method, headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def _book_task():
+    return next(t for t in sandbox.tasks("poi", "train", 200, 0) if t.family == "book_named")
+
+
+def test_a_seeded_reset_shows_the_opening_and_the_tools_and_no_gold(server):
+    status, reset = _post(server, "/reset", {"seed": 3})
+    assert status == 200 and reset["done"] is False and reset["reward"] is None
+    observation = reset["observation"]
+    assert [m["role"] for m in observation["messages"]] == ["system", "user"] and observation["tools"]
+    assert "train" not in json.dumps(observation) and "plan" not in json.dumps(observation)
+    again = _post(server, "/reset", {"seed": 3})[1]["observation"]
+    assert again == observation  # the seed decides the case
+
+
+def test_an_explicit_case_is_played_step_by_step_and_verified_by_the_judge(server):
+    task = _book_task()
+    _, reset = _post(server, "/reset", {"task": task.id, "stack": ["semantic_renaming:2"]})
+    sid = reset["metadata"]["session_id"]
+    names = {t["function"]["name"] for t in reset["observation"]["tools"]}
+    assert "find_place" not in names and "book_place" not in names
+    # the gold calls under the renamed tools, as the oracle plays the same case
+    from sandbox.case import Case
+    from sandbox.perturbations import get
+
+    case = Case(task, (get("semantic_renaming")(severity=2, pool="train", seed=0),))
+    episode = case.run(sandbox.OracleAgent())
+    for call in (c for step in episode.steps for c in step.calls):
+        action = {"type": "call_tool", "tool_name": call.name, "arguments": call.arguments}
+        status, stepped = _post(server, "/step", {"session_id": sid, "action": action})
+        assert status == 200 and not stepped["done"] and "error" not in stepped["observation"]["result"][:20]
+    assert _post(server, "/state?session_id=" + sid, method="GET")[1]["step_count"] == 2
+    status, verdict = _post(server, "/verify", {"session_id": sid, "answer": episode.answer})
+    assert status == 200 and verdict["outcome"] == "success" and verdict["reward"] == 1.0
+    status, again = _post(server, "/step", {"session_id": sid, "action": {"type": "answer", "content": "x"}})
+    assert status == 409 and "has ended" in again["error"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status", "words"),
+    [
+        ("/reset", {"tier": "perceptoin"}, 400, "perceptoin"),
+        ("/reset", {"task": "no-such-task"}, 400, "no-such-task"),
+        ("/reset", {"stack": ["no_such_perturbation"]}, 400, "no_such_perturbation"),
+        ("/reset", {"seed": -1}, 400, "seed must be"),
+        ("/reset", {"sede": 1}, 400, "unknown reset field sede"),
+        ("/reset", b"{not json", 400, "not JSON"),
+        ("/step", {"session_id": "nope", "action": {"type": "list_tools"}}, 404, "no session 'nope'"),
+        ("/verify", {"session_id": "nope"}, 404, "no session"),
+        ("/verify", {}, 400, "no session_id"),
+    ],
+)  # fmt: skip
+def test_bad_input_is_a_4xx_with_a_message(server, path, body, status, words):
+    got, answer = _post(server, path, body)
+    assert got == status and words in answer["error"]
+
+
+def test_a_test_split_task_is_refused_and_verify_before_any_step_is_a_conflict(server):
+    test_task = sandbox.tasks("poi", "test", 1, 0)[0]
+    status, answer = _post(server, "/reset", {"task": test_task.id})
+    assert status == 400 and "train split" in answer["error"]
+    sid = _post(server, "/reset", {"seed": 1})[1]["metadata"]["session_id"]
+    status, answer = _post(server, "/verify", {"session_id": sid})
+    assert status == 409 and "before any step" in answer["error"]
+    status, answer = _post(server, "/step", {"session_id": sid, "action": {"type": "jump"}})
+    assert status == 400 and "unknown action type 'jump'" in answer["error"]
+
+
+def test_32_concurrent_sessions_over_mcp_never_see_each_others_bookings(server):
+    """Each session books the same place for its own party size over MCP, then reads its booking back: it finds its
+    own, whatever the 31 others did meanwhile."""
+    from mcp import Client
+
+    task = _book_task()
+    find, book = task.plan
+    sessions = []
+    for _ in range(32):
+        sessions.append(_post(server, "/reset", {"task": task.id})[1]["metadata"]["session_id"])
+
+    async def play(i: int, sid: str) -> dict:
+        async with Client(f"{server}/sessions/{sid}/mcp") as client:
+            listed = {t.name for t in (await client.list_tools()).tools}
+            assert {"find_place", "book_place"} <= listed
+            await client.call_tool("find_place", dict(find.args))
+            booked = json.loads(
+                (await client.call_tool("book_place", {**book.args, "people": i % 20 + 1})).content[0].text
+            )
+            await asyncio.sleep(0.01)  # let the other sessions write meanwhile
+            shown = await client.call_tool("get_booking", {"booking_id": booked["booking_id"]})
+            return json.loads(shown.content[0].text)
+
+    async def all_of_them() -> list[dict]:
+        return await asyncio.gather(*(play(i, sid) for i, sid in enumerate(sessions)))
+
+    shown = asyncio.run(all_of_them())
+    assert [b["people"] for b in shown] == [i % 20 + 1 for i in range(32)]
+    with ThreadPoolExecutor(8) as pool:
+        states = list(pool.map(lambda sid: _post(server, f"/state?session_id={sid}", method="GET")[1], sessions))
+    assert [s["step_count"] for s in states] == [3] * 32
+
+
+def test_the_cli_refuses_an_unknown_domain_with_exit_2():
+    done = subprocess.run([sys.executable, "-c", "from pytest_openagent.cli import main; main()", "env-serve",
+                           "nosuch"], capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 2 and "Unknown domain 'nosuch'" in done.stderr and "Traceback" not in done.stderr
