@@ -64,6 +64,7 @@ EXPECTED = {
     ("model_false_success", 1): ("hallucinated_success", "hallucinated_success"),  # neither can tell
     ("model_rate_limited", 1): ("success", "success"),  # the OpenAI SDK's own retries
     ("model_server_error", 1): ("success", "success"),
+    ("model_server_error", 2): ("agent_error", "agent_error"),  # three in a row: the OpenAI SDK's 2 retries spent
     ("model_server_error", 3): ("agent_error", "agent_error"),  # an outage fails loudly
 }
 
