@@ -343,6 +343,9 @@ class OpenAgentSession:
             tr.write_line(self.report.table())
             tr.write_line("measurement: success against severity (s=0: the same tasks clean)")
             tr.write_line(self.report.sensitivity_table())
+            if self.report.detection():
+                tr.write_line("measurement: noticed apart from recovered (cases that met a fault)")
+                tr.write_line(self.report.detection_table())
             if self.options.report is not None:
                 tr.write_line(f"report written to {self.options.report}")
         for line in self.written:

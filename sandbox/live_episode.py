@@ -12,7 +12,7 @@ from typing import Any
 from sandbox.agent import Message, Reply, RequestFailed, ToolSpec
 from sandbox.env import Env
 from sandbox.errors import WorldFailure
-from sandbox.judge import Ending, audit, judge
+from sandbox.judge import Ending, audit, deceived, judge
 from sandbox.parse import ToolCall, clean_text, parse_reply
 from sandbox.prompt import tools_changed
 from sandbox.redact import redact
@@ -159,10 +159,16 @@ def _finish(live: LiveEpisode, ending: Ending, answer: str | None = None, judged
     episode = env.review(episode)  # the task's own check, where it has one
     if world_failure(env) is not None:  # the end state or the check could not be read from the world
         return _world_error(live, answer)
-    if verdict is not None:  # an env that judges itself (BFCL's checker) counts the state its own way
-        return episode
-    idempotent = {t.name for t in env.domain.tools_for(env.task) if getattr(t, "idempotent", False)}
-    outcome = audit(episode.outcome, env.task, writes, idempotent)  # side effects, whatever the check said
+    outcome = episode.outcome
+    if verdict is None:  # an env that judges itself (BFCL's checker) counts the state its own way
+        idempotent = {t.name for t in env.domain.tools_for(env.task) if getattr(t, "idempotent", False)}
+        outcome = audit(outcome, env.task, writes, idempotent)  # side effects, whatever the check said
+    lied = env.state.deceptions
+    if lied:
+        calls = [[c.arguments for c in s.calls] for s in live.steps]
+        outcome = deceived(outcome, env.task, answer if judged is None else judged, calls, lied)
+        served = [{"tool": d.tool, "turn": d.turn, "values": [list(v) for v in d.values]} for d in lied]
+        episode = episode.model_copy(update={"deceptions": served})
     return episode if outcome == episode.outcome else episode.model_copy(update={"outcome": outcome})
 
 

@@ -29,6 +29,16 @@ class Write:
     code: str
 
 
+@dataclass(frozen=True)
+class Deception:
+    """A plausible but wrong answer a perturbation served (``deceptive_result``): the tool, the turn it came in,
+    and each value it told in place of the true one, as ``(told, truth)`` pairs."""
+
+    tool: str
+    turn: int
+    values: tuple[tuple[Any, Any], ...]
+
+
 @dataclass
 class State:
     """One episode's mutable state. ``data`` is the domain's own state object, made fresh for the episode
@@ -41,6 +51,8 @@ class State:
     """The tools of the successful calls whose role nobody knows (``Tool.role_known``): they may have written."""
     scratch: dict[str, Any] = field(default_factory=dict)
     """Free room for wrappers that keep per-episode state (a call counter, a token)."""
+    deceptions: list[Deception] = field(default_factory=list)
+    """The wrong answers served so far: the judge tells a ``deceived`` agent by them."""
     data: Any = None
     turn: int = 0
     """The agent's replies played so far in this episode: a drift's onset counts them."""

@@ -6,7 +6,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from sandbox.judge import GOOD_OUTCOMES, Ending, Outcome
 from sandbox.parse import ToolCall
@@ -40,11 +40,21 @@ class Episode(BaseModel):
     model_faults: dict[str, Any] | None = None
     """Where the case injected faults into the agent's own model: what the LLM proxy did, turn by turn, and whether
     the harness asked its model again after the last fault (sandbox.perturbations.model)."""
+    deceptions: list[dict[str, Any]] = Field(default_factory=list)
+    """The wrong answers tools served (``deceptive_result``): tool, turn, and ``values`` as (told, true) pairs.
+    Left out of the JSON when empty, so an episode without any keeps the form it always had."""
     meta: list[dict[str, Any]] = Field(default_factory=list, exclude=True)
     """Per-turn data from the agent (token ids, log-probabilities), kept in memory only."""
     clean_outcome: Outcome | None = Field(default=None, exclude=True)
     """The outcome of the same task with no perturbation, where the case ran beside its clean twin (``Case.run``
     through a runner); its own outcome for a clean case. Kept in memory only: it belongs to the case, not the run."""
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if not data.get("deceptions"):
+            data.pop("deceptions", None)
+        return data
 
     @model_validator(mode="after")
     def _default_solvable(self) -> Episode:

@@ -220,6 +220,10 @@ ORACLE_READS = {
         "a domain's vocabulary (its finder and the tools that take the finder's id)",
     "sandbox.agents.oracle.planner -> sandbox.perturbations.vocab":
         "a domain's vocabulary (its finder and the tools that take the finder's id)",
+    "sandbox.agents.oracle.observations -> sandbox.perturbations.echo":
+        "the echo rule deceptive_result lies by: the oracle compares an answer's echo with what it asked",
+    "sandbox.agents.oracle.observations -> sandbox.perturbations.plan":
+        "which tools write (never asked again), read as the perturbations read them",
     "sandbox.agents.static -> sandbox.perturbations.plan":
         "the static baseline is briefed with the clean trajectory: the gold plan's results as the perturbations "
         "replay them on the clean tools, and the user turns of a task of several",

@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     say(report.table())
     say("\nsuccess against severity (s=0: the same tasks clean)\n" + report.sensitivity_table())
     if report.detection():
-        say("\nnoticed apart from recovered (faults of the agent's own model)\n" + report.detection_table())
+        say("\nnoticed apart from recovered (cases that met a fault)\n" + report.detection_table())
     for line in [f"report written to {args.json}"] * bool(args.json) + written:
         say(line)
     if result is not None:

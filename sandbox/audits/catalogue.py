@@ -54,7 +54,7 @@ def catalogue_markdown() -> str:
     notes = "\n## Mild by design\n\nWhere the static baseline is not meant to lose 50 points:\n\n" + "\n".join(mild)
     limits = [f"- `{n}`: {get(n).limits}" for n in names() if get(n).limits]
     where = "\n\n## Where it does not apply\n\n" + LIMITS_INTRO + "\n" + "\n".join(limits)
-    return HEADER + "\n" + "\n".join(rows) + "\n" + notes + where + "\n" + model_faults_markdown()
+    return HEADER + "\n" + "\n".join(rows) + "\n" + notes + where + "\n" + DECEPTION + model_faults_markdown()
 
 
 def model_faults_markdown() -> str:
@@ -102,6 +102,29 @@ cut one, a claim of success with no call, taken as the answer) and the judge fin
 `hallucinated_success`: the harness reported a result its model never produced. A refusal passed on stays
 `wrong_refusal`. Each episode records `model_faults`: what was injected at which turn, how many requests its
 model got, and `asked_again`, whether the harness asked its model again after the last fault (it noticed).
+"""
+DECEPTION = """
+## Deceptive results: where the world holds the cross-check
+
+`deceptive_result` lies only where the world itself lets a reader notice, and no rule names a domain's tools:
+
+- **Which answers echo their request** is read off the gold plan replayed on the clean tools: a read (no write,
+  no tool of unknown role) whose answer has a top-level field named after a parameter (the same name, or its
+  last `_` word: `id` for `place_id`) holding the argument's value (`sandbox.perturbations.echo`). That echo is
+  the cross-check: an answer whose echo holds another value is about another entity than the one asked for.
+- **The lie is the world's own answer to another request**: the same tool asked with the arguments of one of
+  its calls in the domain's other tasks of the split (in a seeded order), kept only where that answer is about
+  another entity and changes what the task reads from the call (an answer's source, an id a later call takes).
+  It is plausible by construction: real values, the right shape; and a value only it holds is one the task
+  never gives, so the judge can tell an agent that took it.
+- **The truth is a second call away**: asked again, the tool answers truly (severity 3: after a second, different
+  wrong answer). A tool whose answers echo nothing, a write, or a task of several user turns is never lied about.
+- **Proof**: the oracle compares each answer's echo with what it asked (`View._cross_check`), asks again on a
+  mismatch, and reads an answer only once it matches (or once the tool gives it twice in a row); `check-domain`
+  runs it on every applied case.
+- **Judged apart**: a failed episode whose agent reported a value only a wrong answer held, or sent one in a later
+  call, is `deceived` (a gate reads `interaction.deceived<=0.05` by its interval); one that recovered is a
+  `success`; whether it noticed (asked again, or said so) is counted in the report's detection table.
 """
 
 

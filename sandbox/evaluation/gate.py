@@ -3,7 +3,9 @@
 A criterion is ``SCOPE.METRIC OP NUMBER``. SCOPE is ``clean`` (the clean twins), ``all``, a tier
 or a perturbation name; METRIC is ``success``, ``clean``, ``refusal`` (unsolvable cases refused),
 ``wrong_refusal`` (solvable cases refused), ``repeated_write`` (cases with a write done more often than
-the gold plan does it) or ``tool_errors`` (fractions from 0 to 1), ``delta``
+the gold plan does it), ``tool_errors``, ``deceived`` (cases whose agent reported or acted on a wrong value a
+tool told) or ``noticed`` (of the cases that met a fault of interaction, those whose agent noticed it: see
+:mod:`sandbox.evaluation.detection`) (fractions from 0 to 1), ``delta``
 (percentage points, perturbed minus clean on the same tasks) or ``episodes``; OP is one of
 ``>= <= > <``.
 
@@ -37,7 +39,8 @@ if TYPE_CHECKING:
     from sandbox.evaluation.worst_case import WorstCase
 
 OPS = (">=", "<=", ">", "<")
-METRICS = ("success", "clean", "delta", "refusal", "wrong_refusal", "repeated_write", "tool_errors", "episodes")
+METRICS = ("success", "clean", "delta", "refusal", "wrong_refusal", "repeated_write", "tool_errors", "deceived",
+           "noticed", "episodes")  # fmt: skip
 ALIASES = {"tool_error": "tool_errors", "tool_error_rate": "tool_errors", "refusal_rate": "refusal",
            "clean_success": "clean", "success_rate": "success", "over_refusal": "wrong_refusal",
            "refused_solvable": "wrong_refusal", "repeated_writes": "repeated_write"}  # fmt: skip

@@ -223,8 +223,12 @@ def detection(page: Page) -> str:
         + "</tr>"
         for d in page.report.detection()
     ]
-    note = "<p>Where the case scores it (faults of the agent's own model): noticed, its loop asked its model again " \
-        "after the last fault; recovered, the episode succeeded; went on, neither.</p>"  # fmt: skip
+    note = (
+        "<p>Of the cases that met a fault (a transient error, a rate limit, a moved tool, a wrong answer, a fault "
+        "of the agent's own model): noticed, the agent called the tool again or the one the error names, said so, "
+        "or its loop asked its model again; recovered, the episode succeeded; went on, neither. 95% Wilson "
+        "intervals.</p>"
+    )
     return section("detection", "Noticed apart from recovered", note + table(
         ["scope", "noticed", "recovered", "went on"], rows, "detection")) if rows else ""  # fmt: skip
 

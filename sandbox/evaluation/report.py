@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sandbox.errors import UsageError
-from sandbox.evaluation.detection import Detection, detection, detection_table
+from sandbox.evaluation.detection import Detection, detection, detection_table, notice
 from sandbox.evaluation.sensitivity import Dose, sensitivity, sensitivity_table
 from sandbox.evaluation.worst_case import WorstCase, worst_table
 from sandbox.files import write_atomically
@@ -34,6 +34,9 @@ SCHEMA_VERSION = 4
 ``sensitivity`` (success against severity per perturbation) and the property tests' ``failures``. A report may hold
 ``worst``, the worst case a search found per tier (:class:`~sandbox.evaluation.worst_case.WorstCase`)."""
 
+
+NONE = Rate(0, 0)
+"""A rate of nothing: a row that counts no such case (the clean twins meet no fault)."""
 
 DRIFT = "-drift"
 """What a row's scope ends with when it counts drift cases (``perception-drift``), beside the static ones."""
@@ -67,8 +70,8 @@ class Record:
     domain: str | None = None
     """The registered name of the task's domain; ``None`` in a report written before records kept it."""
     noticed: bool | None = None
-    """Whether the agent noticed the fault its case injected, where the case scores it (faults of its own model: its
-    loop asked its model again after the last one); ``None`` elsewhere (:mod:`sandbox.evaluation.detection`)."""
+    """Whether the agent noticed every fault its episode met (a transient error, a rate limit, a moved tool, a wrong
+    answer, a fault of its own model); ``None`` where it met none (:mod:`sandbox.evaluation.detection`)."""
 
     @classmethod
     def of(cls, test: str, agent: str, case: Case, episode: Episode, clean: Episode) -> Record:
@@ -83,7 +86,7 @@ class Record:
             clean_outcome=clean.outcome, clean_success=clean.success, clean_solvable=case.task.solvable,
             clean_tool_errors=clean.tool_errors, clean_calls=len(clean.calls),
             stack=tuple(p.to_dict() for p in case.perturbations), domain=case.task.domain,
-            noticed=episode.model_faults["asked_again"] if episode.model_faults else None,
+            noticed=notice(episode),
         )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
@@ -140,6 +143,10 @@ class Row:
     """Cases whose agent did a write more often than the gold plan (``repeated_write``), of all cases."""
     fails_clean: Rate
     """Failures whose clean twin fails too (not the perturbation's doing), of all failures."""
+    deceived: Rate = NONE
+    """Cases that ended ``deceived`` (the agent reported or acted on a wrong value a tool told), of all cases."""
+    noticed: Rate = NONE
+    """Cases whose agent noticed every fault it met (:mod:`~sandbox.evaluation.detection`), of those that met one."""
 
     def value(self, metric: str) -> float:
         """A gate metric: rates as fractions, ``delta`` in points, ``episodes`` a count."""
@@ -157,7 +164,7 @@ class Row:
         rate = {
             "success": self.perturbed, "clean": self.clean, "refusal": self.refusal,
             "tool_errors": self.tool_errors, "wrong_refusal": self.refused_solvable,
-            "repeated_write": self.repeated_writes,
+            "repeated_write": self.repeated_writes, "deceived": self.deceived, "noticed": self.noticed,
         }[metric]  # fmt: skip
         low, high = rate.interval
         return (rate.value, low, high, rate.n)
@@ -174,7 +181,7 @@ class Row:
             "delta": {"points": _num(self.delta.points), "low": _num(low), "high": _num(high)},
             "tool_errors": rate(self.tool_errors), "refusal": rate(self.refusal),
             "wrong_refusal": rate(self.refused_solvable), "repeated_write": rate(self.repeated_writes),
-            "fails_clean": rate(self.fails_clean),
+            "fails_clean": rate(self.fails_clean), "deceived": rate(self.deceived), "noticed": rate(self.noticed),
         }  # fmt: skip
 
 
@@ -214,6 +221,8 @@ def _row(scope: str, kind: str, records: list[Record]) -> Row:
         PairedDelta.of((r.success, r.clean_success) for r in records),
         Rate(sum(r.outcome == "repeated_write" for r in records), len(records)),
         _fails_clean([(r.success, r.clean_success) for r in records]),
+        Rate(sum(r.outcome == "deceived" for r in records), len(records)),
+        Rate(sum(bool(r.noticed) for r in records), sum(r.noticed is not None for r in records)),
     )  # fmt: skip
 
 

@@ -32,7 +32,8 @@ Layer = Literal[
     # Tools restructured: merged, inverted, split, their arguments nested.
     "merge", "inversion", "split", "restructure",
     # Feedback: what calls return and how they fail (an optional detail changes a lookup's reply too).
-    "behaviour", "optional_detail", "codes", "redirect", "transient", "rate_limit", "missing_values", "format",
+    "behaviour", "deception", "optional_detail", "codes", "redirect", "transient", "rate_limit", "missing_values",
+    "format",
     # The agent's own model: its replies, perturbed by the LLM proxy (the tools are untouched).
     "model",
     # Surface names and descriptions: they see, and rename, every tool the layers below added.

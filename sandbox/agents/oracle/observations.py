@@ -18,7 +18,9 @@ from sandbox.agent import ToolSpec, Turn
 from sandbox.domains import EAGER, get_domain
 from sandbox.identifiers import rename_keys
 from sandbox.perturbations import vocab
+from sandbox.perturbations.echo import contradicts
 from sandbox.perturbations.formats import parse_lines
+from sandbox.perturbations.plan import may_write, user_turns
 from sandbox.task import Task, read_path
 from sandbox.vocabulary import DomainVocabulary, Pools
 
@@ -188,6 +190,9 @@ class Attempt:
     """``result`` through :func:`normalize` when it is a success, else ``None``."""
     answered: bool = False
     """Whether the call's result came back (a tool may answer ``null``: ``result`` cannot tell)."""
+    suspect: bool = False
+    """Whether the answer's echo of the request names another entity than the call asked about (see
+    :func:`sandbox.perturbations.echo.contradicts`): it is not read, and the call is asked again."""
 
 
 @lru_cache(maxsize=1024)
@@ -248,7 +253,26 @@ class View:
                 attempt.answered = True
         for reply in replies:
             view._unordered(reply)
+        view._cross_check()
         return view
+
+    def _cross_check(self) -> None:
+        """Mark the answers of reads whose echo contradicts the request (:attr:`Attempt.suspect`). One the tool
+        gives twice in a row is how the world answers that request, and is read; a write's is never doubted (asking
+        again would write again), nor one of a task of several user turns (this turn's part of it would stand for
+        the whole task in the replay that tells the writes)."""
+        if user_turns(self.task) is not None:
+            return
+        writing = may_write(get_domain(self.task.domain), self.task)
+        asked = {c.id: c.args for c in self.task.plan if c.tool not in writing}
+        for step, tries in self.attempts.items():
+            args, before = asked.get(step), None
+            for attempt in tries:
+                if args is not None and attempt.answered and isinstance(attempt.normalized, dict):
+                    attempt.suspect = contradicts(args, attempt.normalized) and not (
+                        before is not None and before.answered and before.result == attempt.result
+                    )
+                before = attempt
 
     def _unordered(self, reply: list[tuple[str, Attempt]]) -> None:
         """Forget the calls of ``reply`` that failed after a call they depend on failed before them in the same
@@ -271,4 +295,4 @@ class View:
     def done(self, step: str) -> Any:
         """The normalized result of a step if its last attempt succeeded, else ``None``."""
         last = self.last(step)
-        return None if last is None else last.normalized
+        return None if last is None or last.suspect else last.normalized

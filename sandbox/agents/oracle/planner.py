@@ -158,7 +158,7 @@ class Planner(ArgumentFiller):
         last = tries[-1] if tries else None
         if last is None or not last.answered or is_error(last.result) or says_error(last.normalized):
             return False
-        if partial(last.normalized) or self.choice.retry_twin(call):
+        if partial(last.normalized) or last.suspect or self.choice.retry_twin(call):
             return False
         before = tries[-2] if len(tries) > 1 else None
         return empty(last.normalized) or (before is not None and before.answered and before.result == last.result)
