@@ -19,7 +19,7 @@ from sandbox.evaluation.report import Record, Report
 from sandbox.evaluation.runner import Runner
 from sandbox.perturbations import create
 
-FIND = settings(database=None, max_examples=1000, suppress_health_check=list(HealthCheck))
+FIND = settings(database=None, derandomize=True, max_examples=1000, suppress_health_check=list(HealthCheck))
 
 
 @cache
