@@ -4,16 +4,18 @@ session (``openagent env-serve``).
 Following OpenEnv's conventions (``openenv.core.env_server``): ``POST /reset`` (a ``seed``, or an explicit case:
 ``task``, ``tier``, ``stack``, ``severity``) answers ``{observation, reward, done, metadata}``; ``POST /step`` takes
 an ``action`` of type ``list_tools``, ``call_tool`` (``tool_name``, ``arguments``) or ``answer`` (``content``: the
-final reply, which the judge reads); ``GET /state``, ``GET /health``, ``GET /metadata``. Beside them, ``POST
-/verify`` answers the judge's outcome and the reward, and the episode's tools are served over MCP (streamable
-HTTP) at ``/sessions/{session_id}/mcp``, where ``tools/list`` gives the case's perturbed surface and a drift sends
-``notifications/tools/list_changed``. Every request names its session (the ``session_id`` that ``/reset``
+final reply, which the judge reads); ``GET /state``, ``GET /health``, ``GET /metadata``; and OpenEnv's ``/ws``,
+where a connection is one session (the wire format its ``EnvClient`` speaks). Beside them, ``POST /verify``
+answers the judge's outcome and the reward, and the episode's tools are served over MCP (streamable HTTP) at
+``/sessions/{session_id}/mcp``, where ``tools/list`` gives the case's perturbed surface and a drift sends
+``notifications/tools/list_changed``. Every HTTP request names its session (the ``session_id`` that ``/reset``
 returned); sessions share nothing. OpenEnv reserves the tool names ``reset``, ``step``, ``state`` and ``close``: a
 case offering one is refused. Misuse is an HTTP 4xx with ``{"error": message}``, never a traceback.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import uuid
@@ -184,12 +186,62 @@ def _mcp_server(sessions: Sessions, name: str) -> Any:
     return server
 
 
+def _websocket(sessions: Sessions) -> Callable[[Any], Any]:
+    """OpenEnv's ``/ws``: a connection is one session; ``{"type": "reset"|"step"|"state"|"close", "data": ...}`` in,
+    ``{"type": "observation"|"state"|"error", "data": ...}`` out; ``verify`` (``data``: ``answer``) is ours."""
+    import anyio.to_thread
+
+    async def serve(websocket: Any) -> None:
+        await websocket.accept()
+        sid: str | None = None
+        try:
+            while True:
+                try:
+                    message = json.loads(await websocket.receive_text())
+                    kind, data = message.get("type"), message.get("data") or {}
+                    if kind == "reset":
+                        if sid is not None:
+                            await anyio.to_thread.run_sync(sessions.close, sid)
+                        reply = await anyio.to_thread.run_sync(sessions.reset, data)
+                        sid = reply["metadata"]["session_id"]
+                    elif kind in ("step", "state", "verify") and sid is None:
+                        raise HttpError(409, f"{kind} before reset: send a reset message first")
+                    elif kind == "step":
+                        reply = await anyio.to_thread.run_sync(sessions.step, sid, data)
+                    elif kind == "verify":
+                        reply = await anyio.to_thread.run_sync(sessions.verify, sid, data.get("answer"))
+                    elif kind == "state":
+                        reply = sessions.state(sid)
+                    elif kind == "close":
+                        break
+                    else:
+                        raise HttpError(400, f"unknown message type {kind!r}: reset, step, state, verify or close")
+                    answer = "state" if kind == "state" else "observation"
+                    await websocket.send_text(json.dumps({"type": answer, "data": reply}))
+                except (ValueError, AttributeError):
+                    error = {"message": "a message is a JSON object with a type and data", "code": "INVALID_JSON"}
+                    await websocket.send_text(json.dumps({"type": "error", "data": error}))
+                except HttpError as exc:
+                    error = {"message": str(exc), "code": exc.status}
+                    await websocket.send_text(json.dumps({"type": "error", "data": error}))
+        except Exception:  # the client went away
+            pass
+        finally:
+            if sid is not None:
+                with contextlib.suppress(HttpError):
+                    sessions.close(sid)
+            with contextlib.suppress(Exception):
+                await websocket.close()
+
+    return serve
+
+
 def env_app(sessions: Sessions, name: str, metadata: dict[str, Any], host: str = "127.0.0.1") -> Any:
     """The server as a Starlette app: the HTTP routes above and MCP at ``/sessions/{session_id}/mcp``."""
     import anyio.to_thread
     from starlette.requests import Request
     from starlette.responses import JSONResponse
-    from starlette.routing import Route
+    from starlette.routing import Route, WebSocketRoute
 
     async def body_of(request: Request) -> dict[str, Any]:
         raw = await request.body()
@@ -224,6 +276,7 @@ def env_app(sessions: Sessions, name: str, metadata: dict[str, Any], host: str =
         Route("/state", endpoint(lambda b, r: sessions.state(b.get("session_id"))), methods=["GET"]),
         Route("/close", endpoint(lambda b, r: sessions.close(b.get("session_id"))), methods=["POST"]),
     ]
+    routes.append(WebSocketRoute("/ws", _websocket(sessions)))
     server = _mcp_server(sessions, name)
     return server.streamable_http_app(streamable_http_path="/sessions/{session_id}/mcp", host=host,
                                       custom_starlette_routes=routes)  # fmt: skip

@@ -142,3 +142,29 @@ def test_the_cli_refuses_an_unknown_domain_with_exit_2():
     done = subprocess.run([sys.executable, "-c", "from pytest_openagent.cli import main; main()", "env-serve",
                            "nosuch"], capture_output=True, text=True)  # fmt: skip
     assert done.returncode == 2 and "Unknown domain 'nosuch'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_openenvs_websocket_protocol_one_session_a_connection(server):
+    """OpenEnv's ``/ws`` wire format (what its EnvClient sends), driven with the websockets client."""
+    from websockets.sync.client import connect
+
+    def send(ws, message: dict) -> dict:
+        ws.send(json.dumps(message))
+        return json.loads(ws.recv())
+
+    task = _book_task()
+    with connect(server.replace("http", "ws") + "/ws") as ws:
+        assert send(ws, {"type": "step", "data": {"type": "list_tools"}})["type"] == "error"
+        reset = send(ws, {"type": "reset", "data": {"task": task.id}})
+        assert reset["type"] == "observation" and reset["data"]["done"] is False
+        find = task.plan[0]
+        call = {"type": "call_tool", "tool_name": find.tool, "arguments": dict(find.args)}
+        stepped = send(ws, {"type": "step", "data": call})
+        assert stepped["type"] == "observation" and "P" in stepped["data"]["observation"]["result"]
+        assert send(ws, {"type": "state"})["data"]["step_count"] == 1
+        verdict = send(ws, {"type": "verify", "data": {"answer": "I cannot do that."}})
+        assert verdict["data"]["outcome"] == "wrong_refusal" and verdict["data"]["reward"] == 0.0
+        assert send(ws, {"type": "jump"})["data"]["message"].startswith("unknown message type 'jump'")
+        sid = reset["data"]["metadata"]["session_id"]
+    status, _ = _post(server, f"/state?session_id={sid}", method="GET")
+    assert status == 404  # the connection's session went with it
