@@ -33,7 +33,9 @@ class TaskVerdict:
     broken: str | None
     """Why the release broke the task for every agent; ``None`` where the new surface still solves it."""
     oracle: str
-    """The oracle's outcome: ``success`` on a task the release left solvable, ``refused`` on one it broke."""
+    """The oracle's outcome: ``success`` on a case that stays solvable, ``refused`` on one to refuse."""
+    solvable: bool = True
+    """Whether the case is solvable: not where the release broke it, nor where the task is one to refuse."""
     agent: str | None = None
     agent_right: bool | None = None
     """Whether the agent solved the case (refused, where the release broke the task); ``None`` without an agent."""
@@ -42,7 +44,7 @@ class TaskVerdict:
 
     @property
     def oracle_right(self) -> bool:
-        return self.oracle == ("refused" if self.broken else "success")
+        return self.oracle == ("success" if self.solvable else "refused")
 
 
 @dataclass
@@ -73,7 +75,7 @@ class DiffTest:
                      f"every agent; the oracle right on {len(self.verdicts) - len(self.oracle_failures)}")  # fmt: skip
         for v in self.verdicts:
             agent = f"; agent: {v.agent}{'' if v.agent_right else ' (wrong)'}" if v.agent is not None else ""
-            state = f"BROKEN: {v.broken}" if v.broken else "solvable"
+            state = f"BROKEN: {v.broken}" if v.broken else "solvable" if v.solvable else "to refuse (as before)"
             lines.append(f"  {v.task}: {state}; oracle: {v.oracle}{agent}")
         for v in [v for v in self.agent_failures if v.explanation][:show]:
             lines.append(f"\n{v.task}:\n{v.explanation}")
@@ -145,8 +147,9 @@ def diff_test(
     verdicts = []
     for case, o, a in zip(cases, by_oracle, by_agent, strict=True):
         failed = a is not None and not a.success
-        verdicts.append(TaskVerdict(case.task.id, spec.broken(case.task), o.outcome, a.outcome if a else None,
-                                    a.success if a else None, a.explain() if failed else ""))  # fmt: skip
+        verdicts.append(TaskVerdict(case.task.id, spec.broken(case.task), o.outcome, o.solvable,
+                                    a.outcome if a else None, a.success if a else None,
+                                    a.explain() if failed else ""))  # fmt: skip
     meta = {"old": str(old), "new": str(new), "domain": domain, "seed": seed, "split": split,
             "sandbox_version": SANDBOX_VERSION, "spec": spec.to_dict()}  # fmt: skip
     return DiffTest(summary(release), after, len(tasks), verdicts, len(tasks) - len(cases), meta)

@@ -8,6 +8,8 @@ the other is tried.
 
 from __future__ import annotations
 
+import re
+
 from sandbox.agents.oracle.observations import View, says_error, without_field_notes
 from sandbox.agents.oracle.tools import (
     clean_params,
@@ -20,6 +22,8 @@ from sandbox.agents.oracle.tools import (
 )
 from sandbox.perturbations.vocab import vocabulary
 from sandbox.task import Call
+
+_IDENTIFIER = re.compile(r"\b\w+_\w+\b")
 
 
 class ToolChoice:
@@ -70,10 +74,15 @@ class ToolChoice:
         return next((n for n in (*untried, *self.siblings(first)) if self._accepts(n, call)), first)
 
     def siblings(self, name: str) -> list[str]:
-        """The live tools whose description is the same as ``name``'s, tool names aside."""
+        """The live tools whose description is the same as ``name``'s, tool names aside (those listed, and any
+        identifier of several words: a note may name a tool no longer listed)."""
         pattern = names_pattern(self.names)
-        doc = pattern.sub(" ", self.live[name]["function"]["description"])
-        return [n for n, s in self.live.items() if n != name and pattern.sub(" ", s["function"]["description"]) == doc]
+
+        def doc(tool: str) -> str:
+            return _IDENTIFIER.sub(" ", pattern.sub(" ", self.live[tool]["function"]["description"]))
+
+        mine = doc(name)
+        return [n for n in self.live if n != name and doc(n) == mine]
 
     def _accepts(self, name: str, call: Call) -> bool:
         """Whether no enum of the tool's schema leaves out the value the call gives the parameter it matches."""

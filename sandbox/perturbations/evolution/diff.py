@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from pydantic import field_validator
 
 from sandbox.identifiers import rename_keys
+from sandbox.perturbations import vocab
 from sandbox.perturbations.base import Perturbation
 from sandbox.perturbations.plan import domain_of
 from sandbox.perturbations.registry import register
@@ -52,7 +53,11 @@ class _Release(ToolsWrapper):
             if not change:
                 routes.append(Route(spec, target=name))
             else:
-                visible = _function(change["to"], change["description"], change["input"])
+                description = change["description"]
+                if change.get("fields"):  # as the new outputSchema documents them, in the notes the oracle reads
+                    pairs = ", ".join(f"{old} → {new}" for old, new in change["fields"].items())
+                    description = f"{description} {vocab.FIELD_NOTES['eval'][0].format(pairs=pairs)}".strip()
+                visible = _function(change["to"], description, change["input"])
                 routes.append(Route(visible, target=name, handler=on(self._call, name, change)))
             taken.add(routes[-1].spec["function"]["name"])
         for tool in release.get("added", ()):
