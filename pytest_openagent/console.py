@@ -4,6 +4,7 @@ survives a reader that goes away (``openagent eval ... | head -1``)."""
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -22,6 +23,25 @@ def at_least(low: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def port(text: str) -> int:
+    """An argparse ``type``: a TCP port, 0 (any free one) to 65535."""
+    value = at_least(0)(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, got {value}")
+    return value
+
+
+def seconds(text: str) -> float:
+    """An argparse ``type``: a finite number of seconds above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, got {text}")
+    return value
 
 
 def say(text: str) -> None:

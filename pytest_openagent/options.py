@@ -121,9 +121,15 @@ def pyproject(rootpath: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        table = tomllib.loads(path.read_text()).get("tool", {}).get("openagent", {})
+        tool = tomllib.loads(path.read_text()).get("tool", {})
     except tomllib.TOMLDecodeError as exc:
         raise pytest.UsageError(f"{path}: not valid TOML ({exc})") from None
+    table = tool.get("openagent", {}) if isinstance(tool, dict) else {}
+    if not isinstance(table, dict):
+        raise pytest.UsageError(
+            f"{path}: [tool.openagent] must be a table of options (agent = \"oracle\"...), got "
+            f"openagent = {table!r} under [tool]; write the options under a [tool.openagent] header"
+        )
     known = [toml_name(o) for o in HELP]
     normalised = {}
     for key, value in table.items():

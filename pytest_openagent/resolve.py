@@ -128,6 +128,13 @@ Converter = Callable[[Any, Path, dict[str, Any]], dict[str, Any]]
 """``(value, folder relative paths start from, values so far) -> fields of Options``; raises UsageError."""
 
 
+def _path(value: Any, option: str) -> str:
+    """A file name given as an option's value: text, never ``true`` or a number read from TOML."""
+    if not isinstance(value, str) or not value.strip():
+        raise UsageError(f"{option}: {value!r} is not a file name; give the file to write, e.g. \"report.json\"")
+    return value
+
+
 def _text(value: Any) -> str:
     if isinstance(value, str):
         return value
@@ -175,7 +182,7 @@ def _plot(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
     from sandbox.evaluation.figures import require_plot
 
     require_plot()
-    return {"plot": check_output_file(base / str(value), "the figure")}
+    return {"plot": check_output_file(base / _path(value, PLOT), "the figure")}
 
 
 def _n(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
@@ -285,8 +292,8 @@ def _flag(field: str) -> Converter:
 CONVERTERS: dict[str, Converter] = {
     AGENT: lambda value, base, values: {"agent": check_agent(str(value))},
     SEED: _seed,
-    REPORT: lambda value, base, values: {"report": check_output_file(base / str(value))},
-    HTML: lambda value, base, values: {"html": check_output_file(base / str(value), "the HTML report")},
+    REPORT: lambda value, base, values: {"report": check_output_file(base / _path(value, REPORT))},
+    HTML: lambda value, base, values: {"html": check_output_file(base / _path(value, HTML), "the HTML report")},
     PLOT: _plot,
     GATE: _gate,
     BASELINE: _baseline,

@@ -261,6 +261,8 @@ def from_options(cls: type, args: argparse.Namespace, names: typing.Iterable[str
         if isinstance(_default(f), list) and isinstance(value, str):
             (item,) = typing.get_args(hints[f.name])
             value = _split(value, item, option_flag(f), f.metadata.get("items", f"{item.__name__}s"))
+        if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:  # counts, rates, seeds
+            raise UsageError(f"{option_flag(f)} {value}: must be 0 or more ({f.metadata.get('help', f.name)})")
         values[f.name] = value
     return cls(**{**values, **fixed})
 

@@ -19,6 +19,7 @@ from pytest_openagent.arguments import (
     selection,
 )
 from pytest_openagent.console import at_least, say
+from sandbox.errors import UsageError
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -55,6 +56,10 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         check_output_file(Path(args.json), "the matrix")
     mcp = args.tasks is not None or args.spec.startswith(MCP_PREFIXES)
+    given = [f"--{k.replace('_', '-')}" for k in ("mcp_reset", "mcp_inspect", "mcp_roles") if getattr(args, k, None)]
+    if given and not mcp:
+        raise UsageError(f"{given[0]} is about an MCP server, and {args.spec!r} is none: give a server "
+                         "('stdio:COMMAND', 'http://HOST:PORT/mcp') with --tasks FILE, or drop it")  # fmt: skip
     domain = configure_mcp(args.spec, args) if mcp else args.spec
     families = args.families.split(",") if args.families else None
     skip = [t for t in (args.skip_tasks or "").split(",") if t]

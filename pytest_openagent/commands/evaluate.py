@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
 
     # Every input checked before any episode runs: a typo never costs a run.
     tiers, names = selection(args)
-    criteria = parse_gate(args.gate) if args.gate else []
+    criteria = parse_gate(args.gate) if args.gate is not None else []  # an empty --gate '' is misuse, said
     if args.sequential and not criteria:
         raise UsageError("--sequential stops criteria at their thresholds: give them with --gate (e.g. "
                          "'clean.success>=0.8')")  # fmt: skip

@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     from sandbox.evaluation.report import Report
     from sandbox.files import check_output_file
 
-    if not args.gate and not args.baseline:
+    if args.gate is None and not args.baseline:
         raise UsageError("give --gate CRITERIA, --baseline REPORT, or both")
     margin = check_margin(args.max_regression)
     report = Report.load(args.report)
@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     if args.html:
         check_output_file(Path(args.html), "the HTML report")
     result = GateResult()
-    if args.gate:
+    if args.gate is not None:
         result += check(report, parse_gate(args.gate))
     if baseline is not None:
         result += compare(report, baseline, margin)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from pytest_openagent.console import at_least
+from pytest_openagent.console import at_least, port, seconds
 from sandbox.errors import UsageError
 
 
@@ -25,8 +25,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--case", default=None, metavar="FILE", help="a case JSON (task and perturbations) to serve as is")
     p.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="how to serve (default stdio)")
     p.add_argument("--host", default="127.0.0.1", help="http: the address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8765, help="http: the port to listen on (default 8765)")
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds an upstream call may take (default 10)")
+    p.add_argument("--port", type=port, default=8765, help="http: the port to listen on (default 8765)")
+    p.add_argument("--timeout", type=seconds, default=10.0, help="seconds an upstream call may take (default 10)")
     p.add_argument(
         "--snapshot", default=None, metavar="FILE",
         help="write the upstream's tools/list (its release, unperturbed) to FILE as JSON and exit, for "

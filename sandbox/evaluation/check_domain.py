@@ -21,7 +21,7 @@ from typing import Any
 
 from sandbox.agent import fingerprint
 from sandbox.case import SANDBOX_VERSION, Case
-from sandbox.episode import Episode
+from sandbox.episode import START_FAILED, Episode
 from sandbox.errors import UsageError
 from sandbox.evaluation.cache import DEFAULT_CACHE_DIR, EPISODES, EpisodeCache, prepare
 from sandbox.evaluation.draw import DomainSpec, TierSpec, domain_names, perturbation_classes
@@ -266,6 +266,11 @@ def check_domain(
 
     clean = [Case(t) for t in tasks]
     oracle_clean, static_clean = run(oracle, clean), run(static, clean)
+    opening = Health()
+    opening.add(oracle_clean)
+    cause = opening.causes.most_common(1)[0][0] if opening.causes else ""
+    if cause.startswith(START_FAILED) and opening.causes[cause] == len(oracle_clean):
+        raise UsageError(f"no episode of {', '.join(domain_names(domain))} starts: {cause}; fix the domain")
     failures = [_failure(c, e, "clean", 0) for c, e in zip(clean, oracle_clean, strict=True) if not e.success]
     cells = []
     for cls in classes:

@@ -97,6 +97,12 @@ class Record:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Record:
+        if not isinstance(data, dict):
+            raise TypeError(f"a record is a JSON object, got {type(data).__name__}")
+        for name, kinds in _RECORD_TYPES.items():
+            if name in data and not (isinstance(data[name], kinds) and not _bool_for_int(data[name], kinds)):
+                raise TypeError(f"record {data.get('label', '?')!r}: {name} is {data[name]!r}, expected "
+                                f"{' or '.join(k.__name__ for k in kinds)}")  # fmt: skip
         return cls(**{**data, "perturbations": tuple(data["perturbations"]), "stack": tuple(data.get("stack", ()))})
 
     @property
@@ -107,6 +113,21 @@ class Record:
     @property
     def identity(self) -> tuple[str, str, str]:
         return (self.test, self.agent, self.case)
+
+
+_RECORD_TYPES: dict[str, tuple[type, ...]] = {
+    "test": (str,), "agent": (str,), "case": (str,), "label": (str,), "task": (str,), "family": (str,),
+    "n_calls": (int,), "perturbations": (list, tuple), "tier": (str, type(None)), "solvable": (bool,),
+    "outcome": (str,), "success": (bool,), "tool_errors": (int,), "calls": (int,), "clean_outcome": (str,),
+    "clean_success": (bool,), "clean_solvable": (bool,), "clean_tool_errors": (int,), "clean_calls": (int,),
+    "stack": (list, tuple), "domain": (str, type(None)),
+}  # fmt: skip
+"""What each field of a record read from JSON must be: a report edited by hand or by another tool is refused with
+the field named, not met later as a ``TypeError`` deep in a sum."""
+
+
+def _bool_for_int(value: Any, kinds: tuple[type, ...]) -> bool:
+    return isinstance(value, bool) and bool not in kinds
 
 
 @dataclass(frozen=True)

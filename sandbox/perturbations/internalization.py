@@ -111,7 +111,7 @@ def named_entity(task: Task) -> tuple[str, frozenset[str]] | None:
     results = gold_results(task)
     for call in task.waves()[0] if task.plan else []:
         value = next((v for v in call.args.values() if not isinstance(v, list | dict) and v in given), None)
-        if value is not None and results[call.id].ok:
+        if value is not None and call.id in results and results[call.id].ok:
             content = results[call.id].content
             ids = {read_path(content, d.path) for d in dependencies(task) if d.lookup == call.tool}
             return value, frozenset(str(i) for i in ids if i is not None)

@@ -133,10 +133,13 @@ def main() -> None:
     parser.add_argument("--on", default=None, help="the tool whose call trips the fault")
     parser.add_argument("--after", type=int, default=0, help="calls of that tool that succeed first")
     parser.add_argument("--when", default=None, help="trip the fault only once this file exists")
+    parser.add_argument("--pid-file", default=None, help="write the process id here")
     parser.add_argument("--version", default="1.0")
     parser.add_argument("--reset", choices=("tool", "none", "broken"), default="tool")
     parser.add_argument("--store", default=None, help="keep the notes in this JSON file")
     args = parser.parse_args()
+    if args.pid_file:
+        Path(args.pid_file).write_text(str(os.getpid()))
     server = build(args.fault, args.on, args.version, args.reset, args.store, args.after, args.when)
     if args.http is not None:
         server.run("streamable-http", host="127.0.0.1", port=args.http)

@@ -38,6 +38,7 @@ def test_openagent_eval_measures_an_mcp_server_from_a_tasks_file(tmp_path, mcp_c
         (["--mcp", "ftp://nowhere"], "not a server address; write it as 'stdio:python -m my_server'"),
         (["--mcp", stdio(), "--tasks", "missing.jsonl"], "MCP tasks file 'missing.jsonl' does not exist"),
         (["--mcp", "stdio:/no/such/server"], "cannot start MCP server stdio:/no/such/server"),
+        (["--mcp", stdio(), "--mcp-inspect", "tool:nope"], "inspect='tool:nope', but it has no tool 'nope'"),
     ],
 )
 def test_openagent_eval_misuse_exits_2_with_what_to_fix(argv, message, mcp_configured, capsys):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -97,3 +98,16 @@ def test_in_pytest_a_dead_server_fails_the_run_naming_it_not_the_agent(pytester,
     result = pytester.runpytest(f"--openagent-mcp={server}", "--openagent-mcp-tasks=tasks.jsonl")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*WorldFailed*world_error*notes_server.py*"])
+
+
+def test_a_stdio_server_that_hangs_while_the_domain_is_built_is_stopped_with_the_error(tmp_path, capsys):
+    from sandbox.domains.mcp import mcp_domain
+    from sandbox.errors import UsageError
+
+    tasks = write_tasks(tmp_path / "tasks.jsonl")
+    pid_file = tmp_path / "pid"
+    server = stdio("--fault", "hang", "--on", "get_note", "--pid-file", str(pid_file))
+    with pytest.raises(UsageError, match="hangs"):
+        mcp_domain(server, tasks, name="notes-hangs-at-build", reset=None, timeout=2)
+    stat = Path(f"/proc/{int(pid_file.read_text())}/stat")
+    assert not stat.exists() or stat.read_text().split()[2] == "Z", "the server that hung is left running"

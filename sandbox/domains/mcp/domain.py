@@ -136,6 +136,10 @@ def mcp_domain(
         if link.reset_tool and link.reset_tool not in {t.name for t in listed}:
             raise UsageError(f"reset={reset!r}, but it has no tool {link.reset_tool!r}; "
                              f"its tools: {', '.join(t.name for t in listed)}")  # fmt: skip
+        reader = inspect.removeprefix("tool:") if isinstance(inspect, str) else None
+        if reader is not None and reader not in {t.name for t in listed}:
+            raise UsageError(f"inspect={inspect!r}, but it has no tool {reader!r}; "
+                             f"its tools: {', '.join(t.name for t in listed)}")  # fmt: skip
         arguments = [h.partition(".")[::2] for h in hide if "." in h]
         tools = [_tool(t, roles or {}, arguments) for t in listed if t.name not in hidden]
         if reset == "auto" and link.reset is None and tasks is not None:  # without tasks: the proxy's one episode
@@ -146,7 +150,11 @@ def mcp_domain(
         link.close()
         raise type(exc)(f"MCP server {target.label}: {exc}") from None
     domain_name = name or _name(server_name)
-    base = define_domain(domain_name, tools, state=lambda seed: McpState(link), tasks=specs)
+    try:
+        base = define_domain(domain_name, tools, state=lambda seed: McpState(link), tasks=specs)
+    except BaseException:  # the gold replay failed (a server that hangs): no process of it outlives the error
+        link.close()
+        raise
     fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(Domain)}
     annotations = {t.name: t.annotations.model_dump(by_alias=True, exclude_none=True) for t in listed
                    if getattr(t, "annotations", None) is not None and t.name not in hidden}  # fmt: skip

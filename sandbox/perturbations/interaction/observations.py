@@ -69,7 +69,9 @@ def _blank(content: Any, level: int, r: Any, note: tuple[str, str]) -> Any:
 def _gold_reads(task: Task) -> list[tuple[str, Any]]:
     """(tool, content) of each call of the gold plan that succeeds and writes nothing, on the clean tools."""
     results, writing = gold_results(task), may_write(domain_of(task), task)
-    return [(c.tool, results[c.id].content) for c in task.plan if results[c.id].ok and c.tool not in writing]
+    # no results where no episode of the task starts (its state factory fails): it has no reads to change
+    return [(c.tool, r.content) for c in task.plan if (r := results.get(c.id)) is not None and r.ok
+            and c.tool not in writing]  # fmt: skip
 
 
 @register
