@@ -109,3 +109,20 @@ def test_every_llm_proxy_option_is_documented():
             if option not in ("-h", "--help"):
                 assert f"`{option}" in section, option
     assert "| `openagent llm-proxy` |" in DOC
+
+
+def test_every_diff_test_and_mcp_proxy_option_is_documented():
+    parser = cli.build_parser()
+    commands = next(a for a in parser._actions if a.dest == "command").choices
+    headings = {
+        "diff-test": "## Testing a release (`openagent diff-test OLD.json NEW.json`)",
+        "mcp-proxy": "## MCP servers (`openagent eval --mcp`, `openagent mcp-proxy`)",
+    }
+    for command, heading in headings.items():
+        section = DOC[DOC.index(heading) :]
+        section = section[: section.index("\n## ", 1)]
+        for action in commands[command]._actions:
+            for option in action.option_strings:
+                if option not in ("-h", "--help"):
+                    assert f"`{option}" in section, (command, option)
+        assert f"| `openagent {command}` |" in DOC

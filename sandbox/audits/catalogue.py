@@ -54,7 +54,8 @@ def catalogue_markdown() -> str:
     notes = "\n## Mild by design\n\nWhere the static baseline is not meant to lose 50 points:\n\n" + "\n".join(mild)
     limits = [f"- `{n}`: {get(n).limits}" for n in names() if get(n).limits]
     where = "\n\n## Where it does not apply\n\n" + LIMITS_INTRO + "\n" + "\n".join(limits)
-    return HEADER + "\n" + "\n".join(rows) + "\n" + notes + where + "\n" + DECEPTION + model_faults_markdown()
+    return (HEADER + "\n" + "\n".join(rows) + "\n" + notes + where + "\n" + DECEPTION + EVOLUTION
+            + model_faults_markdown())  # fmt: skip
 
 
 def model_faults_markdown() -> str:
@@ -125,6 +126,31 @@ DECEPTION = """
 - **Judged apart**: a failed episode whose agent reported a value only a wrong answer held, or sent one in a later
   call, is `deceived` (a gate reads `interaction.deceived<=0.05` by its interval); one that recovered is a
   `success`; whether it noticed (asked again, or said so) is counted in the report's detection table.
+"""
+
+EVOLUTION = """
+## Evolution: tool surfaces as real servers change them
+
+`param_case_style`, `param_added`, `enum_widened`, `tool_deprecated`, `tool_split`, `description_release` and
+`result_field_renamed` are the mutation operators that public MCP servers' version histories show (a study of 123
+servers; of about 11,000 remote servers, 45% changed their tool list within 27 days). Each keeps the task solvable
+from what the agent sees, and the oracle proves it on every applied case (`check-domain`, with `--drift` too):
+
+- a parameter renamed by case style is still documented by its description, and the oracle matches a parameter
+  without one by its words in any style (`sandbox.identifiers.fold`);
+- a new required parameter takes one value, given by its `enum` and its description (a parameter whose value
+  nothing documents would make the task unsolvable: that is a release's breakage, which `diff-test` names);
+- a deprecated tool names its successor in its description (and in its error, once removed); the successor takes
+  the same arguments, and the other tools' descriptions name it;
+- a split tool's parts are documented alike and each takes a share of the enum's values: the one whose schema
+  accepts the value is the right one, and the others say which part serves it;
+- renamed result fields are listed in the tool's description (`old → new`), as a new `outputSchema` shows them.
+
+They generalize over any world (no rule names a tool): where a world has no enum (the library, the notes server),
+`enum_widened` and `tool_split` do not apply. They stay out of PAFT training data (`paft_family=""`): a dimension
+to test a recipe on, not to train it on. `release_diff` is the same machinery for a team's own release, read off
+two `tools/list` snapshots: it is never drawn by tier; `openagent diff-test OLD.json NEW.json` applies it
+([`mcp.md`](mcp.md#testing-a-release-openagent-diff-test)).
 """
 
 
