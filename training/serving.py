@@ -25,6 +25,10 @@ from pathlib import Path
 
 from sandbox.errors import UsageError
 
+STALL = 120.0
+"""Seconds a starting server may go without any sign of progress (its log growing, its CPU time rising) before it
+is given up on. Not a budget for the start: on a loaded machine a server takes as long as it takes, as long as it
+is alive and moving; one that exits or stalls is reported with its log."""
 INSTALL_HINT = "pip install -e '.[serve]' (builds llama.cpp from source: cmake and a C++ compiler; docs/serving.md)"
 
 
@@ -39,9 +43,10 @@ def llama_cpp_command(
 
 @contextmanager
 def llama_cpp_server(
-    gguf: str | Path, alias: str = "model", threads: int | None = None, n_ctx: int = 8192, wait: float = 180.0
+    gguf: str | Path, alias: str = "model", threads: int | None = None, n_ctx: int = 8192, wait: float = STALL
 ) -> Iterator[str]:
-    """llama.cpp serving ``gguf`` as ``alias``; its base URL (``.../v1``) once ``GET /v1/models`` answers."""
+    """llama.cpp serving ``gguf`` as ``alias``; its base URL (``.../v1``) once ``GET /v1/models`` answers (``wait``:
+    see :data:`STALL`)."""
     import importlib.util
 
     if importlib.util.find_spec("llama_cpp") is None:
@@ -53,7 +58,7 @@ def llama_cpp_server(
 
 @contextmanager
 def transformers_server(
-    checkpoint: str | Path, device: str = "cpu", dtype: str = "float32", wait: float = 180.0
+    checkpoint: str | Path, device: str = "cpu", dtype: str = "float32", wait: float = STALL
 ) -> Iterator[str]:
     """``transformers serve`` on ``device`` in ``dtype`` (its model named by the checkpoint's path); its base URL."""
     port = _free_port()
@@ -61,6 +66,20 @@ def transformers_server(
     cmd += ["--host", "127.0.0.1", "--port", str(port), "--device", device, "--dtype", dtype]
     with _running(cmd, "transformers serve", port, wait) as url:
         yield url
+
+
+def _progress(process: subprocess.Popen, log: Path) -> tuple[int, int]:
+    """What changes while a server starts: its log's size and its CPU ticks (Linux; 0 elsewhere)."""
+    try:
+        size = log.stat().st_size
+    except OSError:
+        size = 0
+    try:
+        fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks = int(fields[11]) + int(fields[12])  # utime and stime
+    except (OSError, IndexError, ValueError):
+        ticks = 0
+    return size, ticks
 
 
 def _free_port() -> int:
@@ -77,7 +96,7 @@ def _running(cmd: list[str], name: str, port: int, wait: float) -> Iterator[str]
         process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}/v1"
     try:
-        deadline = time.monotonic() + wait
+        seen, since = _progress(process, log), time.monotonic()
         while True:
             if process.poll() is not None:
                 raise RuntimeError(f"{name} exited with {process.returncode}:\n{log.read_text()[-3000:]}")
@@ -88,8 +107,12 @@ def _running(cmd: list[str], name: str, port: int, wait: float) -> Iterator[str]
                 break  # an answer all the same
             except OSError:
                 pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{name} did not answer GET /v1/models within {wait:g} s; its log: {log}")
+            now = _progress(process, log)
+            if now != seen:
+                seen, since = now, time.monotonic()
+            elif time.monotonic() - since > wait:
+                raise RuntimeError(f"{name} made no progress for {wait:g} s (its log and its CPU time still) and "
+                                   f"does not answer GET /v1/models; its log: {log}")  # fmt: skip
             time.sleep(0.5)
         yield url
     finally:
