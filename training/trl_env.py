@@ -103,14 +103,22 @@ class SandboxRollouts:
         from training.inference.model_agent import HFAgent
 
         self.calls += 1
-        agent = HFAgent(model=model, tokenizer=tokenizer, max_new_tokens=self.max_new_tokens,
+        generator = model.get_base_model() if hasattr(model, "get_base_model") else model
+        agent = HFAgent(model=generator, tokenizer=tokenizer, max_new_tokens=self.max_new_tokens,
                         temperature=self.temperature, top_k=self.top_k,
                         seed=child_seed(self.seed, "trl-rollout", self.calls), name="trl-policy")  # fmt: skip
         was_training = model.training
         model.eval()
+        # LoRA's small matmuls cost more than their FLOPs in token-by-token decoding: generate with the adapters
+        # merged into the weights, as our own loop does (unmerging is exact to fp32 rounding)
+        merge = hasattr(model, "merge_adapter")
+        if merge:
+            model.merge_adapter()
         try:
             episodes = run_episodes(agent, [c.env() for c in cases], [min(self.max_turns, c.max_steps) for c in cases])
         finally:
+            if merge:
+                model.unmerge_adapter()
             model.train(was_training)
         return episodes, dict(agent.stats)
 

@@ -168,3 +168,13 @@ def test_openenvs_websocket_protocol_one_session_a_connection(server):
         sid = reset["data"]["metadata"]["session_id"]
     status, _ = _post(server, f"/state?session_id={sid}", method="GET")
     assert status == 404  # the connection's session went with it
+
+
+def test_every_case_the_server_draws_is_a_train_task_with_train_pool_perturbations():
+    """The pools stay disjoint on this path too: what a reset draws, by seed or by tier, is never the gate's."""
+    from sandbox.evaluation.train_draw import train_case
+
+    drawn = [train_case("poi", {"seed": s}) for s in range(12)]
+    drawn += [train_case("medical", {"seed": s, "tier": t}) for s in range(3) for t in ("perception", "reasoning")]
+    assert all(c.task.split == "train" for c in drawn)
+    assert all(p.pool == "train" for c in drawn for p in c.perturbations) and any(c.perturbations for c in drawn)
