@@ -157,7 +157,8 @@ def test_openagent_eval_injects_named_model_faults_into_an_openai_agent(tmp_path
     finally:
         every.close()
     assert run.returncode == 0, run.stderr
-    rows = {line.split()[0]: line.split() for line in run.stdout.splitlines() if line.startswith("  model_")}
+    table = run.stdout[: run.stdout.index("success against severity")]
+    rows = {line.split()[0]: line.split() for line in table.splitlines() if line.startswith("  model_")}
     assert set(rows) <= set(names.split(",")) and rows, run.stdout
     if "model_false_success" in rows:
         assert rows["model_false_success"][3] == "0.0%", run.stdout
