@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import queue
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,7 +125,10 @@ def run_episodes(
             on_end(i, episode)
 
     if (workers := _concurrency(agent)) > 1 and len(envs) > 1:
-        _run_independently(agent, envs, budgets, workers, end)
+        if callable(getattr(agent, "submit", None)):
+            _run_submitted(agent, envs, budgets, workers, end)
+        else:
+            _run_independently(agent, envs, budgets, workers, end)
         return [done[i] for i in range(len(envs))]
     live: dict[int, LiveEpisode] = {}
     waiting = iter(range(len(envs)))
@@ -192,6 +197,51 @@ def _run_independently(
         futures = {pool.submit(run, ep, budget): i for i, (ep, budget) in enumerate(zip(started, budgets, strict=True))}
         for future in as_completed(futures):
             end(futures[future], future.result())
+
+
+def _run_submitted(
+    agent: Any, envs: Sequence[Env], budgets: Sequence[int], window: int, end: Callable[[int, Episode], None]
+) -> None:
+    """:func:`_run_independently` without a thread per episode, for an agent that also defines
+    ``submit(turn)``, a ``concurrent.futures.Future`` of the reply (an HTTP agent on an event loop): up to
+    ``window`` episodes at once, driven from this thread, each advancing as its own reply arrives."""
+    arrived: queue.SimpleQueue[tuple[int, Future[Any] | BaseException]] = queue.SimpleQueue()
+    live: dict[int, LiveEpisode] = {}
+    waiting = iter(range(len(envs)))
+
+    def send(i: int) -> None:
+        try:
+            future = agent.submit(_turn(live[i]))
+        except Exception as exc:  # the agent could not even take the turn: its episode ends, the others go on
+            arrived.put((i, exc))
+            return
+        future.add_done_callback(lambda f: arrived.put((i, f)))
+
+    def fill() -> None:
+        while len(live) < window and (i := next(waiting, None)) is not None:
+            started = _start(agent, envs[i])
+            if isinstance(started, Episode):
+                end(i, started)
+            else:
+                live[i] = started
+                send(i)
+
+    fill()
+    while live:
+        i, result = arrived.get()
+        ep = live[i]
+        try:
+            reply = result.result() if isinstance(result, Future) else result
+        except Exception as exc:  # the agent's coroutine raised: as a raise in act, its episode ends
+            reply = exc
+        ended = fail(ep, error_text(reply)) if isinstance(reply, BaseException) else advance(ep, reply, budgets[i])
+        if ended is None:
+            send(i)
+            continue
+        del live[i]
+        _close(agent, [ep.episode_id])
+        end(i, ended)
+        fill()
 
 
 __all__ = ["MAX_MESSAGE_CHARS", "MAX_STORED_REPLY", "Episode", "Step", "Task", "run_episode", "run_episodes"]

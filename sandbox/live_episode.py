@@ -105,9 +105,27 @@ def error_text(exc: BaseException) -> str:
     return _cut(redact(clean_text(f"{type(exc).__name__}: {message}")), 2000)
 
 
+HARNESS = "the harness ran out of"
+"""How the error of an episode begins when this machine, not the agent, failed it (see :func:`harness_error`)."""
+_EXHAUSTED = (("Too many open files", "file descriptors"), ("[Errno 24]", "file descriptors"),
+              ("can't start new thread", "threads"), ("Cannot allocate memory", "memory"),
+              ("MemoryError", "memory"))  # fmt: skip
+
+
+def harness_error(error: str) -> str:
+    """``error``, named as the harness's where it says this process ran out of descriptors, threads or memory
+    (``EMFILE``, a thread that would not start): running the episodes failed, not the agent."""
+    resource = next((what for sign, what in _EXHAUSTED if sign in error), None)
+    if resource is None or error.startswith(HARNESS):
+        return error
+    return f"{HARNESS} {resource} running this episode; not the agent's failure: {error}"
+
+
 def fail(live: LiveEpisode, error: str, ending: Ending = "agent_error") -> Episode:
-    """End an episode as ``agent_error`` (or ``world_error``), ``error`` on its last step; never raises for a
-    working env."""
+    """End an episode as ``agent_error`` (or ``world_error``), ``error`` on its last step (named as the
+    harness's where the machine failed it, :func:`harness_error`); never raises for a working env."""
+    if ending == "agent_error":
+        error = harness_error(error)
     live.steps.append(Step(reply="", error=error))
     try:
         return _finish(live, ending)

@@ -1,7 +1,8 @@
 """``OpenAIAgent``: any OpenAI-compatible chat-completions server as an agent.
 
-Built to survive a real server, on ``httpx`` (imported at the first request, so ``import sandbox``
-stays light):
+Built to survive a real server, on ``aiohttp`` (imported at the first request, so ``import sandbox`` stays
+light; why not httpx: :mod:`sandbox.agents.http`), every request a task on the process's one event loop
+(:mod:`sandbox.agents.background`), so hundreds in flight cost no thread each:
 
 - **One deadline per request.** ``timeout`` bounds connect, send and the whole reply together, not
   each socket read: a server that trickles a byte at a time or hangs is cut at the deadline. A
@@ -17,9 +18,9 @@ stays light):
   307/308, which keep the body; any other redirect is an error that names where it pointed.
 - **A reply that cannot be read fails its own episode only**: it becomes a :class:`RequestFailed`,
   which the runner ends as ``agent_error``, while the other episodes go on.
-- **Independent turns.** ``concurrency > 1`` tells :func:`sandbox.run_episodes` that turns are
-  independent requests: it runs that many episodes at once, each advancing when its own reply
-  arrives, instead of waiting for the slowest request of a round.
+- **Independent turns.** ``concurrency > 1`` and :meth:`OpenAIAgent.submit` tell :func:`sandbox.run_episodes`
+  that turns are independent requests: it keeps that many episodes going at once, each advancing when its
+  own reply arrives, instead of waiting for the slowest request of a round.
 - **Adaptive concurrency.** ``concurrency`` (256 by default) is the most requests in flight; how
   many go at once adapts to the server (:class:`~sandbox.agents.inflight.InFlight`: more while it
   answers, half as many after a 429, a 503 or a missed deadline). ``adaptive=False`` keeps
@@ -31,17 +32,21 @@ stays light):
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import threading
 import time
+import weakref
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 from sandbox.agent import Message, Reply, RequestFailed, ToolSpec, Turn
-from sandbox.agents import http
+from sandbox.agents import background, http
 from sandbox.agents.inflight import InFlight
+from sandbox.agents.openai_format import clip, read_reply, to_openai_messages
 from sandbox.redact import API_KEY_VARS, redact
 
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
@@ -59,76 +64,6 @@ _SELF_REPORTS = ("/version", "/props")
 
 CLIENT_VERSION = "v3"
 """Part of the fingerprint: cached episodes of an older client are not served to this one."""
-
-
-def to_openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """Our messages in the chat-completions wire format: arguments as JSON strings, tool results with ids."""
-    out: list[dict[str, Any]] = []
-    pending: list[str] = []
-    for n, m in enumerate(messages):
-        role = m.get("role")
-        if role == "assistant" and m.get("tool_calls"):
-            calls = []
-            for i, call in enumerate(m["tool_calls"]):
-                fn = call.get("function", call)
-                args = fn.get("arguments", {})
-                call_id = call.get("id") or f"call_{n}_{i}"
-                calls.append(
-                    {
-                        "id": call_id,
-                        "type": "function",
-                        "function": {
-                            "name": fn.get("name", ""),
-                            "arguments": args if isinstance(args, str) else json.dumps(args),
-                        },
-                    }
-                )
-            pending = [c["id"] for c in calls]
-            # No text goes as no "content" key: servers that type it as a string (llama-cpp-python) refuse a null.
-            said = {"content": m["content"]} if m.get("content") else {}
-            out.append({"role": "assistant", **said, "tool_calls": calls})
-        elif role == "tool":
-            call_id = m.get("tool_call_id") or (pending.pop(0) if pending else f"call_{n}")
-            if call_id in pending:
-                pending.remove(call_id)
-            out.append({"role": "tool", "tool_call_id": call_id, "content": str(m.get("content", ""))})
-        else:
-            out.append({"role": role, "content": m.get("content", "")})
-    return out
-
-
-def read_reply(data: Any) -> Reply | RequestFailed:
-    """A chat-completions response as a :class:`Reply`, or a :class:`RequestFailed` that says what is wrong."""
-    choices = data.get("choices") if isinstance(data, dict) else None
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        return RequestFailed(f"the server's reply has no choices: {_clip(data)}")
-    message = choices[0].get("message")
-    if not isinstance(message, dict):
-        return RequestFailed(f"the server's reply has no message in choice 0: {_clip(choices[0])}")
-    content = message.get("content")
-    if isinstance(content, list):  # content parts, as some servers send them
-        content = "".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    if content is not None and not isinstance(content, str):
-        return RequestFailed(f"the server's message content is not text: {_clip(content)}")
-    raw_calls = message.get("tool_calls") or []
-    if not isinstance(raw_calls, list):
-        return RequestFailed(f"the server's tool_calls is not a list: {_clip(raw_calls)}")
-    calls = []
-    for i, call in enumerate(raw_calls):
-        fn = call.get("function") if isinstance(call, dict) else None
-        name = fn.get("name") if isinstance(fn, dict) else None
-        if not isinstance(name, str) or not name:
-            return RequestFailed(f"the server's tool call {i} has no function name (a string): {_clip(call)}")
-        args = fn.get("arguments")
-        if args is None:
-            args = "{}"
-        if not isinstance(args, str | dict):
-            return RequestFailed(f"the server's tool call {i} has arguments that are neither JSON text nor an object")
-        call_id = call.get("id")
-        calls.append(
-            {"id": call_id if isinstance(call_id, str) else None, "function": {"name": name, "arguments": args}}
-        )
-    return Reply(text=content or "", tool_calls=calls or None)
 
 
 class OpenAIAgent:
@@ -175,15 +110,16 @@ class OpenAIAgent:
         self._setup()
 
     def _setup(self) -> None:
-        self._lock = threading.RLock()  # the fingerprint asks the server, which may make the client
-        self._client: Any = None  # one httpx.Client (one connection pool), made at the first request
+        self._lock = threading.RLock()  # the fingerprint asks the server once
+        self._pool = _Pool()  # one aiohttp session (one connection pool), made at the first request
+        weakref.finalize(self, self._pool.close).atexit = False
         self._server: dict[str, Any] | str | None = None  # what GET /models said of this model
         self._about: dict[str, Any] = {}  # what the server said of itself (server_report)
         self._routes: dict[str, tuple[str, str]] = {}  # episode id -> (its URL through the LLM proxy, token)
         self.in_flight = InFlight(self.concurrency, adaptive=self.adaptive)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in vars(self).items() if k not in ("_lock", "_client", "in_flight", "_routes")}
+        return {k: v for k, v in vars(self).items() if k not in ("_lock", "_pool", "in_flight", "_routes")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         server, about = state.pop("_server", None), state.pop("_about", {})
@@ -240,7 +176,7 @@ class OpenAIAgent:
     def _ask_root(self, path: str) -> dict[str, Any] | None:
         root = self.url[: -len(_CHAT)].removesuffix("/v1")
         try:
-            data, _ = self._request("GET", root + path, None, MODELS_TIMEOUT, retries=0)
+            data, _ = background.run(self._request("GET", root + path, None, MODELS_TIMEOUT, retries=0))
         except Exception:  # most servers have only one of these, or neither
             return None
         return _scalars(data) if isinstance(data, dict) else None
@@ -248,8 +184,9 @@ class OpenAIAgent:
     def _ask_identity(self) -> dict[str, Any] | str:
         try:
             asked = time.time()
-            listing, headers = self._request("GET", self.url[: -len(_CHAT)] + "/models", None, MODELS_TIMEOUT, 1)
-            self._about["server"] = redact(headers.get("server", "")) or None
+            models = self.url[: -len(_CHAT)] + "/models"
+            listing, headers = background.run(self._request("GET", models, None, MODELS_TIMEOUT, 1))
+            self._about["server"] = redact(", ".join(headers.getall("server", []))) or None
             entries = listing.get("data") if isinstance(listing, dict) else listing
             self._about["models"] = [_scalars(e) for e in entries[:16] if isinstance(e, dict)]
             entry = next(e for e in entries if isinstance(e, dict) and e.get("id") == self.model)
@@ -262,10 +199,8 @@ class OpenAIAgent:
         return kept
 
     def act(self, turns: Sequence[Turn]) -> list[Reply | RequestFailed]:
-        if len(turns) <= 1 or self.concurrency <= 1:
-            return [self._reply(t) for t in turns]
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(turns))) as pool:
-            return list(pool.map(self._reply, turns))
+        """One reply per turn, the requests sent together (up to the in-flight limit)."""
+        return background.run(self._replies(turns))
 
     def route_model(self, episode_id: str, route: Any) -> None:
         """The episode's requests go through the LLM proxy, which injects its case's model faults."""
@@ -284,15 +219,22 @@ class OpenAIAgent:
             for _, token in ended:
                 close_episode(self.url[: -len(_CHAT)], token)
 
-    def _reply(self, turn: Turn) -> Reply | RequestFailed:
+    def submit(self, turn: Turn) -> Future[Reply | RequestFailed]:
+        """The reply to one turn, as a future that is done when it arrives: the runner drives episodes by it."""
+        return background.submit(self._reply(turn))
+
+    async def _replies(self, turns: Sequence[Turn]) -> list[Reply | RequestFailed]:
+        return list(await asyncio.gather(*(self._reply(t) for t in turns)))
+
+    async def _reply(self, turn: Turn) -> Reply | RequestFailed:
         routed = self._routes.get(turn.episode_id)
         try:
-            data = self.complete(turn.messages, turn.tools, url=routed[0] if routed else None)
+            data = await self.complete(turn.messages, turn.tools, url=routed[0] if routed else None)
         except (OSError, ValueError) as exc:
             return RequestFailed(redact(str(exc)))
         return read_reply(data)
 
-    def complete(self, messages: Sequence[Message], tools: list[ToolSpec], url: str | None = None) -> Any:
+    async def complete(self, messages: Sequence[Message], tools: list[ToolSpec], url: str | None = None) -> Any:
         """One chat-completions request (retried as the class says), to ``url`` (the agent's own by default); the
         decoded JSON reply.
 
@@ -302,33 +244,35 @@ class OpenAIAgent:
         body: dict[str, Any] = {"model": self.model, "messages": to_openai_messages(messages), **self.sampling()}
         if tools:
             body["tools"] = tools
-        return self._request("POST", url or self.url, json.dumps(body).encode(), self.timeout, self.retries)[0]
+        payload = json.dumps(body).encode()
+        return (await self._request("POST", url or self.url, payload, self.timeout, self.retries))[0]
 
-    def _request(self, method: str, url: str, payload: bytes | None, timeout: float, retries: int) -> tuple[Any, Any]:
+    async def _request(
+        self, method: str, url: str, payload: bytes | None, timeout: float, retries: int
+    ) -> tuple[Any, Any]:
         """The decoded JSON reply and its headers; each try holds an in-flight slot, a wait between tries none."""
-        import httpx
-
+        aiohttp = self._pool.aiohttp
         for attempt in range(retries + 1):
             wait = min(self.backoff * 2**attempt, self.max_wait)
             try:
-                with self.in_flight.slot() as permit:
+                async with self.in_flight.slot() as permit:
                     try:
-                        status, headers, data = self._send(method, url, payload, timeout)
-                    except httpx.TimeoutException:
+                        status, headers, data = await self._send(method, url, payload, timeout)
+                    except TimeoutError:
                         permit.signal = "throttled"  # a missed deadline: a server with too much to do
                         raise
                     permit.signal = "throttled" if status in _THROTTLES else "answered"
-            except httpx.TimeoutException:
+            except TimeoutError:
                 if permit.company == 0 or attempt == retries:
                     raise OSError(
                         f"{url} gave no complete reply within the {timeout:g} s deadline (connect, send and the "
                         f"whole reply{'' if permit.company == 0 else f', {attempt + 1} tries'}); raise the agent's "
                         f"timeout (OpenAIAgent(timeout=...)) if the server is just slow"
                     ) from None
-            except (httpx.UnsupportedProtocol, httpx.DecodingError) as exc:
+            except (aiohttp.InvalidURL, aiohttp.ContentTypeError) as exc:
                 raise ValueError(redact(f"{url}: {type(exc).__name__}: {exc}")) from None
-            except httpx.TransportError as exc:  # refused, reset, closed early: worth another try
-                if attempt == retries:
+            except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, aiohttp.ClientResponseError) as exc:
+                if attempt == retries:  # refused, reset, closed early: worth another try
                     raise OSError(
                         redact(f"{url} unreachable after {attempt + 1} tries: {type(exc).__name__}: {exc}")
                     ) from None
@@ -337,31 +281,32 @@ class OpenAIAgent:
                     try:
                         return json.loads(data), headers
                     except ValueError:
-                        raise ValueError(f"{url} answered HTTP {status} with no JSON: {_clip(data)}") from None
+                        raise ValueError(f"{url} answered HTTP {status} with no JSON: {clip(data)}") from None
                 if (status != 429 and status < 500) or attempt == retries:
-                    raise ValueError(f"{url} answered HTTP {status}: {_clip(data)}")
+                    raise ValueError(f"{url} answered HTTP {status}: {clip(data)}")
                 said = http.parse_retry_after(headers.get("retry-after"), self.max_wait)
                 wait = wait if said is None else said
-            time.sleep(wait)
+            await asyncio.sleep(wait)
         raise AssertionError("unreachable")
 
-    def _send(self, method: str, url: str, payload: bytes | None, timeout: float) -> tuple[int, Any, bytes]:
-        """One exchange under one deadline, following same-origin redirects only."""
-        import httpx
-
-        client = self._http()
-        with http.deadline(timeout):
-            target = httpx.URL(url)
+    async def _send(self, method: str, url: str, payload: bytes | None, timeout: float) -> tuple[int, Any, bytes]:
+        """One exchange under one deadline (connect, send, every hop and the whole reply), following
+        same-origin redirects only."""
+        session = self._pool.session()
+        async with asyncio.timeout(timeout):
+            target = _url(url)
             for _ in range(_MAX_HOPS + 1):
                 headers = {"Content-Type": "application/json"} if payload is not None else {}
                 key = next((os.environ[v] for v in API_KEY_VARS if os.environ.get(v)), None)
                 if key:
                     headers["Authorization"] = f"Bearer {key}"
-                with client.stream(method, target, content=payload, headers=headers, timeout=timeout) as response:
-                    status, location = response.status_code, response.headers.get("location")
+                async with session.request(
+                    method, target, data=payload, headers=headers, allow_redirects=False
+                ) as response:
+                    status, location = response.status, response.headers.get("location")
                     if status not in _REDIRECTS or not location:
-                        return status, response.headers, http.read_body(response, httpx)
-                hop = target.join(location)
+                        return status, response.headers, await http.read_body(response)
+                hop = target.join(_url(location))
                 if http.origin(hop) != http.origin(target):
                     raise ValueError(
                         f"{target} redirected (HTTP {status}) to {hop}, another origin; not followed, so that host "
@@ -375,12 +320,38 @@ class OpenAIAgent:
                 target = hop
             raise ValueError(f"{url} redirected more than {_MAX_HOPS} times")
 
-    def _http(self) -> Any:
-        if self._client is None:
-            with self._lock:
-                if self._client is None:
-                    self._client = http.client(self.timeout, self.concurrency)
-        return self._client
+
+class _Pool:
+    """An agent's ``aiohttp`` session (its connection pool), made on the background loop at the first request
+    and closed there when the agent is collected; it never holds a reference to the agent."""
+
+    def __init__(self) -> None:
+        self._session: Any = None
+        self._aiohttp: Any = None
+
+    @property
+    def aiohttp(self) -> Any:
+        if self._aiohttp is None:  # the module the session was made from: its exceptions are the ones raised
+            self._aiohttp = http.load()
+        return self._aiohttp
+
+    def session(self) -> Any:
+        if self._session is None or self._session.closed:  # on the loop's thread only: no lock needed
+            self._aiohttp = self._aiohttp or http.load()
+            self._session = http.session()
+        return self._session
+
+    def close(self) -> None:
+        session, self._session = self._session, None
+        if session is not None and not session.closed:
+            with contextlib.suppress(RuntimeError):  # the loop is gone (the interpreter is exiting)
+                background.submit(session.close())
+
+
+def _url(text: str) -> Any:
+    import yarl  # aiohttp's URLs
+
+    return yarl.URL(text)
 
 
 def _scalars(entry: dict[str, Any], clip: int | None = 300) -> dict[str, Any]:
@@ -395,7 +366,4 @@ def _scalars(entry: dict[str, Any], clip: int | None = 300) -> dict[str, Any]:
     return kept
 
 
-def _clip(value: Any, n: int = 300) -> str:
-    """The start of a server's text for a message, secrets redacted first (so a cut never leaves half a key)."""
-    text = redact(value.decode(errors="replace") if isinstance(value, bytes) else repr(value))
-    return text if len(text) <= n else text[:n] + "..."
+__all__ = ["CLIENT_VERSION", "DEFAULT_OPENAI_URL", "OpenAIAgent", "read_reply", "to_openai_messages"]

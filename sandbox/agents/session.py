@@ -9,8 +9,10 @@ judged, cached and shrunk like any other; the client never sees the sandbox.
 
 from __future__ import annotations
 
+import asyncio
 import queue
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,6 +70,8 @@ class LoopSession:
             self.events.put(("answer", str(self.client(request))))
         except BaseException as exc:  # the client's failure ends its episode, as agent_error
             self.events.put(("failed", f"{type(exc).__name__}: {exc}"))
+        finally:
+            close_thread_loop()
 
     # -- what the client asks (its own threads) -------------------------------------------------------
 
@@ -146,6 +150,34 @@ class LoopSession:
             closer()
 
 
+def close_thread_loop() -> None:
+    """Close the event loop a framework left open on this thread, as ``asyncio.run`` closes its own.
+
+    pydantic-ai's ``run_sync`` and the Agents SDK's ``Runner.run_sync`` make a loop for the thread and leave it
+    open: its selector's descriptors, and the threads of its default executor (where sync tools ran), would
+    wait for the garbage collector, so a run of many episodes would run out of descriptors. Called after the
+    client's answer is handed over, so that a tool call still waiting is answered (by ``stop``) and its thread ends.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            loop = asyncio.get_event_loop_policy().get_event_loop()
+        except RuntimeError:  # no loop was set on this thread
+            return
+    if loop.is_running() or loop.is_closed():
+        return
+    try:
+        pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+        for task in pending:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.run_until_complete(loop.shutdown_default_executor())
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
 class SessionAgent:
     """A sandbox agent whose moves are made by a client that owns its loop, one :class:`LoopSession` an
     episode; subclasses say how a session starts (``open``). ``timeout``: seconds the client may take
@@ -183,4 +215,4 @@ class SessionAgent:
                 session.stop()
 
 
-__all__ = ["OVER", "Client", "LoopSession", "SessionAgent"]
+__all__ = ["OVER", "Client", "LoopSession", "SessionAgent", "close_thread_loop"]

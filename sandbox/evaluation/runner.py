@@ -19,6 +19,7 @@ from sandbox.episode import START_FAILED, Episode
 from sandbox.errors import OpenAgentError
 from sandbox.evaluation.cache import EpisodeCache
 from sandbox.evaluation.report import Record
+from sandbox.live_episode import HARNESS
 
 MIN_EPISODES = 8
 """Episodes seen before :class:`Health` may call the agent broken."""
@@ -74,6 +75,12 @@ class Health:
         if not unanimous and (self.episodes < MIN_EPISODES or 2 * count <= self.episodes):
             return None
         failed = sum(self.causes.values())
+        if cause.startswith(HARNESS):
+            return (
+                f"{failed} of {self.episodes} episodes could not be run ({count} with the same cause): {cause}; "
+                f"the agent is not at fault: raise this machine's limit (ulimit -n for descriptors) or run fewer "
+                f"episodes at once (--batch-size), and run again"
+            )
         fix = (
             "the domain (or the perturbation)"
             if cause.startswith(START_FAILED)

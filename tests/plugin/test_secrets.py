@@ -44,7 +44,7 @@ def echo(monkeypatch, serve):
 
 
 def test_a_key_the_server_echoes_is_redacted_from_output_report_and_junit(project, echo):
-    http.client(1.0, 1)  # httpx loaded out here: pytester's in-process runs unload what they import
+    http.load()  # aiohttp loaded out here: pytester's in-process runs unload what they import
     project.makepyfile(test_agent=FAILING_TEST)
     options = ["--openagent-agent", f"openai:m@{echo.url}", "--openagent-no-cache",
                "--openagent-names", "toy_shout", "--openagent-n", "8", "--junitxml", "junit.xml",

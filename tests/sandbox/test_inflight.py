@@ -1,6 +1,7 @@
 """How many requests the ``openai:`` agent keeps in flight: AIMD on 429s and missed deadlines, and what
 the server said of itself in the report."""
 
+import asyncio
 import json
 import threading
 import time
@@ -18,7 +19,7 @@ TASKS = [t for t in sandbox.tasks("poi", "test", 96) if t.plan][:32]
 
 def settle(limit: InFlight, signal: str, n: int = 1) -> None:
     for _ in range(n):
-        permit = limit.acquire()
+        permit = limit.admit()
         permit.signal = signal
         limit.release(permit)
 
@@ -37,7 +38,7 @@ def test_the_limit_doubles_each_round_trip_until_the_first_cut_then_grows_by_one
 
 def test_throttles_from_one_round_trip_cut_the_limit_once():
     limit = InFlight(ceiling=64, start=32)
-    crowd = [limit.acquire() for _ in range(20)]  # all sent before the server said anything
+    crowd = [limit.admit() for _ in range(20)]  # all sent before the server said anything
     for permit in crowd:
         permit.signal = "throttled"
         limit.release(permit)
@@ -57,26 +58,42 @@ def test_a_fixed_limit_never_moves():
     assert limit.limit == 12 and limit.summary()["lowest"] == limit.summary()["highest"] == 12
 
 
-def test_no_more_than_the_limit_are_in_flight():
+def test_no_more_than_the_limit_are_in_flight_and_they_are_served_in_turn():
     limit = InFlight(ceiling=3, adaptive=False)
-    peak, now, lock = [0], [0], threading.Lock()
+    peak, now, order = [0], [0], []
 
-    def request():
-        with limit.slot() as permit:
-            with lock:
-                now[0] += 1
-                peak[0] = max(peak[0], now[0])
-            time.sleep(0.02)
-            with lock:
-                now[0] -= 1
+    async def request(n):
+        async with limit.slot() as permit:
+            order.append(n)
+            now[0] += 1
+            peak[0] = max(peak[0], now[0])
+            await asyncio.sleep(0.02)
+            now[0] -= 1
             permit.signal = "answered"
 
-    threads = [threading.Thread(target=request) for _ in range(12)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert peak[0] == 3 and limit.summary()["peak_in_flight"] == 3 and limit.summary()["waits"] > 0
+    async def crowd():
+        await asyncio.gather(*(request(n) for n in range(12)))
+
+    asyncio.run(crowd())
+    assert peak[0] == 3 and limit.summary()["peak_in_flight"] == 3 and limit.summary()["waits"] == 9
+    assert order == list(range(12)) and limit.in_flight == 0
+
+
+def test_a_request_cancelled_while_it_waits_gives_its_turn_to_the_next():
+    limit = InFlight(ceiling=1, adaptive=False)
+
+    async def scenario():
+        held = limit.admit()
+        first = asyncio.ensure_future(limit.acquire())
+        second = asyncio.ensure_future(limit.acquire())
+        await asyncio.sleep(0)
+        limit.release(held)  # wakes the first in line, which is cancelled before it runs
+        first.cancel()
+        permit = await asyncio.wait_for(second, 1)
+        limit.release(permit)
+        return first.cancelled()
+
+    assert asyncio.run(scenario()) and limit.in_flight == 0
 
 
 # --- against a server that can take only so many at once ----------------------------------------------
@@ -159,7 +176,8 @@ def test_requests_that_missed_their_deadline_in_an_engines_queue_are_retried_aft
     episodes = run_episodes(agent, [make_env("poi", t) for t in TASKS])
     limit = agent.in_flight.summary()
     assert limit["throttled"] > 0 and limit["cuts"] >= 1  # the queue did outlast the deadline
-    assert [e.outcome for e in episodes if e.outcome == "agent_error"] == [], [e.steps[-1].error for e in episodes]
+    failed = [e.steps[-1].error for e in episodes if e.outcome == "agent_error"]
+    assert failed == []
 
 
 # --- what the server said of itself ----------------------------------------------------------------------
