@@ -5,7 +5,9 @@ agent send its requests concurrently. ``Turn.episode_id`` is stable across an ep
 so an agent can keep per-episode state (a model keeps its KV cache); ``close`` tells it which
 episodes ended, so it can free that state. An agent whose ``concurrency`` is an int above 1 says
 it answers turns independently (an HTTP agent): the runner then keeps that many episodes going at
-once, each calling ``act([turn])`` as soon as its own last reply arrived.
+once, each asking for its next reply as soon as its own last one arrived: by ``submit(turn)`` (a
+``concurrent.futures.Future`` of the reply) where the agent defines it, all from one thread, else by
+``act([turn])`` from a thread per episode.
 
 A turn holds only what an agent may see: the conversation and the tool specs. Privileged facts
 (the task: its gold plan, gold answer, solvability) reach a reference agent (the oracle, the static

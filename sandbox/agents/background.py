@@ -55,9 +55,9 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
     return submit(coro).result()
 
 
-def on_loop(thread: threading.Thread | None = None) -> bool:
-    """Whether ``thread`` (this one by default) is the background loop's."""
-    return (thread or threading.current_thread()) is _thread
+def on_loop() -> bool:
+    """Whether this thread is the background loop's."""
+    return threading.current_thread() is _thread
 
 
 __all__ = ["loop", "on_loop", "run", "submit"]

@@ -112,7 +112,7 @@ class OpenAIAgent:
     def _setup(self) -> None:
         self._lock = threading.RLock()  # the fingerprint asks the server once
         self._pool = _Pool()  # one aiohttp session (one connection pool), made at the first request
-        weakref.finalize(self, self._pool.close).atexit = False
+        weakref.finalize(self, self._pool.close)
         self._server: dict[str, Any] | str | None = None  # what GET /models said of this model
         self._about: dict[str, Any] = {}  # what the server said of itself (server_report)
         self._routes: dict[str, tuple[str, str]] = {}  # episode id -> (its URL through the LLM proxy, token)
@@ -342,10 +342,15 @@ class _Pool:
         return self._session
 
     def close(self) -> None:
+        """Close the session on its loop: waited for (up to a few seconds) unless this is the loop's own thread
+        (the garbage collector may run there), so that it is closed before the interpreter exits."""
         session, self._session = self._session, None
-        if session is not None and not session.closed:
-            with contextlib.suppress(RuntimeError):  # the loop is gone (the interpreter is exiting)
-                background.submit(session.close())
+        if session is None or session.closed:
+            return
+        with contextlib.suppress(Exception):  # the loop is gone, or the close timed out: nothing left to free
+            closing = background.submit(session.close())
+            if not background.on_loop():
+                closing.result(timeout=5)
 
 
 def _url(text: str) -> Any:

@@ -430,6 +430,30 @@ def test_in_the_independent_runner_an_agent_that_raises_ends_only_its_episode():
     assert sum(len(ids) for _, ids in agent.closed) == 8
 
 
+def test_the_runner_keeps_many_requests_in_flight_without_a_thread_each(serve):
+    in_flight, peak, lock = [0], [0], threading.Lock()
+
+    def respond(method, path, body):
+        with lock:
+            in_flight[0] += 1
+            peak[0] = max(peak[0], in_flight[0])
+        time.sleep(0.2)
+        with lock:
+            in_flight[0] -= 1
+        return 200, {}, answer()
+
+    server = serve(respond)
+    ours = lambda: [t for t in threading.enumerate() if "process_request" not in t.name]  # not the server's
+    agent = OpenAIAgent("m", server.url, concurrency=64, adaptive=False)
+    agent.fingerprint()
+    before = len(ours())
+    seen = []
+    episodes = run_episodes(agent, [make_env("poi", t) for t in TASKS], on_end=lambda i, e: seen.append(len(ours())))
+    assert len(episodes) == len(TASKS) and "agent_error" not in {e.outcome for e in episodes}
+    assert peak[0] == len(TASKS)  # every episode's request was in flight at once
+    assert max(seen) <= before + 1, (before, seen)  # on the one event loop's thread, not a thread each
+
+
 def test_a_dead_server_is_an_agent_failure_that_names_the_connection_error():
     from sandbox.errors import OpenAgentError
     from sandbox.evaluation import evaluate
