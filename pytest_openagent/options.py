@@ -127,7 +127,7 @@ def pyproject(rootpath: Path) -> dict[str, Any]:
     table = tool.get("openagent", {}) if isinstance(tool, dict) else {}
     if not isinstance(table, dict):
         raise pytest.UsageError(
-            f"{path}: [tool.openagent] must be a table of options (agent = \"oracle\"...), got "
+            f'{path}: [tool.openagent] must be a table of options (agent = "oracle"...), got '
             f"openagent = {table!r} under [tool]; write the options under a [tool.openagent] header"
         )
     known = [toml_name(o) for o in HELP]

@@ -131,7 +131,7 @@ Converter = Callable[[Any, Path, dict[str, Any]], dict[str, Any]]
 def _path(value: Any, option: str) -> str:
     """A file name given as an option's value: text, never ``true`` or a number read from TOML."""
     if not isinstance(value, str) or not value.strip():
-        raise UsageError(f"{option}: {value!r} is not a file name; give the file to write, e.g. \"report.json\"")
+        raise UsageError(f'{option}: {value!r} is not a file name; give the file to write, e.g. "report.json"')
     return value
 
 

@@ -16,8 +16,10 @@ Under pytest-xdist each worker keeps its own search records and sends them to th
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Generator
+from types import TracebackType
 from typing import Any
 
 import pytest
@@ -42,6 +44,21 @@ GATE_TEST = "openagent::gate"
 def _runs_agents(item: pytest.Item) -> bool:
     """Whether a test may run episodes: one of ours (the marker), or one that asks for the agent."""
     return item.get_closest_marker("openagent") is not None or "agent" in getattr(item, "fixturenames", ())
+
+
+def _without_wrappers(tb: TracebackType | None) -> TracebackType | None:
+    """``tb`` without the frames of ``@openagent.perturb``'s wrapper (its own, and the one Hypothesis builds in its
+    place), so that a failing test's traceback starts in the test; ``--fulltrace`` keeps them."""
+    from pytest_openagent import decorator
+
+    frames = []
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename != decorator.__file__:
+            frames.append(tb)
+        tb = tb.tb_next
+    for earlier, later in itertools.pairwise([*frames, None]):
+        earlier.tb_next = later  # type: ignore[union-attr]
+    return frames[0] if frames else None
 
 
 class OpenAgentSession:
@@ -125,6 +142,7 @@ class OpenAgentSession:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, Any]:
+        __tracebackhide__ = True
         if not self._prepared and not self.options.no_cache and _runs_agents(item):
             prepare(self.options.cache_dir)
             self._prepared = True
@@ -138,6 +156,8 @@ class OpenAgentSession:
                 self.problem = str(exc)
                 item.session.shouldstop = f"openagent: {exc}"
                 raise
+            if not self.config.getoption("fulltrace", False):
+                exc.__traceback__ = _without_wrappers(exc.__traceback__)
             ran = self.runner.episodes_this_test
             if ran and self.runner.last is not None:  # the last case run: the example Hypothesis failed on, shrunk
                 self.failures[item.nodeid] = Failure(ran[-1], self.runner.last.explain())

@@ -23,6 +23,15 @@ class HFKind:
             require_extra("train", TRAIN_MODULES, f"agent {spec!r}")
         except MissingExtra as exc:
             raise AgentSpecError(str(exc)) from None
+        if rest != "default":  # a checkpoint that is not there is said before any test or episode, in one line
+            from pathlib import Path
+
+            from training.inference.model_dir import CheckpointError, check_dir
+
+            try:
+                check_dir(Path(rest).expanduser())
+            except CheckpointError as exc:
+                raise AgentSpecError(str(exc)) from None
 
     def load(self, spec: str, rest: str) -> Agent:
         try:

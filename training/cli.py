@@ -54,10 +54,19 @@ def configure_base(p: argparse.ArgumentParser) -> None:
 def run_base(args: argparse.Namespace) -> int:
     """Print the default base's directory (converting it on first use); 0. If it is unavailable,
     :class:`~training.inference.base.BaseModelUnavailable` (a usage error) reaches ``openagent``, which exits 2."""
+    _require_train("openagent base")
     from training.inference.base import prepare_default_base
 
     print(prepare_default_base(force=args.force))
     return 0
+
+
+def _require_train(what: str) -> None:
+    """One line naming the ``train`` extra and its install command, before anything imports torch."""
+    from sandbox.errors import require_extra
+    from training.agent_kind import TRAIN_MODULES
+
+    require_extra("train", (*TRAIN_MODULES, "peft", "accelerate"), what)
 
 
 # --- openagent gguf --------------------------------------------------------------------------------
@@ -70,6 +79,7 @@ def configure_gguf(p: argparse.ArgumentParser) -> None:
 
 
 def run_gguf(args: argparse.Namespace) -> int:
+    _require_train("openagent gguf")
     """Write the checkpoint as GGUF and print the file's path; 0. A checkpoint the exporter cannot write is a
     :class:`~training.gguf_export.NotExportable` (a usage error: ``openagent`` exits 2 with the reason)."""
     from sandbox.files import check_output_file
@@ -130,6 +140,7 @@ def _lr(args: argparse.Namespace, cls: type) -> float:
 
 
 def run_train(args: argparse.Namespace) -> int:
+    _require_train(f"openagent train {args.method}")
     prepare_process()
     if args.method == "rl-demo":
         from training.rl_demo import RLDemoConfig, run
@@ -255,6 +266,7 @@ def configure_demo(p: argparse.ArgumentParser) -> None:
 
 
 def run_demo(args: argparse.Namespace) -> int:
+    _require_train("openagent demo")
     prepare_process()
     from training.demo import DemoConfig, checked, run
 

@@ -26,7 +26,7 @@ DPI = 100
 
 def require_plot() -> None:
     """A :class:`~sandbox.errors.MissingExtra` with the install line if matplotlib is not installed."""
-    require_extra("plot", ["matplotlib"], "figures (--plot, --html)")
+    require_extra("plot", ["matplotlib"], "the sensitivity figure (--plot; an HTML page without it has no figures)")
 
 
 def _pyplot() -> Any:

@@ -42,11 +42,17 @@ def test_checking_a_spec_imports_nothing():
     assert check_spec(" some.module:factory ") == "some.module:factory"
 
 
-def test_hf_specs_import_training_only_when_asked(monkeypatch):
+def test_hf_specs_import_training_only_when_asked(monkeypatch, tmp_path):
+    import json
     import sys
 
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    (tmp_path / "tokenizer.json").write_text("{}")
     monkeypatch.setitem(sys.modules, "training.inference.model_agent", None)  # as if it were not installed
     with pytest.raises(AgentSpecError, match=r"pip install 'pytest-openagent\[train\]'"):
+        load_agent(f"hf:{tmp_path}")
+    with pytest.raises(AgentSpecError, match="hf:some/checkpoint: no such directory"):  # said before any load
         load_agent("hf:some/checkpoint")
 
 

@@ -203,3 +203,23 @@ def test_with_the_real_catalogue_the_static_baseline_fails_minimally_and_the_ora
         milder = Case(failing.task, (p.model_copy(update={"severity": p.severity - 1}),))
         assert milder.run(static.StaticAgent()).success, "a milder severity also bites: not the lowest"
     pytester.runpytest("--openagent-agent", "oracle").assert_outcomes(passed=1)
+
+
+def test_a_failing_property_tests_traceback_starts_in_the_test_not_the_plugin(pytester):
+    pytester.makepyfile(test_x="""
+        import pytest_openagent as openagent
+
+        def mine(messages, tools):
+            return "I cannot help with that."
+
+        @openagent.perturb(names="query_noise", max_examples=3)
+        def test_mine(case):
+            assert case.run(mine).success
+    """)  # fmt: skip
+    result = pytester.runpytest("-p", "no:cacheprovider", "--openagent-no-cache")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "decorator.py" not in out and "session.py" not in out, out
+    result.stdout.fnmatch_lines(["*_ test_mine _*", "", "case = Case(*", "", "*@openagent.perturb(*"])
+    full = pytester.runpytest("-p", "no:cacheprovider", "--openagent-no-cache", "--fulltrace").stdout.str()
+    assert "decorator.py" in full, "--fulltrace still shows the wrapper"
