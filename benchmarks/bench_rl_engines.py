@@ -35,7 +35,8 @@ def run_engine(engine: str, args: argparse.Namespace, out: Path) -> dict:
                    reward=args.reward, save_every=0, progress=False, threads=args.threads, engine=engine,
                    seed=args.seed)  # fmt: skip
     code = f"from training.rl import RLConfig, train; train(RLConfig(**{options!r}))"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'benchmarks'}", "HF_HUB_OFFLINE": "1",
+           "TRANSFORMERS_OFFLINE": "1"}  # fmt: skip
     start = time.perf_counter()
     child = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=ROOT)
     _, status, usage = os.wait4(child.pid, 0)
@@ -44,6 +45,15 @@ def run_engine(engine: str, args: argparse.Namespace, out: Path) -> dict:
         raise SystemExit(f"{engine}: the training process failed (status {status})")
     history = json.loads((out / "openagent-train.json").read_text())["history"]
     return {"history": history, "wall_s": round(wall, 1), "peak_rss_mib": round(usage.ru_maxrss / 1024, 1)}
+
+
+def digit_share(episode: object) -> float:
+    """A dense reward for timing the update fairly: the share of digits in the first reply. Our loop skips the
+    update of a group whose rewards are all equal and TRL does not, so a reward that is 0 throughout (the product's,
+    on an untrained model) would time our loop without its update (``--reward dense``)."""
+    steps = getattr(episode, "steps", [])
+    text = steps[0].reply if steps else ""
+    return sum(c.isdigit() for c in text) / max(1, len(text))
 
 
 def epochs(history: list[dict], group: int) -> list[dict[int, float]]:
@@ -84,6 +94,7 @@ def summary(result: dict, group: int) -> dict:
         "wall_s": result["wall_s"],
         "reward_first_step": history[0]["reward"],
         "reward_last_step": history[-1]["reward"],
+        "signal_groups": f"{sum(r['signal_groups'] for r in history)}/{sum(r['groups'] for r in history)}",
         "rise": interval(list(rise(history, group).values())) if rise(history, group) else None,
     }
 
@@ -99,11 +110,17 @@ def main() -> None:
     p.add_argument("--group", type=int, default=4)
     p.add_argument("--max-new-tokens", type=int, default=64)
     p.add_argument("--max-turns", type=int, default=4)
-    p.add_argument("--reward", default="refusal-aware")
+    p.add_argument(
+        "--reward",
+        default="refusal-aware",
+        help="completion, refusal-aware, or dense (digit_share: every group has signal; see its docstring)",
+    )
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--engines", default="own,trl")
     args = p.parse_args()
+    if args.reward == "dense":
+        args.reward = "bench_rl_engines:digit_share"
     engines = args.engines.split(",")
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -113,7 +130,7 @@ def main() -> None:
     table = {e: summary(results[e], args.group) for e in engines}
     print(f"\n{'':24}" + "".join(f"{e:>14}" for e in engines))
     for key in ("episodes_per_s", "s_per_step", "rollout_s_per_step", "peak_rss_mib", "wall_s", "reward_first_step",
-                "reward_last_step"):  # fmt: skip
+                "reward_last_step", "signal_groups"):  # fmt: skip
         print(f"{key:24}" + "".join(f"{table[e][key]!s:>14}" for e in engines))
     for e in engines:
         print(f"reward rise {e:>5} (last epoch - first, per task): {table[e]['rise']}")
