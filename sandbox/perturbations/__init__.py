@@ -3,14 +3,13 @@
 Importing this package registers the built-in catalogue: one module per tier.
 """
 
-from sandbox.perturbations import (
-    evolution,  # after the tiers it draws on: the catalogue lists it last in each tier
-    interaction,
-    internalization,
-    model,
-    perception,
-    reasoning,
-)
+# The import order is the registration order, which is the catalogue's (and Hypothesis shrinks toward the first):
+# evolution last, so its operators come after the paper's in each tier.
+# isort: off
+from sandbox.perturbations import interaction, internalization, model, perception, reasoning
+from sandbox.perturbations import evolution
+
+# isort: on
 from sandbox.perturbations.base import (
     LAYERS,
     POOLS,
