@@ -47,8 +47,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     add_episode_options(p)
     p.add_argument(
         "--worst", type=at_least(1), default=None, metavar="N",
-        help="also search each tier for the worst case with N cases (Hypothesis' target(), then shrinking; from "
-        "--seed) and re-run its stack on other tasks of its family; gated as worst.TIER.success",
+        help="also search each tier for the worst case (Hypothesis' target(), then shrinking; from --seed) and re-run "
+        "its stack on other tasks of its family; gated as worst.TIER.success. N bounds the cases generated before a "
+        "failure (Hypothesis' max_examples), not the cases run: a failure found early stops it sooner, shrinking it "
+        "runs more",
     )  # fmt: skip
     p.add_argument("--json", default=None, metavar="FILE", help="also write the report as JSON")
     p.add_argument("--html", default=None, metavar="FILE", help=HTML_HELP)

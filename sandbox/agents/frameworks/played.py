@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -179,11 +178,11 @@ def pydantic_ai(step: Stepper) -> Loop:
 
 
 def langgraph(step: Stepper) -> Loop:
+    from langchain.agents import create_agent
     from langchain_core.language_models.chat_models import BaseChatModel
     from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
     from langchain_core.outputs import ChatGeneration, ChatResult
     from langchain_core.utils.function_calling import convert_to_openai_tool
-    from langgraph.prebuilt import create_react_agent
     from pydantic import Field
 
     from sandbox.agents.frameworks import langchain_tools
@@ -217,9 +216,7 @@ def langgraph(step: Stepper) -> Loop:
         return call_message(str(message.content), [(c["id"], c["name"], c["args"]) for c in message.tool_calls])
 
     def run(request: str, tools: EpisodeTools) -> str:
-        with warnings.catch_warnings():  # create_react_agent's notice that it moved to langchain.agents
-            warnings.simplefilter("ignore")
-            graph = create_react_agent(ScriptedChatModel(episode_id=tools.episode_id), langchain_tools(tools))
+        graph = create_agent(ScriptedChatModel(episode_id=tools.episode_id), langchain_tools(tools))
         before = step.history.get(tools.episode_id, [])
         state = graph.invoke({"messages": [*before, HumanMessage(request)]}, {"recursion_limit": 50})
         step.history[tools.episode_id] = state["messages"]
@@ -294,7 +291,7 @@ def openai_agents(step: Stepper) -> Loop:
 BUILDERS: dict[str, Callable[[Stepper], Loop]] = {"python": python, "pydantic-ai": pydantic_ai, "langgraph": langgraph,
                                                "openai-agents": openai_agents}  # fmt: skip
 FRAMEWORKS = tuple(BUILDERS)
-MODULES = {"python": None, "pydantic-ai": "pydantic_ai", "langgraph": "langgraph", "openai-agents": "agents"}
+MODULES = {"python": None, "pydantic-ai": "pydantic_ai", "langgraph": "langchain", "openai-agents": "agents"}
 """The module each framework's loop needs, and the extra that installs it (below)."""
 EXTRAS = {"python": None, "pydantic-ai": "pydantic-ai", "langgraph": "langchain", "openai-agents": "openai-agents"}
 
