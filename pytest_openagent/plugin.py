@@ -136,8 +136,8 @@ def llm_proxy() -> Iterator[Callable[..., str]]:
     ``upstream`` (``.../v1``) with those model faults, from the start of each conversation, on a loopback port
     until the session ends, and returns its base URL: point an agent's model client at it. (A case that names
     model faults needs none: an ``openai:`` agent and ``tools.model_url`` go through a proxy by themselves.)"""
-    from sandbox.proxy.llm import LlmProxy
-    from sandbox.proxy.llm_serve import ProxyThread, parse_faults
+    from sandbox.proxy.llm import LlmProxy, parse_faults
+    from sandbox.proxy.llm_serve import ProxyThread
 
     started: list[ProxyThread] = []
 

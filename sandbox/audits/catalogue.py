@@ -96,7 +96,9 @@ requests to a proxy this process starts in front of its server (`http://127.0.0.
 an episode); a `LoopAgent`'s run gets the same address from `tools.model_url(URL)` and builds its framework's
 model client on it (docs/frameworks.md). Any other agent is misuse. A streamed request gets a faulted reply as
 a stream of chat-completion chunks; a request with no fault due passes through as it came, streamed replies
-byte for byte.
+byte for byte. By hand, `openagent llm-proxy --upstream URL --fault NAME[:S][@K]` serves the same faults to
+any client, each conversation from its start; a base URL `http://HOST:PORT/f/FAULTS/v1` names its own
+(docs/reference.md).
 
 Judged by the same outcomes. Where the harness's final answer is the faulted reply itself (an empty reply, a
 cut one, a claim of success with no call, taken as the answer) and the judge finds it wrong, the outcome is

@@ -5,8 +5,9 @@ then the proxy answers in the model's place (an HTTP error, an empty reply, a re
 rewrites the upstream's completion (malformed arguments, an unknown tool, a cut reply), non-streaming or as an
 SSE stream of chat-completion chunks, as the request asked. Which faults, and from which turn, is a
 :class:`~sandbox.perturbations.model.ModelRoute`'s to say: one per episode, reached by the path
-``/s/TOKEN/v1/...`` (:meth:`LlmProxy.open` makes one), or the proxy's own faults for ``/v1/...`` (``openagent
-llm-proxy --fault``), one route per conversation (its first user message).
+``/s/TOKEN/v1/...`` (:meth:`LlmProxy.open` makes one); one per conversation (its first user message) under the
+faults the path names, ``/f/FAULTS/v1/...`` (``FAULTS`` as ``--fault`` takes them: ``model_refusal:2@1,...``), or
+under the proxy's own faults for ``/v1/...`` (``openagent llm-proxy --fault``).
 
 Served by Starlette on uvicorn and calling the upstream with httpx's async client: the ``mcp`` extra brings the
 first two (its streamable HTTP transport runs on them) and the core the third, so the proxy adds no dependency;
@@ -22,8 +23,10 @@ import json
 import secrets
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
+from sandbox.errors import UsageError, did_you_mean
 from sandbox.perturbations.model import ModelFault, ModelRoute
 
 _FORWARDED = ("authorization", "content-type", "accept", "openai-organization", "openai-project")
@@ -53,16 +56,34 @@ class LlmProxy:
         with self._lock:
             self.routes.pop(token, None)
 
-    def route(self, token: str | None, body: dict[str, Any]) -> ModelRoute | None:
+    def route(self, token: str | None, body: dict[str, Any], named: str | None = None) -> ModelRoute | None:
+        """The route of a request: its episode's (``token``), else its conversation's under the faults its path
+        names (``named``, as ``--fault`` takes them) or, without, the proxy's own."""
         if token is not None:
             with self._lock:
                 return self.routes.get(token)
-        if not self.faults:
+        faults = self.faults if named is None else parse_faults([named], where=f"the path's /f/{named}")
+        if not faults:
             return None
         first = next((m for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user"), {})
-        key = hashlib.sha256(json.dumps(first.get("content"), sort_keys=True).encode()).hexdigest()
+        key = hashlib.sha256(json.dumps([named, first.get("content")], sort_keys=True).encode()).hexdigest()
         with self._lock:
-            return self._conversations.setdefault(key, ModelRoute(self.faults))
+            return self._conversations.setdefault(key, ModelRoute(faults))
+
+
+def parse_faults(items: Sequence[str], seed: int = 0, where: str = "--fault") -> tuple[ModelFault, ...]:
+    """``NAME[:SEVERITY][@ONSET]`` items as model-fault specs; a name that is not a model fault is named, with
+    ``where`` it was given."""
+    from sandbox.perturbations import registry
+    from sandbox.proxy.serve import parse_perturbations
+
+    model = [n for n in registry.names(model_faults=True) if registry.get(n).model_fault]
+    for item in (part.strip() for text in items for part in text.split(",")):
+        name = item.partition("@")[0].partition(":")[0].strip()
+        if name and name not in model:
+            raise UsageError(f"{where}: {did_you_mean('model fault', name, model)}")
+    specs = parse_perturbations(items, seed)
+    return tuple(s for s in specs if isinstance(s, ModelFault))
 
 
 def turn_of(body: dict[str, Any]) -> int:
@@ -163,7 +184,11 @@ def app(proxy: LlmProxy) -> Any:
                 body = json.loads(raw)
             except ValueError:
                 body = None
-        route = proxy.route(token, body) if isinstance(body, dict) else None
+        try:
+            route = proxy.route(token, body, request.path_params.get("faults")) if isinstance(body, dict) else None
+        except UsageError as exc:
+            return JSONResponse({"error": {"message": f"openagent llm-proxy: {exc}", "type": "invalid_request_error",
+                                           "code": 400}}, 400)  # fmt: skip
         if route is None:  # nothing to fault: the upstream's reply as it is
             return await passed(await upstream(request.method, path, headers, raw, request.url.query, True))
         turn, tools = turn_of(body), tool_names(body)
@@ -204,8 +229,9 @@ def app(proxy: LlmProxy) -> Any:
 
     methods = ["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD"]
     routes = [Route("/s/{token}/v1/{path:path}", handle, methods=methods),
+              Route("/f/{faults}/v1/{path:path}", handle, methods=methods),
               Route("/v1/{path:path}", handle, methods=methods)]  # fmt: skip
     return Starlette(routes=routes, lifespan=lifespan)
 
 
-__all__ = ["LlmProxy", "app", "skeleton", "sse_chunks", "tool_names", "turn_of"]
+__all__ = ["LlmProxy", "app", "parse_faults", "skeleton", "sse_chunks", "tool_names", "turn_of"]

@@ -10,9 +10,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from sandbox.errors import UsageError, did_you_mean, require_extra
-from sandbox.perturbations.model import ModelFault, ModelRoute
-from sandbox.proxy.llm import LlmProxy, app
+from sandbox.errors import UsageError, require_extra
+from sandbox.perturbations.model import ModelRoute
+from sandbox.proxy.llm import LlmProxy, app, parse_faults
 
 
 class ProxyThread:
@@ -96,20 +96,6 @@ def close_episode(upstream: str, token: str) -> None:
         proxy.close(token)
 
 
-def parse_faults(items: Sequence[str], seed: int = 0) -> tuple[ModelFault, ...]:
-    """``--fault NAME[:SEVERITY][@ONSET]`` items as model-fault specs; a name that is not a model fault is named."""
-    from sandbox.perturbations import registry
-    from sandbox.proxy.serve import parse_perturbations
-
-    model = [n for n in registry.names(model_faults=True) if registry.get(n).model_fault]
-    for item in (part.strip() for text in items for part in text.split(",")):
-        name = item.partition("@")[0].partition(":")[0].strip()
-        if name and name not in model:
-            raise UsageError(f"--fault: {did_you_mean('model fault', name, model)}")
-    specs = parse_perturbations(items, seed)
-    return tuple(s for s in specs if isinstance(s, ModelFault))
-
-
 def check_upstream(upstream: str, timeout: float = 10.0) -> str:
     """``upstream`` if its ``GET /models`` answers as an OpenAI-compatible server does; else a
     :class:`UsageError` (it answered something else) or :class:`ConnectionError` (it did not answer)."""
@@ -149,5 +135,4 @@ def run_llm_proxy(upstream: str, faults: Sequence[str], *, seed: int = 0, host: 
     return 0
 
 
-__all__ = ["ProxyThread", "check_upstream", "close_episode", "episode_url", "local_proxy", "parse_faults",
-           "run_llm_proxy"]  # fmt: skip
+__all__ = ["ProxyThread", "check_upstream", "close_episode", "episode_url", "local_proxy", "run_llm_proxy"]

@@ -132,6 +132,23 @@ def test_a_stream_with_no_fault_due_passes_through(server, tasks):
     assert chunks[-1].choices[0].finish_reason == "tool_calls" and [m.id for m in listed] == [MODEL]
 
 
+def test_a_path_names_the_faults_of_its_conversations(server, tasks):
+    openai = pytest.importorskip("openai", reason="needs the dev extra")
+    from sandbox.proxy.llm import LlmProxy
+    from sandbox.proxy.llm_serve import ProxyThread
+
+    messages = [{"role": "user", "content": tasks[0].query}]
+    with ProxyThread(LlmProxy(server.url)) as proxy:
+        root = proxy.url.removesuffix("/v1")
+        refused = openai.OpenAI(base_url=f"{root}/f/model_refusal:3/v1", api_key="none", max_retries=0)
+        assert refused.chat.completions.create(model=MODEL, messages=messages).choices[0].message.refusal
+        clean = openai.OpenAI(base_url=proxy.url, api_key="none", max_retries=0)
+        assert not clean.chat.completions.create(model=MODEL, messages=messages).choices[0].message.refusal
+        typo = openai.OpenAI(base_url=f"{root}/f/model_refusl/v1", api_key="none", max_retries=0)
+        with pytest.raises(openai.BadRequestError, match="Did you mean 'model_refusal'"):
+            typo.chat.completions.create(model=MODEL, messages=messages)
+
+
 def test_llm_proxy_misuse_is_one_line_that_names_the_fix(server, tmp_path):
     typo = openagent("llm-proxy", "--upstream", server.url, "--fault", "model_refusl", cwd=tmp_path)
     assert typo.returncode == 2 and "Did you mean 'model_refusal'?" in typo.stderr
