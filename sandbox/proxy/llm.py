@@ -23,7 +23,7 @@ import json
 import secrets
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sandbox.errors import UsageError, did_you_mean
@@ -37,10 +37,13 @@ class LlmProxy:
     """The proxy's state: its upstream (an OpenAI-compatible base URL, ``.../v1``), the episodes' routes by
     token, and the faults of requests that come without one."""
 
-    def __init__(self, upstream: str, faults: tuple[ModelFault, ...] = (), timeout: float = 600.0) -> None:
+    def __init__(self, upstream: str, faults: tuple[ModelFault, ...] = (), timeout: float = 600.0,
+                 log: Callable[[str], None] | None = None) -> None:  # fmt: skip
         self.upstream = upstream.rstrip("/")
         self.faults = faults
         self.timeout = timeout
+        self.log = log
+        """Told each fault as it is injected, in one line (``openagent llm-proxy`` prints them)."""
         self.routes: dict[str, ModelRoute] = {}
         self._conversations: dict[str, ModelRoute] = {}
         self._lock = threading.Lock()
@@ -164,6 +167,11 @@ def app(proxy: LlmProxy) -> Any:
         return StreamingResponse(response.aiter_bytes(), status_code=response.status_code, headers=kept,
                                  background=BackgroundTask(response.aclose))  # fmt: skip
 
+    def told(route: ModelRoute, turn: int) -> None:
+        if proxy.log is not None and route.injected:
+            last = route.injected[-1]
+            proxy.log(f"{last['fault']} at turn {turn} ({last['did']}), request {last['request']} of its conversation")
+
     async def handle(request: Request) -> Response:
         try:
             return await serve(request)
@@ -195,6 +203,7 @@ def app(proxy: LlmProxy) -> Any:
         http_fault, due = route.decide(turn)
         if http_fault is not None:
             status, extra, payload = http_fault.error()
+            told(route, turn)
             return JSONResponse(payload, status, headers=extra)
         streamed = bool(body.get("stream"))
         if not due:
@@ -214,6 +223,8 @@ def app(proxy: LlmProxy) -> Any:
                 return Response(response.content, response.status_code, headers=kept)
         faulted = route.rewrite(due, turn, completion, tools)
         route.served(turn, faulted or completion, faulted is not None)
+        if faulted is not None:
+            told(route, turn)
         reply = faulted or completion
         if streamed:
             usage = bool((body.get("stream_options") or {}).get("include_usage"))

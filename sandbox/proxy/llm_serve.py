@@ -131,7 +131,11 @@ def run_llm_proxy(upstream: str, faults: Sequence[str], *, seed: int = 0, host: 
     label = " + ".join(s.label() for s in specs) or "no faults (a pass-through)"
     print(f"openagent llm-proxy: {base} through {label}", file=sys.stderr, flush=True)
     print(f"openagent llm-proxy: serving on http://{host}:{port}/v1", file=sys.stderr, flush=True)
-    uvicorn.run(app(LlmProxy(base, specs, timeout)), host=host, port=port, log_level="warning")
+
+    def log(line: str) -> None:
+        print(f"openagent llm-proxy: {line}", file=sys.stderr, flush=True)
+
+    uvicorn.run(app(LlmProxy(base, specs, timeout, log)), host=host, port=port, log_level="warning")
     return 0
 
 

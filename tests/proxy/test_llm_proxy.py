@@ -138,7 +138,8 @@ def test_a_path_names_the_faults_of_its_conversations(server, tasks):
     from sandbox.proxy.llm_serve import ProxyThread
 
     messages = [{"role": "user", "content": tasks[0].query}]
-    with ProxyThread(LlmProxy(server.url)) as proxy:
+    told: list[str] = []
+    with ProxyThread(LlmProxy(server.url, log=told.append)) as proxy:
         root = proxy.url.removesuffix("/v1")
         refused = openai.OpenAI(base_url=f"{root}/f/model_refusal:3/v1", api_key="none", max_retries=0)
         assert refused.chat.completions.create(model=MODEL, messages=messages).choices[0].message.refusal
@@ -147,6 +148,7 @@ def test_a_path_names_the_faults_of_its_conversations(server, tasks):
         typo = openai.OpenAI(base_url=f"{root}/f/model_refusl/v1", api_key="none", max_retries=0)
         with pytest.raises(openai.BadRequestError, match="Did you mean 'model_refusal'"):
             typo.chat.completions.create(model=MODEL, messages=messages)
+    assert told == ["model_refusal at turn 0 (model_refusal), request 1 of its conversation"]
 
 
 def test_llm_proxy_misuse_is_one_line_that_names_the_fix(server, tmp_path):
