@@ -286,7 +286,11 @@ class Planner(ArgumentFiller):
         judged once all of them have answered."""
         for key, src in self.task.sources.items():
             calls = src.computed or (src.call,)
-            if call.id in calls and all(self.view.done(c) is not None for c in calls) and self.value(key, src) is None:
+            if call.id not in calls or any(self.view.done(c) is None for c in calls):
+                continue
+            if any(c != call.id and partial(self.view.done(c)) for c in calls):
+                continue  # another call's answer lacks fields: that one is asked again, not this whole one
+            if self.value(key, src) is None:
                 return False
         return True
 
