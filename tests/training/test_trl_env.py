@@ -3,6 +3,7 @@ is the reward, and a real GRPOTrainer trains on it (slow)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from types import SimpleNamespace
@@ -178,3 +179,30 @@ def test_a_short_grpo_trainer_run_on_the_perturbed_world(tiny, tmp_path, mode):
         assert trainer.rollout_func.stats["episodes"] == 2 * 4
     else:
         assert all(re.fullmatch(r"\d+", name) for name in trainer.environment_factories)
+
+
+def test_a_call_the_model_writes_under_the_new_name_reaches_the_world_through_trls_parser(tiny):
+    """environment_factory: TRL parses the reply with the tools the prompt was rendered with and calls the method of
+    that name; under the renamed tool, the sandbox answers as the world does."""
+    from trl.chat_template_utils import parse_response
+
+    from training.trl_tools import with_response_template
+
+    case = _renamed()
+    cls = case_environments([case])["0"]
+    env = cls()
+    env.reset()
+    methods = [getattr(env, n) for n in sorted(vars(cls)) if not n.startswith("_") and n != "reset"]
+    tokenizer = with_response_template(_tokenizer(tiny))
+    prompt = tokenizer.apply_chat_template(dataset_rows([case])[0]["prompt"], tools=methods,
+                                           add_generation_prompt=True, tokenize=True, return_dict=True)  # fmt: skip
+    find = case.task.plan[0]
+    renamed = next(s["function"]["name"] for s in case.env().tool_specs() if "venue" in s["function"]["name"]
+                   and set(s["function"]["parameters"]["properties"]) == set(find.args))  # fmt: skip
+    reply = f"<tool_call>\n{json.dumps({'name': renamed, 'arguments': find.args})}\n</tool_call><|im_end|>"
+    parsed = parse_response(tokenizer, tokenizer(reply, add_special_tokens=False)["input_ids"],
+                            prefix=prompt["input_ids"], tools=methods)  # fmt: skip
+    call = parsed["tool_calls"][0]["function"]
+    assert call["name"] == renamed and call["name"] != find.tool
+    observed = json.loads(getattr(env, call["name"])(**call["arguments"]))
+    assert observed == json.loads(Case(case.task).env().observe(Case(case.task).env().call(find.tool, find.args)))
