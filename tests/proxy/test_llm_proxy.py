@@ -186,3 +186,45 @@ def test_openagent_eval_injects_named_model_faults_into_an_openai_agent(tmp_path
     report = json.loads((tmp_path / "r.json").read_text())
     by_name = {d["name"]: d for d in report["detection"]}
     assert by_name.get("model_false_success", {"noticed": {"k": 0}})["noticed"]["k"] == 0
+
+
+FRAMEWORK_AGENT = """
+import os
+
+from pydantic_ai import Agent
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+
+from sandbox.agents import EpisodeTools, LoopAgent
+from sandbox.agents.frameworks import pydantic_ai_toolset
+
+URL = os.environ["ORACLE_URL"]
+ASSISTANT = Agent(instructions="Use the tools to do what the user asks. Answer briefly.")
+
+
+def run(request: str, tools: EpisodeTools) -> str:
+    model = OpenAIChatModel("oracle", provider=OpenAIProvider(base_url=tools.model_url(URL), api_key="none"))
+    return ASSISTANT.run_sync(request, model=model, toolsets=[pydantic_ai_toolset(tools)]).output
+
+
+AGENT = LoopAgent(run, name="pydantic-ai-assistant")
+"""
+
+
+def test_openagent_eval_injects_model_faults_into_a_framework_agent(tmp_path):
+    pytest.importorskip("pydantic_ai", reason="needs the pydantic-ai extra")
+    (tmp_path / "my_agents.py").write_text(FRAMEWORK_AGENT)
+    every = OracleServer()
+    try:
+        every.brief(list(sandbox.tasks("poi", "test")))
+        run = openagent("eval", "--agent", "my_agents:AGENT", "--tiers", "interaction", "--names",
+                        "model_empty_reply,model_false_success", "--n", "4", "--no-cache", cwd=tmp_path,
+                        env={"ORACLE_URL": every.url, "PYTHONPATH": str(tmp_path)})  # fmt: skip
+    finally:
+        every.close()
+    assert run.returncode == 0, run.stderr
+    table = run.stdout[: run.stdout.index("success against severity")]
+    rows = {line.split()[0]: line.split() for line in table.splitlines() if line.startswith("  model_")}
+    assert rows and set(rows) <= {"model_empty_reply", "model_false_success"}, run.stdout
+    assert rows.get("model_false_success", ["", "", "", "0.0%"])[3] == "0.0%", run.stdout
+    assert "noticed apart from recovered" in run.stdout
