@@ -26,6 +26,7 @@ NO_CACHE = "--openagent-no-cache"
 N = "--openagent-n"
 TIERS = "--openagent-tiers"
 NAMES = "--openagent-names"
+FAMILIES = "--openagent-families"
 DOMAIN = "--openagent-domain"
 MCP = "--openagent-mcp"
 MCP_TASKS = "--openagent-mcp-tasks"
@@ -80,6 +81,7 @@ HELP = {
     "otherwise): 'stdio:COMMAND', 'http://HOST:PORT/mcp' or module:attribute naming an SDK server object",
     DOMAIN: "domain of the fixed measurement: poi, medical, all, a registered or entry-point domain's name, "
     "or module:attribute naming a sandbox.Domain (default: poi)",
+    FAMILIES: "only tasks of these task families in the fixed measurement, joined by commas (default: every one)",
     INCONCLUSIVE: "what an INCONCLUSIVE gate does to the session: fail (default) or pass",
     MAX_STEPS: "step limit of every episode, in tests and the fixed measurement (default: each case's own, the "
     "plan's length plus what its perturbations add)",

@@ -23,6 +23,7 @@ from pytest_openagent.options import (
     DEFAULT_CACHE_DIR,
     DOMAIN,
     DRIFT,
+    FAMILIES,
     GATE,
     HTML,
     INCONCLUSIVE,
@@ -74,6 +75,7 @@ class Options:
     n: int | None = None
     tiers: str | list[str | int] = "all"
     names: tuple[str, ...] | None = None
+    families: tuple[str, ...] | None = None
     domain: str = "poi"
     mcp: str | None = None
     mcp_tasks: Path | None = None
@@ -213,6 +215,14 @@ def _names(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
     return {"names": names}
 
 
+def _families(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
+    from sandbox.evaluation.draw import task_pool
+
+    families = tuple(_items(value))
+    task_pool(domain_names(values.get("domain", "poi")), "test", families)  # an unknown family: did you mean
+    return {"families": families}
+
+
 def _domain(value: Any, base: Path, values: dict[str, Any]) -> dict[str, Any]:
     domain_names(str(value))
     return {"domain": str(value)}
@@ -308,6 +318,7 @@ CONVERTERS: dict[str, Converter] = {
     MCP_ROLES: _mcp_roles,
     MCP: _mcp,  # after MCP_TASKS, before DOMAIN: names the server that the domain 'mcp' is
     DOMAIN: _domain,
+    FAMILIES: _families,  # after DOMAIN: the families are checked against its tasks
     INCONCLUSIVE: _inconclusive,
     MAX_STEPS: _max_steps,
     DRIFT: _flag("drift"),

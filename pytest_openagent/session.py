@@ -234,7 +234,7 @@ class OpenAgentSession:
             report = evaluate(
                 self.agent, options.tiers, n=options.n or DEFAULT_N, seed=options.seed, domain=options.domain,
                 names=options.names, cache_dir=None if options.no_cache else options.cache_dir,
-                max_steps=options.max_steps, drift=options.drift,
+                max_steps=options.max_steps, drift=options.drift, families=options.families,
                 sequential=options.gate if options.sequential else None,
             )  # fmt: skip
         except OpenAgentError as exc:

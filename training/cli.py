@@ -20,7 +20,7 @@ from training.config import RLConfig, SFTConfig, add_options, from_options
 SHARED = ("out", "steps", "lr", "lora", "bf16", "seed", "save_every", "resume", "overwrite", "threads")
 """The options of every ``openagent train`` method."""
 SFT_OPTIONS = ("base", "batch_size", "episodes", *SHARED)
-PAFT_DATA = ("alpha", "families", "perturbations")
+PAFT_DATA = ("alpha", "families", "perturbations", "rows")
 """What PAFT adds to SFT's options, all of them about its data."""
 PAFT_OPTIONS = (*SFT_OPTIONS, *PAFT_DATA)
 DATA_OPTIONS = {"sft": ("episodes", "seed"), "paft": ("episodes", "seed", *PAFT_DATA)}
@@ -39,6 +39,9 @@ def prepare_process() -> None:
     # A hub lookup that cannot succeed costs about 25 s; the default base comes from a local package.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    # transformers' and the hub's own bars (loading weights, writing shards) say nothing a user acts on
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     from training import cpu
 
     cpu.prepare()  # OpenMP's wait policy, read once when torch loads

@@ -113,10 +113,15 @@ class SFTConfig(TrainConfig):
     perturbations: list[str] = field(
         default_factory=list, metadata={"help": "PAFT: explicit perturbation names (overrides families)"}
     )
+    rows: str = field(
+        default="",
+        metadata={"help": "PAFT: also train on the chat rows of this JSONL file (`openagent data from-report` "
+                  "writes them from a report's failures), mixed into the episodes"},
+    )  # fmt: skip
 
     @property
     def kind(self) -> Literal["sft", "paft"]:
-        return "paft" if self.alpha > 0 else "sft"
+        return "paft" if self.alpha > 0 or self.rows else "sft"
 
 
 @dataclass

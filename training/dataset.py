@@ -184,12 +184,45 @@ def build_trajectories(cfg: SFTConfig) -> tuple[list[Trajectory], dict]:
     trajectories = gold_trajectories(cases)
     renamed = rename_share(trajectories, cfg.domain, cfg.rename_cities, cfg.seed)
     used = Counter(p.name for c in cases for p in c.perturbations)
+    rows: list[Trajectory] = []
+    if cfg.rows:
+        rows = read_rows(cfg.rows)
+        trajectories += rows
+        used.update(name for t in rows for name in t.perturbations)
     meta = {
         "domain": cfg.domain, "split": "train", "task_families": cfg.task_families, "tasks": len(train_tasks),
         "cases": len(cases), "trajectories": len(trajectories), "alpha": cfg.alpha, "renamed_cities": renamed,
         "pool": "train", "perturbations": dict(sorted(used.items())), "candidates": names,
+        "rows": {"path": cfg.rows, "count": len(rows)} if cfg.rows else None,
     }  # fmt: skip
     return trajectories, meta
+
+
+def read_rows(path: str) -> list[Trajectory]:
+    """The chat rows of a JSONL file (``openagent data export`` and ``from-report`` write them) as trajectories;
+    a :class:`UsageError` naming the line if one is not such a row."""
+    import json
+    from pathlib import Path
+
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as exc:
+        raise UsageError(f"--rows {path!r}: cannot read it ({exc.strerror}); give a JSONL file of chat rows") from None
+    out = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            meta = row.get("meta", {})
+            perturbations = tuple(p["name"] for p in meta.get("perturbations", []))
+            out.append(Trajectory(row["messages"], row.get("tools") or [], meta.get("family", ""), perturbations))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise UsageError(
+                f"--rows {path!r} line {number}: not a chat row ({{\"messages\": [...], \"tools\": [...], "
+                f"\"meta\": {{...}}}}, as `openagent data from-report` writes)"
+            ) from None
+    return out
 
 
 def build_examples(cfg: SFTConfig, tokenizer: Any) -> tuple[list, dict]:

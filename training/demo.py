@@ -1,6 +1,8 @@
-"""``openagent demo``: fine-tune agents here, then show with the plugin where they break.
+"""``openagent demo``: the product's loop on a model fine-tuned here (``training.demo_loop``: SFT, the gate in a real
+pytest session, its failures turned into PAFT rows, PAFT against SFT continued, the gate on a fresh sample), or
+with ``--table`` / ``--paper`` the earlier table of trained agents.
 
-It trains SFT on clean gold trajectories (one run, exported at several step counts, like the
+With ``--table`` it trains SFT on clean gold trajectories (one run, exported at several step counts, like the
 paper's SFT-200/400/800 scaled to a CPU) and PAFT (continued from one SFT export, as the paper
 does, with a share ``alpha`` of perturbed trajectories from the train pool), then evaluates them
 beside the oracle and the static baseline with ``sandbox.evaluation.evaluate`` on the held-out test
@@ -80,9 +82,30 @@ class DemoConfig:
     quick: bool = field(
         default=False,
         metadata={
-            "help": "a few minutes: SFT-15 on 120 episodes of the one- and two-call task families, 4 cases "
-            "a tier; no base, PAFT or RL row"
+            "help": "about 5 minutes: the loop's first half (SFT-15 on 120 episodes, the gate with 4 cases a tier, "
+            "its shrunk failure and PAFT rows; no training on them); with --table: SFT-15 and the reference rows"
         },
+    )
+    table: bool = field(
+        default=False,
+        metadata={"help": "instead of the loop: the table of SFT exports (--sft-steps), PAFT from one (--paft-from) "
+                  "and the reference rows, on every task family (--full adds the base and RL)"},
+    )  # fmt: skip
+    paper: bool = field(
+        default=False,
+        metadata={"help": "the paper's whole story as one table: SFT-50 and a converged SFT-100 on every family, "
+                  "error-feedback PAFT-30 from SFT-100, the two RL agents (boundary blindness), 20 cases a tier; "
+                  "hours on 2 cores (docs/experiments.md), resumable"},
+    )  # fmt: skip
+    loop_steps: int = field(default=40, metadata={"help": "the loop: SFT steps of the checkpoint the gate tests"})
+    more_steps: int = field(
+        default=20, metadata={"help": "the loop: steps of each arm (PAFT on the failures, SFT continued) from it"}
+    )
+    loop_episodes: int = field(default=320, metadata={"help": "the loop: distinct training tasks of its SFT"})
+    gate_n: int = field(default=12, metadata={"help": "the loop: cases per tier of the gate's fixed measurement"})
+    examples: int = field(default=4, metadata={"help": "the loop: examples Hypothesis tries per property test"})
+    clean_target: float = field(
+        default=0.8, metadata={"help": "the loop: the clean success the SFT checkpoint must reach (a gate criterion)"}
     )
     json: str = field(default="", metadata={"help": "also write the table (and each agent's report) to this file"})
     figure: str = field(
@@ -90,6 +113,18 @@ class DemoConfig:
     )
 
     def scaled(self) -> DemoConfig:
+        if self.paper:
+            return dataclasses.replace(
+                self, table=True, full=True, sft_steps=[50, 100], paft_from=100, paft_steps=30, alpha=0.5,
+                paft_families=["error_feedback"], episodes=800, n=20, rl_from=50, task_families=[],
+            )  # fmt: skip
+        if not self.table:
+            families = self.task_families or list(QUICK_FAMILIES)
+            if self.quick:
+                return dataclasses.replace(
+                    self, loop_steps=15, loop_episodes=120, gate_n=4, examples=2, task_families=families
+                )
+            return dataclasses.replace(self, task_families=families)
         if not self.quick:
             return self
         # The untrained base's row is slow (it writes to its token limit every turn) and known (0%); one SFT
@@ -108,14 +143,22 @@ def checked(cfg: DemoConfig) -> DemoConfig:
     steps = sorted(set(cfg.sft_steps))
     if not steps or steps[0] < 1:
         raise UsageError(f"--sft-steps {','.join(map(str, cfg.sft_steps))!r}: give step counts of at least 1")
+    if cfg.full and not cfg.paper:
+        cfg = dataclasses.replace(cfg, table=True)
+    cfg = dataclasses.replace(cfg, sft_steps=steps).scaled()
     agents = list(dict.fromkeys(["base", *cfg.agents, "rl"])) if cfg.full else cfg.agents
-    cfg = dataclasses.replace(cfg, sft_steps=steps, agents=agents).scaled()
+    cfg = dataclasses.replace(cfg, agents=agents)
+    if not cfg.table:
+        if cfg.loop_steps < 1 or cfg.more_steps < 1 or cfg.gate_n < 1 or cfg.examples < 1 or cfg.loop_episodes < 1:
+            raise UsageError("--loop-steps, --more-steps, --loop-episodes, --gate-n and --examples must be at least 1")
+        if not 0 < cfg.clean_target <= 1:
+            raise UsageError(f"--clean-target must be in (0, 1], got {cfg.clean_target}")
     if cfg.task_families:  # an unknown family stops the demo before it trains
         from sandbox.domain import checked_families
         from sandbox.domains import get_domain
 
         checked_families(cfg.task_families, [f.name for f in get_domain("poi").families])
-    if cfg.paft_steps and "paft" in cfg.agents:
+    if cfg.table and cfg.paft_steps and "paft" in cfg.agents:
         from training.dataset import train_perturbations
 
         train_perturbations(cfg.paft_families)  # an unknown PAFT family too
@@ -208,6 +251,8 @@ def summarize(report: Any) -> dict[str, Any]:
     for scope, _ in SCOPES:
         r = report.row(scope)
         row[f"success_{scope}"] = None if r is None else value(r.clean if scope == "clean" else r.perturbed)
+        if scope != "clean":
+            row[f"twins_{scope}"] = None if r is None else value(r.clean)
     tier4 = report.row("internalization")
     row["refusal_t4"] = value(tier4.refusal) if tier4 else None
     row["refusal_t4_k"], row["refusal_t4_n"] = (tier4.refusal.k, tier4.refusal.n) if tier4 else (0, 0)
@@ -235,37 +280,59 @@ def pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
+COLUMNS_LEGEND = (
+    "each tier: success on its perturbed cases (Δ: points against the same tasks run clean; no Δ where the agent "
+    "solved none of those clean twins, as a loss cannot show there); tier-4 refusal: of its unsolvable cases; bad "
+    "calls: the share of tool calls naming an unknown tool or with invalid arguments"
+)
+
+
 def format_table(rows: dict[str, dict[str, Any]]) -> str:
-    """The demo's table: clean success; each tier's success with its Δ against the same tasks' clean twins (a Δ of
-    +0.0 at 0% success is an agent that fails clean too); tier-4 refusal (of its unsolvable cases); tool errors.
-    The tiers are named as the figure names them."""
+    """The demo's table: clean success; each tier's success with its Δ against the same tasks' clean twins (none
+    where the twins were all failed); tier-4 refusal (of its unsolvable cases); bad calls. The tiers are named as
+    the figure names them; a tier no row measured is left out."""
     from tabulate import tabulate
 
     def beside(row: dict[str, Any], scope: str) -> str:
-        delta = row.get(f"delta_{scope}")
-        return pct(row.get(f"success_{scope}")) + ("" if delta is None else f" ({delta:+.1f})")
+        delta, twins = row.get(f"delta_{scope}"), row.get(f"twins_{scope}")
+        if delta is None or twins == 0:
+            note = "" if row.get(f"success_{scope}") is None else " (twins 0%)"
+            return pct(row.get(f"success_{scope}")) + note
+        return pct(row.get(f"success_{scope}")) + f" ({delta:+.1f})"
 
-    tiers = [(scope, f"{name} (Δ)") for scope, name in SCOPES if scope != "clean"]
-    headers = ["agent", "clean", *[h for _, h in tiers], "tier-4 refusal", "tool errors"]
+    tiers = [(scope, f"{name} (Δ)") for scope, name in SCOPES if scope != "clean"
+             and any(r.get(f"success_{scope}") is not None for r in rows.values())]  # fmt: skip
+    refusal = any(r.get("refusal_t4") is not None for r in rows.values())
+    headers = ["agent", "clean", *[h for _, h in tiers], *(["tier-4 refusal"] if refusal else []), "bad calls"]
     body = [
-        [label, pct(r["clean"]), *[beside(r, scope) for scope, _ in tiers], pct(r["refusal_t4"]),
-         pct(r["tool_errors"])]
+        [label, pct(r["clean"]), *[beside(r, scope) for scope, _ in tiers],
+         *([pct(r["refusal_t4"])] if refusal else []), pct(r["tool_errors"])]
         for label, r in rows.items()
     ]  # fmt: skip
-    legend = "success per tier (Δ: points against the same tasks' clean twins); tier-4 refusal: its unsolvable cases"
-    return tabulate(body, headers=headers, disable_numparse=True) + "\n" + legend
+    return tabulate(body, headers=headers, disable_numparse=True) + "\n" + COLUMNS_LEGEND
 
 
 def run(cfg: DemoConfig) -> int:
+    """The loop (``training.demo_run``), or with ``--table`` / ``--paper`` the table; 0. Everything it prints also
+    goes to ``demo.log`` in its folder."""
+    from training.demo_run import logged, run_loop_demo
+    from training.inference.base import openagent_home
+
+    name = "paper" if cfg.paper else ("demo" if cfg.table else "loop") + ("-quick" if cfg.quick else "")
+    root = Path(cfg.dir).expanduser() if cfg.dir else openagent_home() / name
+    root.mkdir(parents=True, exist_ok=True)
+    with logged(root / "demo.log"):
+        return run_table(cfg, root) if cfg.table else run_loop_demo(cfg, root)
+
+
+def run_table(cfg: DemoConfig, root: Path) -> int:
     """Train (or reuse) every agent of the table, evaluate each, print the table; 0."""
-    from training.inference.base import openagent_home, prepare_default_base
+    from training.inference.base import prepare_default_base
 
     t0 = time.perf_counter()
     _agent_dirs(cfg, _train_configs(cfg, Path(cfg.dir or ".")))  # misuse stops the demo before it trains
     if "rl" in cfg.agents and "sft" in cfg.agents:
         rl_start(cfg)
-    root = Path(cfg.dir).expanduser() if cfg.dir else openagent_home() / ("demo-quick" if cfg.quick else "demo")
-    root.mkdir(parents=True, exist_ok=True)
     _say(f"working in {root} (seed {cfg.seed})")
     if cfg.base in ("", "default"):
         prepare_default_base()

@@ -22,13 +22,16 @@ from typing import Any
 
 from training import cpu, precision, runs
 from training.config import TrainConfig
+from training.progress import StepProgress
 
 
 def load_model(cfg: TrainConfig, base_dir: Path) -> tuple[Any, Any]:
     """``(model, tokenizer)`` from ``base_dir``, with LoRA adapters if ``cfg.lora`` (SFT and RL configs)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as transformers_logging
 
+    transformers_logging.disable_progress_bar()  # its bars (loading weights, writing shards) are noise in a run's log
     tokenizer = AutoTokenizer.from_pretrained(base_dir)
     model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32)
     model.config.use_cache = False
@@ -177,9 +180,7 @@ class Loop:
             runs.clear_checkpoints(out)
         return out
 
-    def progress_bar(self, start: int, desc: str) -> Any:
+    def progress_bar(self, start: int, desc: str) -> StepProgress | None:
         if not self.cfg.progress or not self.main:
             return None
-        from tqdm.auto import tqdm
-
-        return tqdm(total=self.cfg.steps, initial=start, desc=desc, unit="step", file=sys.stderr)
+        return StepProgress(desc.removeprefix("openagent train "), start, self.cfg.steps, runs.say)

@@ -17,7 +17,7 @@ def test_demo_trains_evaluates_writes_the_table_and_figure_and_reuses_its_checkp
 
     figure = tmp_path / "demo.png"
     argv = [
-        "demo", "--base", str(tiny_base), "--dir", str(tmp_path / "demo"), "--agents", "sft,paft,oracle,static",
+        "demo", "--table", "--base", str(tiny_base), "--dir", str(tmp_path / "demo"), "--agents", "sft,paft,oracle,static",
         "--sft-steps", "1,2", "--paft-from", "1", "--paft-steps", "1", "--batch-size", "2", "--episodes", "4",
         "--n", "1", "--json", str(tmp_path / "table.json"), "--figure", str(figure),
     ]  # fmt: skip
@@ -49,7 +49,7 @@ def test_demo_on_named_task_families_trains_and_evaluates_on_them_only(tiny_base
     from pytest_openagent.cli import main
 
     argv = [
-        "demo", "--base", str(tiny_base), "--dir", str(tmp_path / "demo"), "--agents", "sft,oracle",
+        "demo", "--table", "--base", str(tiny_base), "--dir", str(tmp_path / "demo"), "--agents", "sft,oracle",
         "--sft-steps", "1", "--batch-size", "2", "--episodes", "4", "--n", "2", "--task-families",
         "phone,unknown_place", "--json", str(tmp_path / "table.json"), "--figure", str(tmp_path / "demo.png"),
     ]  # fmt: skip
@@ -74,7 +74,7 @@ def test_paft_must_start_from_an_sft_row_and_name_known_families_and_full_adds_t
     from sandbox.errors import UsageError
     from training.demo import DemoConfig, checked
 
-    cfg = DemoConfig(sft_steps=[20, 40], paft_from=20, paft_steps=20)
+    cfg = DemoConfig(table=True, sft_steps=[20, 40], paft_from=20, paft_steps=20)
     assert {"base", "rl"}.isdisjoint(checked(cfg).agents)
     assert checked(replace(cfg, full=True)).agents == ["base", "sft", "paft", "oracle", "static", "rl"]
     with pytest.raises(UsageError, match=r"--paft-from 30 is not one of --sft-steps \[20, 40\]"):
@@ -87,12 +87,17 @@ def test_paft_must_start_from_an_sft_row_and_name_known_families_and_full_adds_t
 def test_quick_scales_everything_down_and_leaves_out_the_slow_rows():
     from training.demo import QUICK_FAMILIES, DemoConfig
 
-    quick = DemoConfig(quick=True).scaled()
+    quick = DemoConfig(quick=True, table=True).scaled()
     assert (quick.sft_steps, quick.paft_steps, quick.n, quick.rl_steps, quick.episodes) == ([15], 0, 4, 0, 120)
     assert quick.task_families == list(QUICK_FAMILIES)
-    assert DemoConfig(quick=True, task_families=["phone"]).scaled().task_families == ["phone"]
+    assert DemoConfig(quick=True, table=True, task_families=["phone"]).scaled().task_families == ["phone"]
     assert {"base", "paft", "rl"}.isdisjoint(quick.agents) and "sft" in quick.agents
-    assert DemoConfig().scaled() == DemoConfig()
+    assert DemoConfig(table=True).scaled() == DemoConfig(table=True)
+    loop = DemoConfig(quick=True).scaled()  # the loop's first half: a shorter SFT, a smaller gate
+    assert (loop.loop_steps, loop.loop_episodes, loop.gate_n, loop.examples) == (15, 120, 4, 2)
+    assert DemoConfig().scaled().task_families == list(QUICK_FAMILIES)
+    paper = DemoConfig(paper=True).scaled()
+    assert paper.table and paper.full and paper.sft_steps == [50, 100] and paper.paft_from == 100
 
 
 def test_rl_starts_from_the_sft_checkpoint_asked_for(tmp_path):

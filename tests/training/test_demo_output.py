@@ -17,7 +17,18 @@ def test_the_table_gives_each_tiers_success_beside_its_delta_named_as_the_figure
         assert f"{name} (Δ)" in header, header
         static = rows["static"]
         assert f"{100 * static[f'success_{scope}']:.1f}% ({static[f'delta_{scope}']:+.1f})" in table
-    assert "tier-4 refusal" in header and "100.0% (+0.0)" in table
+    assert "tier-4 refusal" in header and "100.0% (+0.0)" in table and "bad calls" in header
+
+
+def test_a_tier_whose_clean_twins_all_failed_shows_no_delta_and_unmeasured_tiers_no_column():
+    from training.demo import format_table
+
+    row = {"clean": 0.0, "success_perception": 0.0, "delta_perception": 0.0, "twins_perception": 0.0,
+           "success_interaction": 0.5, "delta_interaction": -25.0, "twins_interaction": 0.75, "refusal_t4": None,
+           "tool_errors": 0.1}  # fmt: skip
+    table = format_table({"SFT-1": row})
+    assert "0.0% (twins 0%)" in table and "(+0.0)" not in table and "50.0% (-25.0)" in table
+    assert "tier 3" not in table and "tier-4 refusal" not in table
 
 
 def test_evaluating_a_row_shows_progress_and_rates_in_percent(tmp_path, capsys):

@@ -1,0 +1,123 @@
+"""The demo's loop, piece by piece: the suite it writes gated in a real pytest session, the shrunk failure, the
+rows from the report, PAFT training on them, the conclusion, and the progress lines of a training run."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import pytest
+
+FAMILIES = ("phone", "hours", "unknown_place")
+
+
+@pytest.fixture(scope="module")
+def static_session(tmp_path_factory):
+    """The demo's suite gated against the static baseline, which solves the clean world and breaks under shifts."""
+    from training import demo_gate
+    from training.demo_loop import gate_criteria
+
+    folder = tmp_path_factory.mktemp("loop") / "gate"
+    suite = demo_gate.write_suite(folder, FAMILIES, gate_criteria(0.8), n=10, examples=3)
+    report = folder.parent / "static.json"
+    lines: list[str] = []
+    code = demo_gate.run_session(folder, "static", report, 0, folder / ".cache", lines.append, lines.append)
+    return suite, report, code, lines
+
+
+def test_the_written_suite_gates_in_pytest_and_shrinks_the_failing_tiers_case(static_session):
+    from sandbox.evaluation.report import Report
+    from training import demo_gate
+    from training.demo_loop import gate_criteria
+
+    suite, path, code, lines = static_session
+    assert "pytest --openagent-agent hf:" in suite.read_text()  # how a reader reruns it
+    assert code == 1, "\n".join(lines)  # a property test failed, and the gate did not pass: pytest's TESTS_FAILED
+    assert any("openagent gate " in line for line in lines)
+    report = Report.load(path)
+    assert report.meta["families"] == list(FAMILIES)
+    assert {r.family for r in report.records} <= set(FAMILIES)
+    result = demo_gate.verdicts(report, gate_criteria(0.8))
+    assert result.verdict != "PASS" and result.checks[0].verdict == "PASS"  # clean: the static baseline solves it
+    tier = demo_gate.failing_tier(report, result)
+    assert tier in demo_gate.GATE_TIERS
+    shrunk = demo_gate.shrunk_failure(report, tier)
+    assert shrunk is not None and f"test_{tier}_shift_keeps_what_it_solves shrank its failure to" in shrunk
+
+
+def test_the_reports_failures_become_rows_that_paft_trains_on(static_session, tiny_base, tmp_path):
+    from training.config import SFTConfig
+    from training.from_report import from_report
+    from training.sft import train
+
+    _, path, _, _ = static_session
+    summary = from_report(path, tmp_path / "rows.jsonl", per_failure=1)
+    assert summary["rows"] > 0
+    cfg = SFTConfig(
+        out=str(tmp_path / "paft"), base=str(tiny_base), steps=1, batch_size=2, episodes=2, rows=str(tmp_path /
+        "rows.jsonl"), task_families=list(FAMILIES), threads=1, save_every=0,
+    )  # fmt: skip
+    assert cfg.kind == "paft"
+    data = json.loads((train(cfg) / "openagent-train.json").read_text())["data"]
+    assert data["rows"]["count"] == summary["rows"] and data["tasks"] == 2
+    assert data["trajectories"] == data["examples"] == 2 + summary["rows"]
+
+
+def test_rows_that_are_not_chat_rows_are_a_usage_error_naming_the_line(tmp_path):
+    from sandbox.errors import UsageError
+    from training.dataset import read_rows
+
+    bad = tmp_path / "rows.jsonl"
+    bad.write_text('{"messages": [], "tools": []}\n{"text": "no messages"}\n')
+    with pytest.raises(UsageError, match="line 2: not a chat row"):
+        read_rows(str(bad))
+    with pytest.raises(UsageError, match="cannot read it"):
+        read_rows(str(tmp_path / "missing.jsonl"))
+
+
+def test_the_conclusion_says_what_the_interval_shows_whatever_the_sign():
+    from sandbox.metrics import PairedDelta
+    from training.demo_loop import conclusion
+
+    clean = PairedDelta(18, 1, 1, 0)
+    up = conclusion({"interaction": PairedDelta(2, 9, 0, 9), "clean": clean}, "interaction", "tier 2")
+    assert up.startswith("PAFT recovered tier 2") and "above zero" in up
+    down = conclusion({"interaction": PairedDelta(2, 0, 9, 9), "clean": clean}, "interaction", "tier 2")
+    assert "did worse" in down and "below zero" in down
+    tie = conclusion({"interaction": PairedDelta(5, 2, 2, 11), "clean": clean}, "interaction", "tier 2")
+    assert "includes zero" in tie and "clean success" in tie
+
+
+def _png_width(path) -> int:
+    return struct.unpack(">I", path.read_bytes()[16:20])[0]
+
+
+def test_the_figure_leaves_out_the_steps_panel_when_the_rows_have_one_step_count(tmp_path):
+    pytest.importorskip("matplotlib")
+    from training.figure import draw
+
+    row = {"clean": 0.5, "success_clean": 0.5, "success_perception": 0.25, "steps": 15}
+    one = draw({"SFT-15": row, "oracle": {"success_clean": 1.0, "success_perception": 1.0}}, tmp_path / "one.png")
+    two = draw({"SFT-15": row, "SFT-30": {**row, "steps": 30}}, tmp_path / "two.png")
+    assert _png_width(one) < _png_width(two)
+
+
+def test_a_training_run_prints_a_line_per_step_from_its_start(tiny, tmp_path, capsys):
+    from training.config import SFTConfig
+    from training.sft import train
+
+    train(SFTConfig(out=str(tmp_path / "sft"), base=str(tiny), steps=2, batch_size=1, episodes=2, threads=1,
+                    save_every=0))  # fmt: skip
+    err = capsys.readouterr().err
+    assert "openagent train: sft: starting of 2 steps" in err
+    assert "step 1/2, loss" in err and "s left" in err and "step 2/2, loss" in err
+    assert "\r" not in err  # lines a log file keeps, not a bar redrawn in place
+
+
+def test_the_demo_refuses_a_clean_target_outside_0_1_before_it_trains(tmp_path, capsys):
+    from pytest_openagent.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["demo", "--dir", str(tmp_path / "d"), "--clean-target", "80"])
+    assert exited.value.code == 2 and "--clean-target must be in (0, 1], got 80.0" in capsys.readouterr().err
+    assert not (tmp_path / "d").exists()

@@ -1,0 +1,133 @@
+"""The demo's plan and clock: the minutes each phase is expected to take on this CPU (a cost model fed by a short
+measured probe), the minutes each took, peak memory, and where the time went when the machine was shared.
+
+The cost model: a training step costs the tokens it computes divided by the training pass's tokens per
+second, measured here on the base in the precision training will use; an evaluated episode costs
+:data:`EPISODE_STEPS` training steps' worth of that rate (generation re-reads the conversation each turn), an
+episode of a property test (run alone, batch 1) :data:`SEARCH_EPISODE_STEPS`. Both ratios were measured on a
+2-core Xeon (docs/experiments.md); a machine whose generation and training differ in another ratio is off
+by that much, which the end of the run shows beside the plan.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+EPISODE_STEPS = 0.055
+"""Seconds of an evaluated episode (batched) per second of a training step of 8 short-family episodes."""
+SEARCH_EPISODE_STEPS = 0.5
+"""Seconds of a property test's episode (one at a time) per second of such a training step."""
+STEP_TOKENS = 5200
+"""Tokens a training step of 8 short-family episodes computes (the shared prefix once, the rows packed)."""
+
+
+@dataclass
+class Phase:
+    name: str
+    expected_s: float
+    measured_s: float | None = None
+    note: str = ""
+
+
+@dataclass
+class Clock:
+    """The demo's phases in order, each with its expected and measured seconds."""
+
+    say: Callable[[str], None]
+    phases: dict[str, Phase] = field(default_factory=dict)
+    started: float = field(default_factory=time.perf_counter)
+    cpu_started: float = field(default_factory=lambda: _cpu_seconds())
+
+    def plan(self, expected: dict[str, float]) -> None:
+        for name, seconds in expected.items():
+            self.phases.setdefault(name, Phase(name, seconds)).expected_s = seconds
+
+    def show_plan(self, why: str) -> None:
+        total = sum(p.expected_s for p in self.phases.values())
+        self.say(f"plan ({why}): about {total / 60:.0f} min in all")
+        for p in self.phases.values():
+            if p.measured_s is None:
+                self.say(f"  {p.name:<28} about {p.expected_s / 60:4.1f} min")
+
+    def run(self, name: str, work: Callable[[], object], note: str = "") -> object:
+        """Run one phase, timed; its expected time if the plan has none (a phase with nothing left to do)."""
+        self.say(f"— {name} —")
+        start = time.perf_counter()
+        result = work()
+        phase = self.phases.setdefault(name, Phase(name, 0.0))
+        phase.measured_s = (phase.measured_s or 0.0) + time.perf_counter() - start
+        phase.note = note
+        return result
+
+    def report(self) -> str:
+        """The plan beside what was measured, peak memory, load and the CPU share this run got."""
+        wall = time.perf_counter() - self.started
+        lines = ["time per phase (expected from the probe / measured):"]
+        for p in self.phases.values():
+            measured = "-" if p.measured_s is None else f"{p.measured_s / 60:.1f} min"
+            expected = f"{p.expected_s / 60:4.1f} min" if p.expected_s else "  (before the plan)"
+            lines.append(f"  {p.name:<28} {expected} / {measured}")
+        lines.append(f"  {'total':<28} {sum(p.expected_s for p in self.phases.values()) / 60:4.1f} min / "
+                     f"{wall / 60:.1f} min")  # fmt: skip
+        lines.append(f"peak memory: {peak_rss_gib():.1f} GiB (this process or its largest child)")
+        share = (_cpu_seconds() - self.cpu_started) / max(wall, 1e-9) / (os.cpu_count() or 1)
+        load = os.getloadavg()
+        lines.append(
+            f"machine: {cpu_name()}, {os.cpu_count()} CPUs; load average at the end {load[0]:.1f} / {load[1]:.1f} / "
+            f"{load[2]:.1f} (1/5/15 min); this run got {100 * share:.0f}% of the CPUs"
+        )
+        if share < 0.7:
+            lines.append(
+                "  the run shared the machine: other processes took the rest of the CPUs, so phases ran longer "
+                "than planned; alone it takes about the plan's time"
+            )
+        return "\n".join(lines)
+
+
+def _cpu_seconds() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def peak_rss_gib() -> float:
+    """The larger of this process's and its largest finished child's peak resident memory, in GiB."""
+    scale = 1 if sys.platform == "darwin" else 1024  # bytes on macOS, kB on Linux
+    peak = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return peak * scale / 2**30
+
+
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or platform.machine()
+
+
+def probe_step_seconds(base: str, say: Callable[[str], None]) -> tuple[float, str]:
+    """Seconds of a training step of 8 short-family episodes here, from one timed training pass of the base in
+    the precision training will choose (``training.precision``), and what was measured."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from training import precision
+
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+    fp32, bf16 = precision.pass_seconds(model)
+    use_bf16, _ = precision.choose(model)
+    seconds = bf16 if use_bf16 else fp32
+    rate = precision.PROBE_TOKENS / seconds
+    del model
+    # LoRA's backward pass skips the base weights' gradients: about 0.8 of a full pass's cost, measured here.
+    step = 0.8 * STEP_TOKENS / rate
+    return step, f"a training pass of the base ran {rate:.0f} tokens/s in {'bf16' if use_bf16 else 'fp32'}"

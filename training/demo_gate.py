@@ -1,0 +1,117 @@
+"""The demo's CI gate: a robustness suite the demo writes where the user can read and rerun it, run by a real
+``pytest`` session with the plugin against a checkpoint, and what that session found, read back from its report.
+
+The suite is what a team would commit (``test_agent_robustness.py`` and the gate in ``pyproject.toml``): one
+metamorphic property per tier (the agent must solve the perturbed twin of a task it solves clean), whose
+failure Hypothesis shrinks to the smallest perturbation that breaks the agent, and the gate the fixed
+measurement must meet.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from training.runs import write_text
+
+GATE_TIERS = ("perception", "interaction")
+"""The tiers the demo's gate measures: renamed or reworded tools and requests, and what tools answer."""
+
+SUITE = '''"""The robustness suite `openagent demo` gates its checkpoints with; a team would commit this file.
+
+Rerun it yourself against any checkpoint (the gate is in pyproject.toml beside this file):
+
+    cd {folder} && pytest --openagent-agent hf:{example}
+
+Each test is a property over perturbed cases of one tier, on tasks of the demo's families: the agent must
+solve the perturbed twin of a task it solves clean. When it does not, Hypothesis shrinks the case to the
+smallest perturbation that still breaks it, and pytest prints that case.
+"""
+
+import pytest_openagent as openagent
+from sandbox import tasks
+
+FAMILIES = {families!r}
+TASKS = [t.id for t in tasks("poi", "test", 40, 0, FAMILIES)]
+EXAMPLES = {examples}
+{tests}'''
+
+TEST = """
+
+@openagent.perturb(tier="{tier}", tasks=TASKS, max_examples=EXAMPLES, relation="invariant")
+def test_{tier}_shift_keeps_what_it_solves(agent, case):
+    case.run(agent)
+"""
+
+PYPROJECT = """# The gate of the demo's robustness suite: `pytest` fails when the fixed measurement misses a criterion.
+[tool.pytest.ini_options]
+addopts = "-p no:cacheprovider"
+
+[tool.openagent]
+gate = {gate!r}
+tiers = {tiers!r}
+families = {families!r}
+n = {n}
+"""
+
+
+def write_suite(folder: Path, families: Sequence[str], gate: Sequence[str], n: int, examples: int) -> Path:
+    """Write the suite and its gate into ``folder`` (atomically); the test file."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tests = "".join(TEST.format(tier=tier) for tier in GATE_TIERS)
+    suite = SUITE.format(folder=folder, example="../sft", families=list(families), examples=examples, tests=tests)
+    write_text(folder / "test_agent_robustness.py", suite)
+    toml = PYPROJECT.format(gate=list(gate), tiers=",".join(GATE_TIERS), families=",".join(families), n=n)
+    write_text(folder / "pyproject.toml", toml.replace("'", '"'))
+    return folder / "test_agent_robustness.py"
+
+
+def run_session(
+    folder: Path, agent: str, report: Path, seed: int, cache: Path, say: Callable[[str], None],
+    show: Callable[[str], None],
+) -> int:  # fmt: skip
+    """``pytest`` on the suite in ``folder`` against ``agent`` (the fixed measurement at ``seed`` written to
+    ``report``), its output shown line by line as it comes; pytest's exit code."""
+    command = [
+        "pytest", str(folder), "--rootdir", str(folder), "-q", "-p", "no:randomly", "--openagent-agent", agent,
+        "--openagent-seed", str(seed), "--openagent-report", str(report), "--openagent-cache-dir", str(cache),
+    ]  # fmt: skip
+    say("$ " + " ".join(command))
+    with subprocess.Popen(
+        [sys.executable, "-u", "-m", *command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=folder, bufsize=1,
+    ) as process:  # fmt: skip
+        assert process.stdout is not None
+        for line in process.stdout:
+            show("  | " + line.rstrip("\n"))
+    return process.returncode
+
+
+def verdicts(report: Any, gate: Sequence[str]) -> Any:
+    """The gate's result on ``report`` (``sandbox.evaluation.gate.check``): a verdict per criterion."""
+    from sandbox.evaluation.gate import check
+
+    return check(report, list(gate))
+
+
+def failing_tier(report: Any, result: Any) -> str | None:
+    """The tier whose criterion failed with the largest loss against the clean twins, else the worst tier."""
+    failed = [c.text.split(".", 1)[0] for c in result.checks if c.verdict == "FAIL"]
+    tiers = [t for t in GATE_TIERS if report.row(t) is not None]
+    candidates = [t for t in tiers if t in failed] or tiers
+    return min(candidates, key=lambda t: report.row(t).delta.points, default=None)
+
+
+def shrunk_failure(report: Any, tier: str | None) -> str | None:
+    """The minimal failing case the property test of ``tier`` shrank to, as the report keeps it: its
+    perturbation, outcome and trajectory; ``None`` if that test found none."""
+    found = [f for f in report.failures if tier is None or f.record.tier == tier] or list(report.failures)
+    if not found:
+        return None
+    f = found[0]
+    test = f.record.test.rsplit("::", 1)[-1]
+    head = f"{test} shrank its failure to {f.record.label}"
+    return f"{head}, outcome {f.record.outcome} (solved clean: {f.record.clean_success})\n{f.explanation}"

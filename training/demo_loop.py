@@ -1,0 +1,212 @@
+"""``openagent demo``: the product's loop on a model fine-tuned here, find → train → gate.
+
+1. **SFT** on the short POI task families (one or two calls, one of them to refuse) until it does the clean
+   job (its clean success is printed against the gate's threshold).
+2. **The gate**: a real ``pytest`` session with the plugin runs the suite the demo writes (``gate/`` in the
+   demo's folder) against the SFT checkpoint and prints the verdict per criterion; the shrunk minimal
+   failing perturbation of the failing tier is shown.
+3. **The data**: ``openagent data from-report`` (:func:`training.from_report.from_report`) turns the
+   session's failures into PAFT rows: the oracle on train-split twins under train-pool perturbations.
+4. **Two arms of the same compute from the same checkpoint**: PAFT (the rows mixed into clean episodes)
+   and SFT continued on clean episodes only.
+5. **The same gate on a fresh fixed sample** (another seed) for both arms, and the two compared case by
+   case (:func:`training.paired.paired`): the failing tier's Δ and clean success with 95% intervals. The table
+   adds the SFT checkpoint, the oracle and the static baseline on the same cases, and says in a sentence what
+   the run showed.
+
+Every phase's output is kept in the demo's folder; a rerun (or a run killed at any point) continues where it
+stopped: training from its checkpoints, the gate from its reports and the episode cache.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from training.config import SFTConfig
+from training.demo_clock import EPISODE_STEPS, SEARCH_EPISODE_STEPS, Clock
+
+
+@dataclass(frozen=True)
+class LoopPlan:
+    """What the loop trains and measures (from the demo's options)."""
+
+    families: tuple[str, ...]
+    sft_steps: int
+    more_steps: int
+    episodes: int
+    batch_size: int
+    n: int
+    examples: int
+    gate: tuple[str, ...]
+    seed: int
+    train_arms: bool
+
+    @property
+    def fresh_seed(self) -> int:
+        return self.seed + 1
+
+
+def gate_criteria(threshold: float) -> tuple[str, ...]:
+    return (f"clean.success>={threshold}", "perception.delta>=-20", "interaction.delta>=-20")
+
+
+def expected_seconds(plan: LoopPlan, step_s: float) -> dict[str, float]:
+    """Each phase's expected seconds from a training step's measured cost (``training.demo_clock``)."""
+    episodes = 2 * len(("perception", "interaction")) * plan.n  # cases and their clean twins
+    session = episodes * EPISODE_STEPS * step_s + 4 * plan.examples * 2 * SEARCH_EPISODE_STEPS * step_s
+    phases = {
+        f"SFT-{plan.sft_steps}": plan.sft_steps * step_s + 20,
+        "gate on SFT (pytest)": session + 15,
+        "from-report": 10.0,
+    }
+    if plan.train_arms:
+        phases["PAFT and SFT-continued"] = 2 * (plan.more_steps * step_s + 20)
+        phases["gate on a fresh sample"] = 2 * (session + 15) + episodes * EPISODE_STEPS * step_s + 10
+    return phases
+
+
+def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, Any], clock: Clock, say: Any,
+             show: Any) -> dict[str, Any]:  # fmt: skip
+    """Run the loop in ``root`` and return what the table, figure and summary need."""
+    from sandbox.evaluation.report import Report
+    from training import demo_gate
+
+    suite = demo_gate.write_suite(root / "gate", plan.families, plan.gate, plan.n, plan.examples)
+    say(f"the gate's suite is {suite} (its gate in {suite.parent / 'pyproject.toml'}): read it, rerun it")
+    sft = _train(clock, f"SFT-{plan.sft_steps}", SFTConfig(
+        out=str(root / "sft"), base=base, steps=plan.sft_steps, **train_settings,
+    ), say)  # fmt: skip
+
+    reports_dir = root / "reports"
+    reports_dir.mkdir(exist_ok=True)
+    cache = root / "gate" / ".openagent_cache"
+
+    def gate(label: str, model: Path, seed: int) -> Any:
+        path = reports_dir / f"{label}-seed{seed}.json"
+        if _newer(path, model / "openagent-train.json"):
+            say(f"{label}: reusing the report of its gate session on seed {seed} ({path})")
+        else:
+            code = demo_gate.run_session(root / "gate", f"hf:{model}", path, seed, cache, say, show)
+            if not path.is_file():
+                raise RuntimeError(f"the pytest session on {label} exited {code} and wrote no report")
+        report = Report.load(path)
+        result = demo_gate.verdicts(report, plan.gate)
+        say(f"{label} on seed {seed}: gate {result.verdict}")
+        for check in result.checks:
+            show(f"  {check.verdict:<12} {check}")
+        return report, result
+
+    report, result = clock.run("gate on SFT (pytest)", lambda: gate("sft", sft, plan.seed))
+    tier = demo_gate.failing_tier(report, result)
+    shrunk = demo_gate.shrunk_failure(report, tier)
+    if shrunk:
+        say("the property test of the failing tier shrank its failure to:")
+        show("\n".join("  " + line for line in shrunk.splitlines()))
+    else:
+        say("no property test failed on this run (Hypothesis found no case the agent solves clean and fails perturbed)")
+
+    rows_file = root / "paft-rows.jsonl"
+    report_file = reports_dir / f"sft-seed{plan.seed}.json"
+    summary = clock.run("from-report", lambda: _rows(report_file, rows_file, plan.seed, say))
+    out: dict[str, Any] = {"sft": sft, "sft_report": report, "sft_gate": result, "tier": tier, "shrunk": shrunk,
+                           "rows": summary}  # fmt: skip
+    if not plan.train_arms or not summary["rows"]:
+        if not summary["rows"]:
+            say("no PAFT rows: nothing failed that the oracle could turn into training data; the loop stops here")
+        return out
+
+    total = plan.more_steps * plan.batch_size
+    common = {**train_settings, "steps": plan.more_steps, "seed": plan.seed + 1, "base": str(sft), "warmup": 1}
+    paft_cfg = SFTConfig(out=str(root / "paft"), **{**common, "episodes": max(1, total - summary["rows"])},
+                         rows=str(rows_file))  # fmt: skip
+    cont_cfg = SFTConfig(out=str(root / "sft-continued"), **{**common, "episodes": total})
+
+    def arms() -> tuple[Path, Path]:
+        from training.sft import train
+
+        paths = []
+        for label, cfg in (("PAFT", paft_cfg), ("SFT-continued", cont_cfg)):
+            data = f" ({summary['rows']} of them the failures' rows)" if cfg.rows else " (clean episodes)"
+            say(f"{label}: {cfg.steps} steps × {cfg.batch_size} episodes from SFT-{plan.sft_steps}{data}")
+            cfg.resume, cfg.overwrite = True, True
+            paths.append(train(cfg))
+        return paths[0], paths[1]
+
+    paft, cont = clock.run("PAFT and SFT-continued", arms)
+
+    def fresh() -> dict[str, Any]:
+        reports = {"PAFT": gate("paft", paft, plan.fresh_seed)[0]}
+        reports["SFT-continued"] = gate("sft-continued", cont, plan.fresh_seed)[0]
+        say(f"SFT-{plan.sft_steps}, the oracle and the static baseline on the same fresh sample (measurement only)")
+        for label, agent in ((f"SFT-{plan.sft_steps}", f"hf:{sft}"), ("oracle", "oracle"), ("static", "static")):
+            reports[label] = measure(agent, plan, cache)
+        return reports
+
+    out["fresh"] = clock.run("gate on a fresh sample", fresh)
+    out.update(paft=paft, continued=cont)
+    return out
+
+
+def measure(agent: str, plan: LoopPlan, cache: Path) -> Any:
+    """The gate session's fixed measurement (same tiers, families, n and seed) without its property tests."""
+    from sandbox.evaluation.evaluate import evaluate
+    from training import demo_gate
+
+    return evaluate(
+        agent, list(demo_gate.GATE_TIERS), n=plan.n, seed=plan.fresh_seed, domain="poi", cache_dir=cache,
+        families=list(plan.families),
+    )  # fmt: skip
+
+
+def _train(clock: Clock, phase: str, cfg: SFTConfig, say: Any) -> Path:
+    from training.sft import train
+
+    cfg.resume, cfg.overwrite = True, True
+    say(f"{phase}: {cfg.steps} steps × {cfg.batch_size} episodes of the families {', '.join(cfg.task_families)}")
+    return clock.run(phase, lambda: train(cfg))
+
+
+def _rows(report: Path, rows: Path, seed: int, say: Any) -> dict[str, Any]:
+    from training.from_report import from_report
+
+    if _newer(rows, report) and (rows.with_suffix(".json")).is_file():
+        import json
+
+        say(f"reusing {rows} (written from {report})")
+        return json.loads(rows.with_suffix(".json").read_text())
+    say(f"$ openagent data from-report {report} --out {rows} --seed {seed}")
+    summary = from_report(report, rows, per_failure=2, seed=seed)
+    say(f"{summary['failures']} failing cases of {summary['records']} records → {summary['rows']} PAFT rows "
+        f"(the oracle on train-split tasks of the same family under the same perturbations, train pool)")  # fmt: skip
+    from training.runs import write_json
+
+    write_json(rows.with_suffix(".json"), summary)
+    return summary
+
+
+def _newer(path: Path, than: Path) -> bool:
+    return path.is_file() and than.is_file() and path.stat().st_mtime >= than.stat().st_mtime
+
+
+def conclusion(compared: dict[str, Any], tier: str | None, tier_name: str) -> str:
+    """One sentence on what the run showed, whatever the sign."""
+    if tier is None or tier not in compared or "clean" not in compared:
+        return "PAFT and SFT-continued could not be compared on the failing tier (no case of it in the sample)."
+    d, clean = compared[tier], compared["clean"]
+    low, high = d.interval
+    if low > 0:
+        verdict = f"PAFT recovered {tier_name}: {d} points against SFT-continued, an interval above zero"
+    elif high < 0:
+        verdict = f"PAFT did worse than SFT-continued on {tier_name}: {d} points, an interval below zero"
+    else:
+        verdict = (f"on {tier_name} PAFT and SFT-continued differ by {d} points, an interval that includes zero: "
+                   f"no difference this sample can show")  # fmt: skip
+    return f"{verdict}; clean success {clean} points (paired on {d.n} and {clean.n} cases, 95% intervals)."
+
+
+def elapsed_since(start: float) -> str:
+    seconds = time.perf_counter() - start
+    return f"{int(seconds // 60)} min {int(seconds % 60):02d} s"

@@ -1,0 +1,135 @@
+"""``openagent demo`` (the loop): the plan, the phases, the table, the figure and the conclusion; everything it
+prints is also written to ``demo.log`` in the demo's folder."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+from training.demo_clock import Clock
+
+
+class _Tee:
+    """A text stream that writes to the terminal and to the demo's log, flushing both at once."""
+
+    def __init__(self, stream: TextIO, log: TextIO) -> None:
+        self.stream, self.log = stream, log
+
+    def write(self, text: str) -> int:
+        self.log.write(text)
+        self.log.flush()
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+        self.log.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+@contextlib.contextmanager
+def logged(path: Path) -> Iterator[None]:
+    """Copy stdout and stderr into ``path`` (appended: a resumed demo's log follows the killed one's)."""
+    with open(path, "a", buffering=1) as log:
+        log.write(f"\n=== openagent demo, {time.strftime('%Y-%m-%d %H:%M:%S')} ===\n")
+        out, err = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = _Tee(out, log), _Tee(err, log)
+        try:
+            yield
+        finally:
+            sys.stdout, sys.stderr = out, err
+
+
+def say(message: str) -> None:
+    print(f"openagent demo: {message}", file=sys.stderr, flush=True)
+
+
+def show(text: str) -> None:
+    print(text, flush=True)
+
+
+def run_loop_demo(cfg: Any, root: Path) -> int:
+    """The loop in ``root``: plan, SFT, gate, rows, the two arms, the fresh gate, table, figure, conclusion; 0."""
+    from training.demo import pct, train_settings
+    from training.demo_loop import LoopPlan, expected_seconds, gate_criteria, run_loop
+
+    plan = LoopPlan(
+        families=tuple(cfg.task_families), sft_steps=cfg.loop_steps, more_steps=cfg.more_steps,
+        episodes=cfg.loop_episodes, batch_size=cfg.batch_size, n=cfg.gate_n, examples=cfg.examples,
+        gate=gate_criteria(cfg.clean_target), seed=cfg.seed, train_arms=not cfg.quick,
+    )  # fmt: skip
+    clock = Clock(say)
+    say(f"working in {root} (seed {cfg.seed}); a rerun continues where this one stops")
+    say(f"the task families: {', '.join(plan.families)} (one or two calls each, one to refuse: short episodes, "
+        f"so SFT learns them in tens of steps)")  # fmt: skip
+    base = clock.run("base model", lambda: _base(cfg.base))
+    step_s, measured = clock.run("probe", lambda: _probe(base))
+    clock.plan(expected_seconds(plan, step_s))
+    clock.show_plan(f"{measured}: a training step of 8 episodes about {step_s:.0f} s")
+
+    settings = {**train_settings(cfg), "episodes": plan.episodes, "task_families": list(plan.families)}
+    result = run_loop(plan, root, str(base), settings, clock, say, show)
+
+    sft_clean = result["sft_report"].row("clean").clean
+    reached = "reached" if sft_clean.value >= cfg.clean_target else "NOT reached"
+    say(f"SFT-{plan.sft_steps} solved {pct(sft_clean.value)} of the clean twins ({sft_clean}), the "
+        f"{pct(cfg.clean_target)} target {reached}")  # fmt: skip
+    table = _finish(cfg, plan, result, root)
+    show(clock.report())
+    if cfg.json:
+        from training.runs import write_json
+
+        write_json(cfg.json, {"config": dataclasses.asdict(cfg), **table})
+        say(f"table written to {cfg.json}")
+    return 0
+
+
+def _base(base: str) -> Path:
+    from training.sft import resolve_base
+
+    return resolve_base(base)
+
+
+def _probe(base: Path) -> tuple[float, str]:
+    from training.demo_clock import probe_step_seconds
+
+    return probe_step_seconds(str(base), say)
+
+
+def _finish(cfg: Any, plan: Any, result: dict[str, Any], root: Path) -> dict[str, Any]:
+    """The table, the figure, the paired comparison and the sentence; what goes into ``--json``."""
+    from training.demo import draw_figure, format_paired, format_table, summarize
+    from training.demo_loop import conclusion
+    from training.figure import SCOPES
+    from training.paired import paired
+
+    tier = result["tier"]
+    names = dict(SCOPES)
+    if "fresh" not in result:
+        rows = {f"SFT-{plan.sft_steps}": summarize(result["sft_report"])}
+        show(format_table(rows))
+        say(f"{result['rows']['rows']} PAFT rows written to {root / 'paft-rows.jsonl'}; the default demo (without "
+            f"--quick) trains on them and gates again")  # fmt: skip
+        return {"rows": rows}
+    reports = result["fresh"]
+    order = ["SFT-" + str(plan.sft_steps), "SFT-continued", "PAFT", "oracle", "static"]
+    rows = {label: summarize(reports[label]) for label in order}
+    for label, steps in ((order[0], plan.sft_steps), ("SFT-continued", plan.sft_steps + plan.more_steps),
+                         ("PAFT", plan.sft_steps + plan.more_steps)):  # fmt: skip
+        rows[label]["steps"] = steps
+    show(f"on a fresh sample (seed {plan.fresh_seed}, {plan.n} cases per tier and their clean twins, families "
+         f"{', '.join(plan.families)}):")  # fmt: skip
+    show(format_table(rows))
+    compared = paired(reports["PAFT"], reports["SFT-continued"])
+    show(format_paired("PAFT", "SFT-continued", compared))
+    sentence = conclusion(compared, tier, names.get(tier or "", str(tier)))
+    show(f"what this run showed: {sentence}")
+    draw_figure(rows, Path(cfg.figure) if cfg.figure else root / "demo.png")
+    return {"rows": rows, "paired": {k: str(v) for k, v in compared.items()}, "conclusion": sentence,
+            "failing_tier": tier}  # fmt: skip
