@@ -17,8 +17,9 @@ def test_demo_trains_evaluates_writes_the_table_and_figure_and_reuses_its_checkp
 
     figure = tmp_path / "demo.png"
     argv = [
-        "demo", "--table", "--base", str(tiny_base), "--dir", str(tmp_path / "demo"), "--agents", "sft,paft,oracle,static",
-        "--sft-steps", "1,2", "--paft-from", "1", "--paft-steps", "1", "--batch-size", "2", "--episodes", "4",
+        "demo", "--table", "--base", str(tiny_base), "--dir", str(tmp_path / "demo"),
+        "--agents", "sft,paft,oracle,static", "--sft-steps", "1,2", "--paft-from", "1", "--paft-steps", "1",
+        "--batch-size", "2", "--episodes", "4",
         "--n", "1", "--json", str(tmp_path / "table.json"), "--figure", str(figure),
     ]  # fmt: skip
 
