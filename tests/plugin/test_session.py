@@ -372,3 +372,24 @@ def test_a_sequential_gate_stops_early_and_its_report_says_where(project):
     sequential = json.loads((project.path / "r.json").read_text())["meta"]["sequential"]
     assert sequential["cases_run"] < 80
     assert {c["verdict"] for c in sequential["stopped"].values()} == {"PASS"}
+
+
+def test_a_session_prints_noticed_apart_from_recovered_and_gates_deceived(project):
+    project.makepyfile(
+        test_trusting="""
+        import pytest_openagent as openagent
+
+        @openagent.perturb(names="deceptive_result", max_examples=3)
+        def test_trusting(agent, case):
+            case.run(agent)
+        """
+    )
+    args = ["--openagent-agent", "static", "--openagent-names", "deceptive_result", "--openagent-n", "20",
+            "--openagent-gate", "interaction.deceived<=0.05", "--openagent-report", "r.json"]  # fmt: skip
+    result = project.runpytest(*args)
+    result.stdout.fnmatch_lines(
+        ["measurement: noticed apart from recovered (cases that met a fault)", "*deceptive_result*0.0% (0/*"]
+    )
+    result.stdout.fnmatch_lines(["*FAIL*interaction.deceived<=0.05: measured*"])
+    report = json.loads((project.path / "r.json").read_text())
+    assert report["detection"][0]["name"] == "interaction" and report["detection"][0]["noticed"]["k"] == 0
