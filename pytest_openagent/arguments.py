@@ -126,6 +126,14 @@ def add_baseline(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+def add_price(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--price", default=None, metavar="MODEL=PROMPT/COMPLETION",
+        help="the agent's model's prices per million prompt and completion tokens (e.g. 'gpt-4o-mini=0.15/0.60'): "
+        "the report then gives what its episodes cost in money",
+    )  # fmt: skip
+
+
 def add_inconclusive(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--inconclusive", choices=("code", "fail", "pass"), default="code",

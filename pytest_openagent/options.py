@@ -21,6 +21,7 @@ GATE = "--openagent-gate"
 BASELINE = "--openagent-baseline"
 MAX_REGRESSION = "--openagent-max-regression"
 SEQUENTIAL = "--openagent-sequential"
+PRICE = "--openagent-price"
 CACHE_DIR = "--openagent-cache-dir"
 NO_CACHE = "--openagent-no-cache"
 N = "--openagent-n"
@@ -91,9 +92,15 @@ HELP = {
     SEARCH: "how property tests search: default (a failure, shrunk) or worst (Hypothesis' target() climbs toward "
     "the cases that hurt the agent most; the report gives the worst case per tier and how often its stack "
     "fails on the other tasks of its family, gated as worst.TIER.success)",
+    PRICE: "prices of the agent's model per million prompt and completion tokens, MODEL=PROMPT/COMPLETION (e.g. "
+    "'gpt-4o-mini=0.15/0.60'); the report then gives what the measurement cost in money beside its tokens",
     CACHE_DIR: f"folder of the episode cache and the example database (default: {DEFAULT_CACHE_DIR})",
     NO_CACHE: "run every episode afresh (the example database is kept)",
 }
+
+
+TOML_ALIASES = {"prices": "price"}
+"""Other spellings ``[tool.openagent]`` takes: ``prices`` reads better for a table of them."""
 
 
 def ini_name(option: str) -> str:
@@ -135,7 +142,7 @@ def pyproject(rootpath: Path) -> dict[str, Any]:
     known = [toml_name(o) for o in HELP]
     normalised = {}
     for key, value in table.items():
-        name = key.replace("_", "-")
+        name = TOML_ALIASES.get(key.replace("_", "-"), key.replace("_", "-"))
         if name not in known:
             from sandbox.errors import did_you_mean
 

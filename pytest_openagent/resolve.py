@@ -38,6 +38,7 @@ from pytest_openagent.options import (
     NAMES,
     NO_CACHE,
     PLOT,
+    PRICE,
     REPORT,
     SEARCH,
     SEARCHES,
@@ -50,6 +51,7 @@ from pytest_openagent.options import (
     toml_name,
 )  # fmt: skip
 from sandbox.errors import UsageError, did_you_mean
+from sandbox.evaluation.cost import check_prices, parse_prices
 from sandbox.evaluation.draw import domain_names, perturbation_classes
 from sandbox.evaluation.gate import Criterion, check_margin, parse_gate
 from sandbox.evaluation.report import Report
@@ -87,6 +89,7 @@ class Options:
     drift: bool = False
     search: str = "default"
     sequential: bool = False
+    prices: dict[str, tuple[float, float]] | None = None
 
     @property
     def measures(self) -> bool:
@@ -323,6 +326,7 @@ CONVERTERS: dict[str, Converter] = {
     MAX_STEPS: _max_steps,
     DRIFT: _flag("drift"),
     SEARCH: _search,
+    PRICE: lambda value, base, values: {"prices": check_prices(parse_prices(value), values.get("agent", "oracle"))},
     CACHE_DIR: lambda value, base, values: {"cache_dir": base / str(value)},
     NO_CACHE: _flag("no_cache"),
 }

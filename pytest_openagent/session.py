@@ -30,6 +30,7 @@ from sandbox.agent import fingerprint
 from sandbox.case import install_runner
 from sandbox.errors import OpenAgentError, UsageError
 from sandbox.evaluation.cache import EpisodeCache, check_folder, prepare
+from sandbox.evaluation.cost import cost_rows, cost_table
 from sandbox.evaluation.gate import GateResult, check, compare
 from sandbox.evaluation.report import Failure, Record, Report
 from sandbox.evaluation.runner import Runner, WorldFailed
@@ -241,6 +242,8 @@ class OpenAgentSession:
             self.problem = str(exc)
             return None
         report.meta = {**report.meta, **meta, "kind": "measurement"}
+        if options.prices:
+            report.meta["prices"] = {model: list(price) for model, price in options.prices.items()}
         report.search = self.search
         return report
 
@@ -317,6 +320,13 @@ class OpenAgentSession:
             xml.add_global_property(f"openagent.{row.scope}.success", f"{row.perturbed.value:.4f}")
             if row.kind != "clean":
                 xml.add_global_property(f"openagent.{row.scope}.delta", f"{row.delta.points:.2f}")
+        if report is not None and report is not self.search:
+            for cost in cost_rows(report):
+                for key, value in cost.to_dict().items():
+                    if key != "scope" and value is not None:
+                        xml.add_global_property(f"openagent.cost.{cost.scope}.{key}", value)
+            if isinstance(report.meta.get("wall_s"), int | float):
+                xml.add_global_property("openagent.cost.wall_s", report.meta["wall_s"])
         if self.gate is None and self.problem is None:
             return
         passed = self.problem is None and self.gate is not None and self._gate_passes(self.gate)
@@ -361,6 +371,8 @@ class OpenAgentSession:
                 f"{meta['episodes_cached']} from the cache"
             )
             tr.write_line(self.report.table())
+            tr.write_line("measurement: what it cost")
+            tr.write_line(cost_table(self.report))
             tr.write_line("measurement: success against severity (s=0: the same tasks clean)")
             tr.write_line(self.report.sensitivity_table())
             if self.report.detection():

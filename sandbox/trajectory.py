@@ -45,6 +45,11 @@ class Episode(BaseModel):
     Left out of the JSON when empty, so an episode without any keeps the form it always had."""
     meta: list[dict[str, Any]] = Field(default_factory=list, exclude=True)
     """Per-turn data from the agent (token ids, log-probabilities), kept in memory only."""
+    usage: dict[str, Any] | None = None
+    """The tokens the agent reported for the whole episode (``prompt``, ``completion``, ``source``), taken from
+    ``meta`` where every turn gave them; ``None`` where it did not (:mod:`sandbox.usage` estimates them then)."""
+    cached: bool = Field(default=False, exclude=True)
+    """Whether the episode cache gave this episode back instead of running it (in memory only)."""
     clean_outcome: Outcome | None = Field(default=None, exclude=True)
     """The outcome of the same task with no perturbation, where the case ran beside its clean twin (``Case.run``
     through a runner); its own outcome for a clean case. Kept in memory only: it belongs to the case, not the run."""
@@ -60,6 +65,10 @@ class Episode(BaseModel):
     def _default_solvable(self) -> Episode:
         if self.solvable is None:
             self.solvable = self.task.solvable
+        if self.usage is None and self.meta:
+            from sandbox.usage import reported
+
+            self.usage = reported(self.meta)
         return self
 
     @property

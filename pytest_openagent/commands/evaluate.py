@@ -14,6 +14,7 @@ from pytest_openagent.arguments import (
     add_episode_options,
     add_inconclusive,
     add_mcp_options,
+    add_price,
     add_selection_options,
     check_cache,
     configure_mcp,
@@ -67,9 +68,11 @@ def configure(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     add_baseline(p)
     add_inconclusive(p)
+    add_price(p)
 
 
 def run(args: argparse.Namespace) -> int:
+    from sandbox.evaluation.cost import check_prices, cost_table, parse_prices
     from sandbox.evaluation.draw import domain_names
     from sandbox.evaluation.evaluate import evaluate
     from sandbox.evaluation.gate import check, check_margin, compare, parse_gate
@@ -87,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
     if args.sequential and args.baseline:
         raise UsageError("--baseline reads every case of the baseline, which --sequential does not run: drop one")
     margin = check_margin(args.max_regression)
+    prices = check_prices(parse_prices(args.price), args.agent) if args.price else None
     baseline = Report.load(args.baseline) if args.baseline else None
     if args.json:
         check_output_file(Path(args.json))
@@ -121,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"openagent eval: no measurement: {exc}", file=sys.stderr)
         return EXIT_AGENT_FAILED
     report.meta["agent"] = args.agent
+    if prices:
+        report.meta["prices"] = {model: list(price) for model, price in prices.items()}
     if args.mcp is not None:
         report.meta["mcp"] = args.mcp
     meta = report.meta
@@ -142,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
         f"{meta['episodes_run']} episodes run, {meta['episodes_cached']} {reused}"
     )
     say(report.table())
+    say("\nwhat it cost\n" + cost_table(report))
     say("\nsuccess against severity (s=0: the same tasks clean)\n" + report.sensitivity_table())
     if report.detection():
         say("\nnoticed apart from recovered (cases that met a fault)\n" + report.detection_table())

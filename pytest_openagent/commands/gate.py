@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pytest_openagent.arguments import HTML_HELP, add_baseline, add_inconclusive, verdict
+from pytest_openagent.arguments import HTML_HELP, add_baseline, add_inconclusive, add_price, verdict
 from pytest_openagent.console import say
 from sandbox.errors import UsageError
 from sandbox.evaluation.gate import DEFAULT_GATE, EXAMPLE, GateResult
@@ -17,6 +17,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     add_baseline(p)
     p.add_argument("--html", default=None, metavar="FILE", help=HTML_HELP)
     add_inconclusive(p)
+    add_price(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,6 +29,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("give --gate CRITERIA, --baseline REPORT, or both")
     margin = check_margin(args.max_regression)
     report = Report.load(args.report)
+    if args.price:
+        from sandbox.evaluation.cost import check_prices, parse_prices
+
+        prices = check_prices(parse_prices(args.price), str(report.meta.get("agent", "")))
+        report.meta["prices"] = {model: list(price) for model, price in prices.items()}
     baseline = Report.load(args.baseline) if args.baseline else None
     if args.html:
         check_output_file(Path(args.html), "the HTML report")
@@ -39,5 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from sandbox.evaluation.html_report import write_pages
 
     written = write_pages(report, args.html, None, result, baseline)
-    say("\n".join([report.table(), *written]))
+    from sandbox.evaluation.cost import cost_table
+
+    say("\n".join([report.table(), "\nwhat it cost", cost_table(report), *written]))
     return verdict(result, args.inconclusive)

@@ -79,7 +79,8 @@ def read_reply(data: Any) -> Reply | RequestFailed:
         calls.append(
             {"id": call_id if isinstance(call_id, str) else None, "function": {"name": name, "arguments": args}}
         )
-    return Reply(text=content or "", tool_calls=calls or None)
+    usage = data.get("usage")  # the engine's token count, for the report's cost (sandbox.usage)
+    return Reply(text=content or "", tool_calls=calls or None, meta={"usage": usage} if isinstance(usage, dict) else {})
 
 
 def clip(value: Any, n: int = 300) -> str:

@@ -204,7 +204,8 @@ class EpisodeCache:
         fp = fingerprint(agent)
         budgets = [_budget(c, max_steps) for c in cases]
         keys = [self.key(fp, c, b) for c, b in zip(cases, budgets, strict=True)]
-        found = {k: e for k in dict.fromkeys(keys) if (e := self.get(k, fp)) is not None}
+        stored = {k: e for k in dict.fromkeys(keys) if (e := self.get(k, fp)) is not None}
+        found = {k: e.model_copy(update={"cached": True}) for k, e in stored.items()}
         todo: dict[str, tuple[Case, int]] = {}
         for key, case, budget in zip(keys, cases, budgets, strict=True):
             if key not in found:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,7 @@ def evaluate(
     families = list(families) if families is not None else None
     cache = EpisodeCache(prepare(Path(cache_dir)) / EPISODES if cache_dir is not None else None)
     cases = draw_cases(tiers, n, seed, domain, split, names, max_stack, pool, families, drift)
+    started = time.perf_counter()
     runner = Runner(cache)
     runner.test = "evaluate"
     if criteria is None:
@@ -81,7 +83,8 @@ def evaluate(
         "tiers_skipped": [t for t in asked if t not in drawn and (named is None or t in named)],
         "names": names, "domain": domain_label(domain), "split": split, "pool": pool, "max_stack": max_stack,
         "families": families, "max_steps": max_steps, "drift": drift, "sandbox_version": SANDBOX_VERSION,
-        "episodes_run": cache.misses, "episodes_cached": cache.hits,
+        "episodes_run": cache.misses, "episodes_cached": cache.hits, "wall_s": round(time.perf_counter() - started, 3),
+        "cache_hits": {kind: sorted(keys) for kind, keys in runner.cache_hits.items()},
     }  # fmt: skip
     if stopping is not None:
         meta["sequential"] = stopping

@@ -304,11 +304,35 @@ def worst(page: Page) -> str:
     return section("worst", "Worst case per tier", note + body + f"<pre>{esc(text)}</pre>")
 
 
+def cost(page: Page) -> str:
+    from sandbox.evaluation.cost import cost_rows, sources
+
+    rows = cost_rows(page.report)
+    priced = any(r.money is not None for r in rows)
+    cells = []
+    for r in rows:
+        values = [("episodes_run", r.run), ("episodes_cached", r.cached), ("prompt_tokens", r.prompt),
+                  ("completion_tokens", r.completion)] + ([("money", r.money)] if priced else [])  # fmt: skip
+        tds = "".join(
+            f'<td class="num" data-scope="{esc(r.scope)}" data-metric="{m}" data-value="{v}">'
+            f"{esc(f'{v:.4f}' if isinstance(v, float) else f'{v:,}')}</td>"
+            for m, v in values
+        )
+        cells.append(f'<tr><td class="scope">{esc(r.scope)}</td>{tds}</tr>')
+    headers = ["scope", "episodes run", "cached", "prompt tokens", "completion tokens"] + ["money"] * priced
+    wall = page.report.meta.get("wall_s")
+    froms = ", ".join(f"{k}: {v} cases" for k, v in sources(page.report).items())
+    note = f"<p>Tokens of the episodes run, from {esc(froms)} (estimated: 4 characters a token)"
+    note += f"; wall time {wall:.1f} s.</p>" if isinstance(wall, int | float) else ".</p>"
+    return section("cost", "What it cost", note + table(headers, cells, "cost"))
+
+
 SECTIONS: list[tuple[str, Section]] = [
     ("summary", summary),
     ("gate", gate),
     ("baseline", baseline),
     ("tiers", tier_table),
+    ("cost", cost),
     ("figures", figures),
     ("sensitivity", sensitivity),
     ("detection", detection),

@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sandbox.errors import UsageError
+from sandbox.evaluation.cost import cost_summary
 from sandbox.evaluation.detection import Detection, detection, detection_table, notice
 from sandbox.evaluation.sensitivity import Dose, sensitivity, sensitivity_table
 from sandbox.evaluation.worst_case import WorstCase, worst_table
 from sandbox.files import write_atomically
 from sandbox.metrics import PairedDelta, Rate
 from sandbox.perturbations.base import TIERS
+from sandbox.usage import tokens
 
 if TYPE_CHECKING:
     from sandbox.case import Case
@@ -69,6 +71,13 @@ class Record:
     """The perturbations as ``Perturbation.to_dict()`` gives them, so that a tool can rebuild them."""
     domain: str | None = None
     """The registered name of the task's domain; ``None`` in a report written before records kept it."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    clean_prompt_tokens: int = 0
+    clean_completion_tokens: int = 0
+    """What the episode and its clean twin cost their agent in tokens (:mod:`sandbox.usage`)."""
+    tokens_source: str = ""
+    """Where the episode's tokens come from: ``engine``, ``tokenizer`` or ``estimated`` (``""`` in older reports)."""
     noticed: bool | None = None
     """Whether the agent noticed every fault its episode met (a transient error, a rate limit, a moved tool, a wrong
     answer, a fault of its own model); ``None`` where it met none (:mod:`sandbox.evaluation.detection`)."""
@@ -76,6 +85,7 @@ class Record:
     @classmethod
     def of(cls, test: str, agent: str, case: Case, episode: Episode, clean: Episode) -> Record:
         tiers = [p.tier for p in case.perturbations]
+        used, twin = tokens(episode), tokens(clean)
         return cls(
             test=test, agent=agent, case=case.key(), label=case.describe(), task=case.task.id,
             family=case.task.family, n_calls=case.task.n_calls,
@@ -87,6 +97,8 @@ class Record:
             clean_tool_errors=clean.tool_errors, clean_calls=len(clean.calls),
             stack=tuple(p.to_dict() for p in case.perturbations), domain=case.task.domain,
             noticed=notice(episode),
+            prompt_tokens=used["prompt"], completion_tokens=used["completion"], tokens_source=used["source"],
+            clean_prompt_tokens=twin["prompt"], clean_completion_tokens=twin["completion"],
         )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
@@ -371,6 +383,7 @@ class Report:
             "records": [r.to_dict() for r in self.records],
             "sensitivity": [d.to_dict() for d in self.sensitivity()],
             "failures": [f.to_dict() for f in self.failures],
+            "cost": cost_summary(self),
         }
         if found := self.detection():
             data["detection"] = [d.to_dict() for d in found]

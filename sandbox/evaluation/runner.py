@@ -107,6 +107,8 @@ class Runner:
         self.last: Episode | None = None
         """The perturbed episode of the last case :meth:`run` ran (what a failed test ended on)."""
         self.health = Health()
+        self.cache_hits: dict[str, set[str]] = {"cases": set(), "twins": set()}
+        self._twins_run: set[str] = set()
 
     def run(self, agent: Any, case: Case, max_steps: int | None = None) -> tuple[Episode, Episode]:
         """One case: its episode and its clean twin's, run in one batch."""
@@ -150,6 +152,7 @@ class Runner:
             for case, episode, clean in zip(part, episodes[: len(part)], episodes[len(part) :], strict=True):
                 records.append(record := Record.of(self.test, fp, case, episode, clean))
                 self._keep(record)
+                self._count_hits(record, episode.cached, clean.cached)
             failure = self.health.failure(whole_run=True)
             if failure is not None:
                 raise AgentFailure(failure)
@@ -157,6 +160,16 @@ class Runner:
             if world is not None:
                 raise WorldFailed(world)
         return records
+
+    def _count_hits(self, record: Record, cached: bool, clean_cached: bool) -> None:
+        """Which episodes the cache gave back (a task's twin: only while no case of this run ran it)."""
+        if cached:
+            self.cache_hits["cases"].add(record.case)
+        if clean_cached and record.task not in self._twins_run:
+            self.cache_hits["twins"].add(record.task)
+        elif not clean_cached:
+            self._twins_run.add(record.task)
+            self.cache_hits["twins"].discard(record.task)
 
     @contextmanager
     def installed(self) -> Iterator[Runner]:

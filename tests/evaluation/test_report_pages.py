@@ -91,7 +91,8 @@ def test_the_page_holds_the_report_and_escapes_what_agents_say(report, tmp_path)
     assert 'id="baseline"' in text and text.count("baseline clean") == 1
     assert f"<code>{record.test}</code>" in text and "toy_shout(s=" in text
     order = [m for m in re.findall(r'<section id="(\w+)"', text)]
-    assert order == [k for k in ("summary", "gate", "baseline", "tiers", "sensitivity", "failures") if k in order]
+    known = ("summary", "gate", "baseline", "tiers", "cost", "sensitivity", "failures")
+    assert order == [k for k in known if k in order]
     assert order[:4] == ["summary", "gate", "baseline", "tiers"]
 
 

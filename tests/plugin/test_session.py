@@ -84,6 +84,8 @@ def test_options_come_from_ini_and_from_tool_openagent(project):
         (["--openagent-inconclusive", "maybe"], "*Unknown policy 'maybe'*"),
         (["--openagent-baseline", "missing.json"], "*--openagent-baseline: cannot read report*missing.json*"),
         (["--openagent-sequential"], "*--openagent-sequential: a sequential gate stops criteria at their thresholds*"),
+        (["--openagent-price", "gpt-4o=2.5/10"], "*--openagent-price: the price table names 'gpt-4o', not the model*"),
+        (["--openagent-price", "oracle=1/-2"], "*--openagent-price: price of 'oracle': '-2' is not a price*"),
     ],
 )
 def test_a_bad_option_is_a_usage_error_that_says_what_was_given(project, args, message):
@@ -302,6 +304,7 @@ def test_junit_gets_properties_and_the_gate_as_a_test_case(project):
     xml = (project.path / "junit.xml").read_text()
     assert 'name="openagent.perception.success" value="1.0000"' in xml
     assert 'name="openagent_episodes"' in xml
+    assert 'name="openagent.cost.total.episodes_run"' in xml and 'name="openagent.cost.wall_s"' in xml
     assert 'classname="openagent" name="gate"' in xml and "<failure" not in xml
     project.runpytest("--junitxml", "junit.xml", "--openagent-agent", "conftest:Fragile", *gate)
     xml = (project.path / "junit.xml").read_text()
@@ -364,11 +367,18 @@ def test_an_unusable_cache_folder_is_a_usage_error_before_any_test_runs(project)
 
 def test_a_sequential_gate_stops_early_and_its_report_says_where(project):
     project.makepyfile("def test_nothing(): pass")
-    project.makepyprojecttoml('[tool.openagent]\nagent = "oracle"\nsequential = true\n')
+    project.makepyprojecttoml('[tool.openagent]\nagent = "oracle"\nsequential = true\nprices = {oracle = [1, 2]}\n')
     args = ["--openagent-names", "toy_shout,toy_pad", "--openagent-n", "40", "--openagent-report", "r.json"]
     result = project.runpytest(*args, "--openagent-gate", "clean.success>=0.5 all.delta>=-50")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["sequential gate: * of the sample's 80 cases run*", "openagent gate PASS*"])
+    result.stdout.fnmatch_lines(
+        [
+            "sequential gate: * of the sample's 80 cases run*",
+            "measurement: what it cost",
+            "cost * money",
+            "openagent gate PASS*",
+        ]
+    )
     sequential = json.loads((project.path / "r.json").read_text())["meta"]["sequential"]
     assert sequential["cases_run"] < 80
     assert {c["verdict"] for c in sequential["stopped"].values()} == {"PASS"}
