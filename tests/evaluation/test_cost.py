@@ -9,7 +9,7 @@ import pytest
 
 from sandbox.agent import Reply
 from sandbox.agents import OracleAgent
-from sandbox.agents.openai import read_reply
+from sandbox.agents.openai_format import read_reply
 from sandbox.errors import UsageError
 from sandbox.evaluation import evaluate
 from sandbox.evaluation.cost import check_prices, cost_rows, cost_table, model_of, parse_prices
