@@ -22,7 +22,7 @@ EPISODE_STEPS = 0.055
 """Seconds of an evaluated episode (batched) per second of a training step of 8 short-family episodes."""
 SEARCH_EPISODE_STEPS = 0.5
 """Seconds of a property test's episode (one at a time) per second of such a training step."""
-STEP_TOKENS = 5200
+STEP_TOKENS = 6000
 """Tokens a training step of 8 short-family episodes computes (the shared prefix once, the rows packed)."""
 
 
@@ -62,6 +62,9 @@ class Clock:
         phase = self.phases.setdefault(name, Phase(name, 0.0))
         phase.measured_s = (phase.measured_s or 0.0) + time.perf_counter() - start
         phase.note = note
+        planned = f" (planned {phase.expected_s / 60:.1f})" if phase.expected_s else ""
+        load = os.getloadavg()[0]
+        self.say(f"— {name}: {phase.measured_s / 60:.1f} min{planned}; load average {load:.1f} on {os.cpu_count()} CPUs —")
         return result
 
     def report(self) -> str:
