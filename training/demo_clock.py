@@ -63,8 +63,8 @@ class Clock:
         phase.measured_s = (phase.measured_s or 0.0) + time.perf_counter() - start
         phase.note = note
         planned = f" (planned {phase.expected_s / 60:.1f})" if phase.expected_s else ""
-        load = os.getloadavg()[0]
-        self.say(f"— {name}: {phase.measured_s / 60:.1f} min{planned}; load average {load:.1f} on {os.cpu_count()} CPUs —")
+        load = f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+        self.say(f"— {name}: {phase.measured_s / 60:.1f} min{planned}; {load} —")
         return result
 
     def report(self) -> str:
