@@ -22,6 +22,11 @@ class WrongType(UsageError, TypeError):
     """Misuse by a value of the wrong kind (a function where a class was expected...): a ``TypeError`` too."""
 
 
+class OpenAgentWarning(UserWarning):
+    """Something a run goes on with, but that weakens what it measures (a server whose writes no reset undoes, tools
+    whose role nobody declared); said once, with what to declare."""
+
+
 class WorldFailure(OpenAgentError):
     """The world an episode runs in failed under it (an MCP server exited, hung or lost its transport): the
     episode ends as ``world_error``, which is never cached and never counted against the agent."""

@@ -128,5 +128,5 @@ def proxy_process(*args: str) -> tuple[subprocess.Popen, str]:
     command = [sys.executable, "-m", "pytest_openagent.cli", "mcp-proxy", "--upstream", f"stdio:{sys.executable} "
                f"{SERVER}", "--transport", "http", "--port", str(port), *args]  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    wait_for_port(port, process, seconds=60)
+    wait_for_port(port, process)
     return process, f"http://127.0.0.1:{port}/mcp"

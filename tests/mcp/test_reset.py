@@ -126,3 +126,27 @@ def test_a_reset_mismatch_shows_where_two_long_results_differ():
     one, two = _apart(first, second)
     assert "note 37" in one and "note 99" in two and one != two
     assert _apart("short", "other") == ("short", "other")
+
+
+def test_reset_none_on_a_server_that_writes_is_said_once_with_what_it_skips():
+    from sandbox.errors import OpenAgentWarning
+
+    with pytest.warns(OpenAgentWarning, match=r"reset none, and the gold plans of \d+ task\(s\) call tools that may "
+                      r"change its state \(.*add_note.*\): episodes see each other's writes"):  # fmt: skip
+        domain = mcp_domain(notes_server.build(reset="none"), TASKS, name="notes-unreset", reset=None)
+    domain.close()
+
+
+def test_tools_with_no_role_are_said_once_and_declared_roles_silence_it():
+    import warnings
+
+    from sandbox.errors import OpenAgentWarning
+
+    with pytest.warns(OpenAgentWarning, match="declare no role") as caught:
+        domain = mcp_domain(notes_server.build(), TASKS, name="notes-roles", inspect="tool:list_notes")
+    domain.close()
+    assert sum("declare no role" in str(w.message) for w in caught) == 1
+    roles = {"get_note": "lookup", "search_notes": "lookup", "list_notes": "lookup", "add_note": "write"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OpenAgentWarning)
+        mcp_domain(notes_server.build(), TASKS, name="notes-roles", inspect="tool:list_notes", roles=roles).close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from sandbox.domains.mcp.link import McpState, Reset, ServerLink, check_reset
 from sandbox.domains.mcp.settings import McpSettings, inspect_value, parse_settings, reset_value
 from sandbox.domains.mcp.target import ServerTarget, is_server, parse_target
 from sandbox.domains.mcp.verify import plans, verify_reset
-from sandbox.errors import UsageError, WorldFailure
+from sandbox.errors import OpenAgentWarning, UsageError, WorldFailure
 from sandbox.task import Task
 from sandbox.tools import Role, Tool, ToolFailure, check_tool_name
 
@@ -145,7 +146,27 @@ def mcp_domain(
         if reset == "auto" and link.reset is None and tasks is not None:  # without tasks: the proxy's one episode
             _refuse_unreset(tools)
         # before the gold replay below, the first calls that may change the server
-        verify_reset(link, plans(specs, tools))
+        chosen = plans(specs, tools)
+        if link.reset is None and chosen and tasks is not None:
+            warnings.warn(
+                f"MCP server {target.label}: reset none, and the gold plans of {len(chosen)} task(s) call tools that "
+                f"may change its state ({', '.join(sorted({n for _, calls in chosen for n, _ in calls}))}): episodes "
+                "see each other's writes and the replay check is skipped; give a reset unless the writes do not "
+                "matter",
+                OpenAgentWarning,
+                stacklevel=2,
+            )
+        verify_reset(link, chosen)
+        unknown = sorted(t.name for t in tools if not t.role_known)
+        if unknown and tasks is not None:
+            warnings.warn(
+                f"MCP server {target.label}: {', '.join(unknown)} declare no role (no readOnlyHint, no roles given), "
+                "so a write repeated by an agent through them is not caught (no repeated_write); declare them with "
+                "--mcp-roles / --openagent-mcp-roles / \"roles\" in the tasks file's header, e.g. "
+                f"{{\"{unknown[0]}\": \"lookup\"}} (or \"write\")",
+                OpenAgentWarning,
+                stacklevel=2,
+            )
     except UsageError as exc:
         link.close()
         raise type(exc)(f"MCP server {target.label}: {exc}") from None
@@ -182,9 +203,12 @@ def _refuse_unreset(tools: list[Tool]) -> None:
     hint = f" (it has {', '.join(repr(n) for n in named)}: reset='tool:{named[0]}'?)" if named else ""
     raise UsageError(
         f"{', '.join(unsure)} may change the server's state (a write, or a tool whose role nobody declared), and "
-        f"nothing resets it between episodes: give reset='tool:NAME' (a reset tool it offers){hint}, a hook "
-        "reset='module:function' (reset(connection)), reset='restart' with a command or a server factory, "
-        "roles={...} declaring lookups, or reset='none' if the writes do not matter"
+        f"nothing resets it between episodes: give a reset, 'tool:NAME' (a reset tool it offers){hint}, "
+        "'module:function' (a hook reset(connection)) or 'restart' (a command or a server factory), or declare the "
+        "lookups' roles, or 'none' if the writes do not matter. Where: --mcp-reset RESET and --mcp-roles JSON "
+        "(openagent eval, check-domain, mcp-proxy), --openagent-mcp-reset and --openagent-mcp-roles (pytest), "
+        "mcp-reset and mcp-roles in [tool.openagent], \"reset\" and \"roles\" in the tasks file's header "
+        "({\"openagent\": {\"reset\": ...}} on its first line), or reset= and roles= in Python (docs/mcp.md)"
     )
 
 
