@@ -35,6 +35,7 @@ _SAID = re.compile(
     re.IGNORECASE,
 )
 _NAME = re.compile(r"[A-Za-z_][\w.-]*")
+_CALLS = re.compile(r"<tool_call>.*?(?:</tool_call>|$)", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def noticed(episode: Episode, fault: Fault) -> bool:
     for step in episode.steps[fault.turn + 1 :]:
         if any(c.name == fault.tool or c.name in fault.names for c in step.calls):
             return True
-        if _SAID.search(step.reply or ""):
+        if _SAID.search(_CALLS.sub("", step.reply or "")):  # the words, not the arguments of the calls
             return True
     return False
 

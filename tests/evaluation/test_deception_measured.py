@@ -107,3 +107,20 @@ def test_strategies_shrink_a_deceptive_case_to_severity_one_on_a_short_task() ->
     case = find(strategies.cases(names="deceptive_result", max_stack=1), lambda c: True, settings=FIND)
     assert case.perturbations[0].severity == 1 and case.perturbations[0].applies_to(case.task)
     assert case.task.n_calls == min(t.n_calls for t in tasks())
+
+
+def test_words_inside_a_call_are_not_noticing() -> None:
+    from sandbox.evaluation.detection import Fault, noticed
+    from sandbox.parse import ToolCall
+    from sandbox.trajectory import Episode, Step
+
+    task = tasks()[0]
+    fault = Fault(0, "get_weather", "deceptive")
+    call = '<tool_call>{"name": "other", "arguments": {"note": "try again"}}</tool_call>'
+    steps = [Step(reply="", calls=[ToolCall(name="get_weather", arguments={})]),
+             Step(reply=call, calls=[ToolCall(name="other", arguments={"note": "try again"})]),
+             Step(reply="Done.")]  # fmt: skip
+    episode = Episode(task=task, messages=[], steps=steps, ending="answer", answer="Done.", outcome="wrong_answer")
+    assert not noticed(episode, fault)
+    said = episode.model_copy(update={"steps": [*steps[:2], Step(reply="The answer did not match; asked again.")]})
+    assert noticed(said, fault)
