@@ -107,11 +107,15 @@ def run(args: argparse.Namespace) -> int:
     check_cache(args)
     try:
         agent = load_agent(args.agent)
+        from training.progress import Progress
+
+        # a line now and then on stderr: a model agent's run is minutes between its weights bar and the table
+        progress = Progress("openagent eval", lambda line: print(line, file=sys.stderr, flush=True))
         report = evaluate(
             agent, tiers, n=args.n, seed=args.seed, domain=domain, names=names, max_stack=args.max_stack,
             batch_size=args.batch_size, cache_dir=None if args.no_cache else args.cache_dir, pool=args.pool,
             families=args.families.split(",") if args.families else None, max_steps=args.max_steps,
-            drift=args.drift, sequential=criteria if args.sequential else None,
+            drift=args.drift, sequential=criteria if args.sequential else None, progress=progress,
         )  # fmt: skip
         if args.worst is not None:
             from pytest_openagent.search import worst_of

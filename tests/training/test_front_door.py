@@ -40,3 +40,10 @@ def test_pytest_with_an_hf_agent_that_is_not_there_is_a_usage_error(pytester):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*hf:runs/sft: no such directory*"])
     assert len(result.stderr.lines) <= 3, result.stderr.str()
+
+
+def test_openagent_eval_says_its_progress_on_stderr(capsys):
+    assert main(["eval", "--agent", "oracle", "--n", "1", "--tiers", "perception", "--no-cache"]) == 0
+    captured = capsys.readouterr()
+    assert "openagent eval: 1 of " in captured.err and " episodes in " in captured.err
+    assert "episodes in" not in captured.out, "stdout keeps the table alone"
