@@ -93,7 +93,7 @@ def _others(task: Task, call: Call, seed: int, pool: str) -> list[dict[str, Any]
     return rest[:MAX_TRIED]
 
 
-_LIES: dict[tuple[str, str, int, str], tuple[Lie, ...]] = {}
+_LIES: dict[tuple[str, int, str, int, str], tuple[Lie, ...]] = {}
 
 
 def lies(task: Task, seed: int = 0, pool: str = "eval") -> tuple[Lie, ...]:
@@ -102,7 +102,7 @@ def lies(task: Task, seed: int = 0, pool: str = "eval") -> tuple[Lie, ...]:
     task reads. Replayed once per task, seed and pool."""
     from sandbox.domains import make_env
 
-    key = (task.domain, task.id, seed, pool)
+    key = (task.domain, id(domain_of(task)), task.id, seed, pool)  # a domain registered again (edited) is another
     if key in _LIES:
         return _LIES[key]
     found: list[Lie] = []
