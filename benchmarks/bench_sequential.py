@@ -1,7 +1,10 @@
 """The sequential gate against the fixed one: episodes and wall time to the same verdicts, side by side in one run.
 
-    python benchmarks/bench_sequential.py                       # oracle and static, seeds 0-9, n=50
+    python benchmarks/bench_sequential.py                       # oracle, static, paced, seeds 0-9, n=50
     python benchmarks/bench_sequential.py --agents hf:PATH --seeds 1
+
+``paced`` is the oracle answering each batch of turns after ``--latency`` seconds (default 0.05), a stand-in for an
+engine whose step costs the same whatever the batch: what rounds cost in wall time shows there, not on the oracle.
 
 For each agent, gate and seed: the fixed sample run whole and gated with 95% intervals, then the same sample run in
 rounds (``evaluate(sequential=gate)``), each criterion stopped once its confidence sequence settled it. Prints the
@@ -22,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import write
 
+from sandbox.agents import OracleAgent
 from sandbox.evaluation import evaluate
 from sandbox.evaluation.gate import DEFAULT_GATE, check
 
@@ -31,15 +35,27 @@ GATES = {
 }
 
 
+class Paced(OracleAgent):
+    latency = 0.05
+
+    def fingerprint(self) -> str:
+        return f"paced-oracle-{self.latency}"
+
+    def act(self, turns):
+        time.sleep(self.latency)
+        return super().act(turns)
+
+
 def one(agent: str, gate: str, n: int, seed: int, batch_size: int) -> dict:
     out = {}
     for mode, sequential in (("fixed", None), ("sequential", gate)):
         start = time.perf_counter()
-        report = evaluate(agent, n=n, seed=seed, cache_dir=None, sequential=sequential, batch_size=batch_size)
+        who = Paced() if agent == "paced" else agent
+        report = evaluate(who, n=n, seed=seed, cache_dir=None, sequential=sequential, batch_size=batch_size)
         wall = time.perf_counter() - start
         result = check(report, gate)
         out[mode] = {
-            "episodes": report.meta["episodes_run"] + report.meta["episodes_cached"],
+            "episodes": report.meta["episodes_run"],
             "cases": len(report.records),
             "wall_s": round(wall, 3),
             "verdict": result.verdict,
@@ -51,14 +67,17 @@ def one(agent: str, gate: str, n: int, seed: int, batch_size: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--agents", default="oracle,static")
+    parser.add_argument("--agents", default="oracle,static,paced")
+    parser.add_argument("--latency", type=float, default=0.05, help="seconds per batch of turns of 'paced'")
     parser.add_argument("--gates", default="default,tiers", help=f"names of {sorted(GATES)} or criteria")
     parser.add_argument("--n", type=int, default=50)
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--batch-size", type=int, default=64)
     args = parser.parse_args()
+    Paced.latency = args.latency
     results = []
     print(f"n={args.n} per tier, seeds 0-{args.seeds - 1}, load average at start {os.getloadavg()[0]:.1f}")
+    print("episodes: distinct episodes run (cases and twins), mean over seeds; wall: seconds, mean over seeds")
     header = f"{'agent':<10} {'gate':<8} {'episodes fixed':>14} {'sequential':>10} {'ratio':>6} "
     header += f"{'wall fixed s':>12} {'sequential s':>12} {'ratio':>6} {'same verdicts':>13} {'verdict':>14} "
     header += f"{'load':>5}"

@@ -9,7 +9,8 @@ A criterion whose groups reach the fixed n is settled there, on the intersection
 interval (Wilson's, Newcombe's) at level ``1 - ALPHA_FINAL``. A verdict is then wrong with probability at most
 ``ALPHA_SEQUENCE + ALPHA_FINAL`` = 0.05, today's level, wherever it stopped.
 
-``tool_errors`` (a share of calls, not of cases) and ``episodes`` are read at the fixed n as before; ``worst.*`` as
+``tool_errors`` (a share of calls, not of cases) and ``episodes`` hold their groups to the fixed n and are read there
+as before; ``worst.*`` as
 before. A report records the order its cases ran in (``meta["sequential"]``), so :func:`check_sequential` gives the
 same verdicts when ``openagent gate`` reads it later.
 """
@@ -117,7 +118,7 @@ def sequential_check(
     ran = [r for g in groups for r in by_group[g]]
     if c.metric not in SEQUENTIAL_METRICS or (c.scope == "clean" and c.metric == "delta"):
         fixed = fixed_check(Report(ran, {}), c)
-        hold = c.metric == "tool_errors" or (c.metric == "episodes" and c.op in (">=", ">") and fixed.verdict != "PASS")
+        hold = c.metric in ("tool_errors", "episodes")
         if hold and not complete:
             detail = f"read at the fixed n only ({_progress(groups, by_group, drawn)})"
             return Check(c.text, "INCONCLUSIVE", detail), False

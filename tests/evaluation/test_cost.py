@@ -113,3 +113,23 @@ def test_the_command_prints_the_cost_and_gate_prices_a_report_on_disk(tmp_path):
     assert "what it cost" in ran.stdout and "money" in ran.stdout
     gate = openagent("gate", "r.json", "--gate", "clean.success>=0.1", "--price", "oracle=3/4", cwd=tmp_path)
     assert gate.returncode == 0 and "money" in gate.stdout
+
+
+def test_an_openai_agent_reports_what_the_engine_counted():
+    from tests.loopback import LoopbackServer
+
+    def respond(method, path, body):
+        if method != "POST":
+            return 404, {}, {"error": "no such route"}
+        reply = {"choices": [{"message": {"content": "I cannot help with that."}}]}
+        return 200, {}, {**reply, "usage": {"prompt_tokens": 50, "completion_tokens": 5, "total_tokens": 55}}
+
+    server = LoopbackServer(respond)
+    try:
+        report = evaluate(f"openai:m@{server.url}", tiers=["perception"], n=3, cache_dir=None)
+    finally:
+        server.close()
+    assert {r.tokens_source for r in report.records} == {"engine"}
+    assert {(r.prompt_tokens, r.completion_tokens) for r in report.records} == {(50, 5)}  # one turn each: a refusal
+    total = {r.scope: r for r in cost_rows(report)}["total"]
+    assert (total.prompt, total.completion) == (50 * total.run, 5 * total.run)

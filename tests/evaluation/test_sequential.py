@@ -163,3 +163,9 @@ def test_openagent_gate_reads_a_sequential_report_as_it_ran(tmp_path):
     again = openagent("gate", str(path), "--gate", "all.delta>=-20", cwd=tmp_path)
     assert again.returncode == 1
     assert "confidence sequence" in again.stdout and "settled after" in again.stdout
+
+
+def test_tool_errors_and_episodes_are_read_at_the_fixed_n_only():
+    for gate in ("perception.tool_errors<=0.5", "perception.episodes>=10"):
+        verdict, ran = sequential_verdict({"perception": 0.99, "interaction": 0.5}, gate, 0)
+        assert (verdict, ran) == ("PASS", 100), gate
