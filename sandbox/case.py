@@ -14,27 +14,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from sandbox.budget import STEPS_TO_SPARE, plan_steps, step_budget  # noqa: F401 - STEPS_TO_SPARE: where it was
 from sandbox.domains import get_domain, make_env
 from sandbox.env import Env
-from sandbox.episode import DEFAULT_MAX_STEPS, Episode, run_episodes
-from sandbox.perturbations.base import Perturbation, apply_stack, step_budget
-from sandbox.perturbations.plan import user_turns
+from sandbox.episode import Episode, run_episodes
+from sandbox.perturbations.base import Perturbation, apply_stack
 from sandbox.perturbations.registry import from_dict
 from sandbox.task import Task
 
 SANDBOX_VERSION = "8"
 """Bump when worlds, tools, judge or perturbations change behaviour: it invalidates cached episodes."""
 
-STEPS_TO_SPARE = 2
-"""Turns a clean episode's step limit leaves beyond one a call and one to answer (see :func:`plan_steps`)."""
-
-
-def plan_steps(task: Task) -> int:
-    """The step limit of a clean episode of ``task``: a turn for each call of its longest user turn (the whole plan
-    for a task of one), one to answer and :data:`STEPS_TO_SPARE` to spare; never under ``DEFAULT_MAX_STEPS``."""
-    turns = user_turns(task)
-    longest = max((turns.count(t) for t in set(turns)), default=0) if turns is not None else len(task.plan)
-    return max(DEFAULT_MAX_STEPS, longest + 1 + STEPS_TO_SPARE)
 
 
 _KEY_JSON = json.JSONEncoder(sort_keys=True, default=str)

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from sandbox.agent import Reply, Turn, as_agent, brief, close, route_model
+from sandbox.budget import DEFAULT_MAX_STEPS, env_steps  # noqa: F401 - DEFAULT_MAX_STEPS: where it was
 from sandbox.env import Env
 from sandbox.errors import UsageError
 from sandbox.live_episode import MAX_MESSAGE_CHARS, MAX_STORED_REPLY, LiveEpisode, advance, error_text, fail
 from sandbox.task import Task
 from sandbox.trajectory import Episode, Step
 
-DEFAULT_MAX_STEPS = 8
 _episode_ids = itertools.count()
 START_FAILED = "the sandbox failed to start this case"
 """How the error of an episode that never started begins (a perturbation or the domain's code raised)."""
@@ -92,13 +92,15 @@ def _start(agent: Any, env: Env) -> LiveEpisode | Episode:
 def run_episodes(
     agent: Any,
     envs: Sequence[Env],
-    max_steps: int | Sequence[int] = DEFAULT_MAX_STEPS,
+    max_steps: int | Sequence[int] | None = None,
     window: int | None = None,
     on_end: Callable[[int, Episode], None] | None = None,
 ) -> list[Episode]:
     """Run one episode per env, in lockstep: each round asks the agent for one batch of replies.
 
-    ``max_steps`` is one step budget for every episode, or one per env. ``window`` bounds how many
+    ``max_steps`` is one step budget for every episode, or one per env; ``None`` (the default) gives each env the
+    budget its task's plan and its perturbations call for (:func:`sandbox.budget.env_steps`), as ``Case.run`` and
+    ``openagent eval`` do. ``window`` bounds how many
     episodes run at once (``None``: all of them): as one ends, the next env starts in its place, so a
     round never waits on a few long episodes while others could run beside them (a model agent's batch
     stays full). ``on_end(i, episode)`` is called as the episode of ``envs[i]`` ends, before the next
@@ -112,7 +114,10 @@ def run_episodes(
     the agent still raises on, alone, ends its episode as ``agent_error``.
     """
     agent = as_agent(agent)
-    budgets = [max_steps] * len(envs) if isinstance(max_steps, int) else list(max_steps)
+    if max_steps is None:
+        budgets = [env_steps(env) for env in envs]
+    else:
+        budgets = [max_steps] * len(envs) if isinstance(max_steps, int) else list(max_steps)
     if len(budgets) != len(envs):
         raise UsageError(f"max_steps: {len(budgets)} budgets for {len(envs)} envs; give one, or one per env")
     if window is not None and window < 1:
@@ -158,7 +163,7 @@ def run_episodes(
     return [done[i] for i in range(len(envs))]
 
 
-def run_episode(agent: Any, env: Env, max_steps: int = DEFAULT_MAX_STEPS) -> Episode:
+def run_episode(agent: Any, env: Env, max_steps: int | None = None) -> Episode:
     return run_episodes(agent, [env], max_steps)[0]
 
 

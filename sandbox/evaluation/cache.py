@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from sandbox.agent import fingerprint
+from sandbox.budget import DEFAULT_MAX_STEPS
 from sandbox.case import Case, run_cases
-from sandbox.episode import DEFAULT_MAX_STEPS, Episode
+from sandbox.episode import Episode
 from sandbox.errors import UsageError
 from sandbox.redact import redact
 

@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from sandbox.budget import step_budget  # noqa: F401 - its home before sandbox.budget
 from sandbox.env import Env
 from sandbox.errors import UsageError
 from sandbox.task import Task
@@ -201,7 +202,3 @@ def apply_stack(env: Env, perturbations: Sequence[Perturbation]) -> Env:
         env = Onset(env, changed, after) if after and changed is not env and not p.model_fault else changed
     return env
 
-
-def step_budget(perturbations: Sequence[Perturbation], base: int) -> int:
-    """The step limit for a stack: the clean limit plus the turns its perturbations cost."""
-    return base + sum(p.extra_turns() for p in perturbations)

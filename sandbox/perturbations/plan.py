@@ -10,10 +10,10 @@ tools: an argument whose value the result of a call it comes after holds, and wh
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
+from sandbox.budget import user_turns
 from sandbox.domain import Domain, StartFailure
 from sandbox.task import Task
 from sandbox.tools import ToolResult
@@ -25,17 +25,6 @@ def domain_of(task: Task) -> Domain:
     return get_domain(task.domain)
 
 
-_TURN_CALL = re.compile(r"t(\d+)\.\d+")
-"""The id of a gold call of a task of several user turns, ``t<turn>.<n>`` (``bfcl``'s)."""
-
-
-def user_turns(task: Task) -> list[int] | None:
-    """The user turn of each gold call of a task played over several user turns (every call id
-    ``t<turn>.<n>``, as ``bfcl``'s); ``None`` for a task of one request."""
-    found = [_TURN_CALL.fullmatch(c.id) for c in task.plan]
-    if not found or not all(found):
-        return None
-    return [int(m.group(1)) for m in found if m is not None]
 
 
 SCORED_BY_TURN = (

@@ -81,3 +81,18 @@ def test_openagent_eval_takes_max_steps(tmp_path, capsys) -> None:
     out = tmp_path / "report.json"
     assert main([*argv, "--max-steps", "1", "--json", str(out)]) == 0
     assert json.loads(out.read_text())["meta"]["max_steps"] == 1
+
+
+def test_run_episodes_over_make_env_gives_each_env_the_budget_its_plan_and_stack_call_for() -> None:
+    """Issue #45: ``run_episodes`` over ``make_env`` envs gave every episode a flat 8 turns, so a long plan ran out."""
+    from sandbox import make_env, run_episodes
+    from sandbox.budget import env_steps
+    from sandbox.perturbations.base import apply_stack
+
+    long, short = CART.tasks()
+    stack = (get("runtime_error")(severity=3),)
+    envs = [make_env(CART, long), make_env(CART, short), apply_stack(make_env(CART, long), stack)]
+    assert [env_steps(e) for e in envs] == [Case(long).max_steps, Case(short).max_steps, Case(long, stack).max_steps]
+    episodes = run_episodes(StaticAgent(), envs[:2])
+    assert [e.outcome for e in episodes] == ["success", "success"], episodes[0].explain()
+    assert run_episodes(StaticAgent(), envs[:1], max_steps=8)[0].outcome == "step_limit"  # a budget given still wins
