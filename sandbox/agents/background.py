@@ -9,10 +9,11 @@ result. A forked child starts a loop of its own at its first call (the parent's 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import threading
 from collections.abc import Coroutine
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -21,6 +22,8 @@ _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
 _thread: threading.Thread | None = None
 _pid = 0
+_pending: list[tuple[Coroutine[Any, Any, Any], Future[Any]]] = []
+"""Coroutines submitted and not yet started on the loop."""
 
 
 def loop() -> asyncio.AbstractEventLoop:
@@ -29,6 +32,7 @@ def loop() -> asyncio.AbstractEventLoop:
     with _lock:
         if _loop is None or _pid != os.getpid() or _thread is None or not _thread.is_alive():
             _loop, _pid = asyncio.new_event_loop(), os.getpid()
+            _pending.clear()  # a forked child's copy of its parent's: they run there, not here
             ready = threading.Event()
             _thread = threading.Thread(target=_serve, args=(_loop, ready), name="openagent-http", daemon=True)
             _thread.start()
@@ -43,8 +47,39 @@ def _serve(running: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
 
 
 def submit(coro: Coroutine[Any, Any, T]) -> Future[T]:
-    """Run ``coro`` on the background loop; its future, at once."""
-    return asyncio.run_coroutine_threadsafe(coro, loop())
+    """Run ``coro`` on the background loop; its future, at once.
+
+    Coroutines submitted while the loop has not yet taken the last ones go with them: one wake-up of the loop
+    (a write to its self-pipe) for a burst, not one each.
+    """
+    running = loop()
+    future: Future[T] = Future()
+    with _lock:
+        _pending.append((coro, future))
+        wake = len(_pending) == 1
+    if wake:
+        running.call_soon_threadsafe(_start_pending)
+    return future
+
+
+def _start_pending() -> None:
+    global _pending
+    with _lock:
+        taken, _pending = _pending, []
+    for coro, future in taken:
+        if future.set_running_or_notify_cancel():
+            asyncio.ensure_future(coro).add_done_callback(functools.partial(_settle, future))
+        else:
+            coro.close()
+
+
+def _settle(future: Future[Any], task: asyncio.Task[Any]) -> None:
+    if task.cancelled():
+        future.set_exception(CancelledError())
+    elif (exc := task.exception()) is not None:
+        future.set_exception(exc)
+    else:
+        future.set_result(task.result())
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:

@@ -68,8 +68,9 @@ def load() -> Any:
 
 def session() -> Any:
     """One pooled session, made on the loop that will use it: no limit of its own on connections (the
-    agent's in-flight limit is the limit), proxies from the environment as httpx and curl take them, the
-    CA bundle of ``certifi`` beside the system's unless ``SSL_CERT_FILE`` or ``SSL_CERT_DIR`` names one."""
+    agent's in-flight limit is the limit), the CA bundle of ``certifi`` beside the system's unless
+    ``SSL_CERT_FILE`` or ``SSL_CERT_DIR`` names one. Not ``trust_env``: aiohttp would then look up the proxy
+    and ``.netrc`` in a worker thread at every request; the agent asks :func:`proxy` once per origin instead."""
     aiohttp = load()
     context = ssl.create_default_context()
     if not (os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR")):
@@ -81,4 +82,15 @@ def session() -> Any:
             pass
     connector = aiohttp.TCPConnector(limit=0, ssl=context, keepalive_timeout=60)
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=None, sock_read=None)
-    return aiohttp.ClientSession(connector=connector, timeout=timeout, trust_env=True, auto_decompress=True)
+    return aiohttp.ClientSession(connector=connector, timeout=timeout, auto_decompress=True)
+
+
+def proxy(url: Any) -> tuple[Any, Any]:
+    """The proxy (and its credentials) that ``HTTPS_PROXY``, ``HTTP_PROXY`` and ``NO_PROXY`` give ``url``, as
+    curl and httpx read them; ``(None, None)`` for none."""
+    from aiohttp.helpers import get_env_proxy_for_url
+
+    try:
+        return get_env_proxy_for_url(url)
+    except LookupError:
+        return None, None

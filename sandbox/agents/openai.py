@@ -300,8 +300,9 @@ class OpenAIAgent:
                 key = next((os.environ[v] for v in API_KEY_VARS if os.environ.get(v)), None)
                 if key:
                     headers["Authorization"] = f"Bearer {key}"
+                via, auth = self._pool.proxy(target)
                 async with session.request(
-                    method, target, data=payload, headers=headers, allow_redirects=False
+                    method, target, data=payload, headers=headers, allow_redirects=False, proxy=via, proxy_auth=auth
                 ) as response:
                     status, location = response.status, response.headers.get("location")
                     if status not in _REDIRECTS or not location:
@@ -328,6 +329,14 @@ class _Pool:
     def __init__(self) -> None:
         self._session: Any = None
         self._aiohttp: Any = None
+        self._proxies: dict[tuple[str, str, int | None], tuple[Any, Any]] = {}
+
+    def proxy(self, url: Any) -> tuple[Any, Any]:
+        """The proxy for ``url``'s origin, read from the environment at the origin's first request."""
+        key = http.origin(url)
+        if key not in self._proxies:
+            self._proxies[key] = http.proxy(url)
+        return self._proxies[key]
 
     @property
     def aiohttp(self) -> Any:
