@@ -112,8 +112,14 @@ def _finish(cfg: Any, plan: Any, result: dict[str, Any], root: Path) -> dict[str
     tier = result["tier"]
     names = dict(SCOPES)
     if "fresh" not in result:
-        rows = {f"SFT-{plan.sft_steps}": summarize(result["sft_report"])}
+        report = result["sft_report"]
+        rows = {f"SFT-{plan.sft_steps}": summarize(report)}
         show(format_table(rows))
+        clean = report.row("clean").clean
+        found = f"what this run showed: SFT-{plan.sft_steps} solved {clean} of the clean twins"
+        if tier is not None and report.row(tier) is not None:
+            found += f"; under {names.get(tier, tier)} shifts it lost {report.row(tier).delta} points on the same tasks"
+        show(f"{found} (95% intervals); the gate: {result['sft_gate'].verdict}.")
         say(f"{result['rows']['rows']} PAFT rows written to {root / 'paft-rows.jsonl'}; the default demo (without "
             f"--quick) trains on them and gates again")  # fmt: skip
         return {"rows": rows}

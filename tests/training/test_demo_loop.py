@@ -121,3 +121,21 @@ def test_the_demo_refuses_a_clean_target_outside_0_1_before_it_trains(tmp_path, 
         main(["demo", "--dir", str(tmp_path / "d"), "--clean-target", "80"])
     assert exited.value.code == 2 and "--clean-target must be in (0, 1], got 80.0" in capsys.readouterr().err
     assert not (tmp_path / "d").exists()
+
+
+def test_the_quick_loop_ends_with_the_table_and_a_sentence_with_intervals(tmp_path, capsys):
+    from sandbox.evaluation import evaluate
+    from training import demo_gate
+    from training.demo import DemoConfig
+    from training.demo_loop import LoopPlan, gate_criteria
+    from training.demo_run import _finish
+
+    report = evaluate("static", list(demo_gate.GATE_TIERS), n=4, families=list(FAMILIES), cache_dir=None)
+    gate = gate_criteria(0.8)
+    plan = LoopPlan(FAMILIES, 15, 20, 120, 8, 4, 2, gate, 0, train_arms=False)
+    result = {"sft_report": report, "sft_gate": demo_gate.verdicts(report, gate), "tier": "perception",
+              "rows": {"rows": 3}}  # fmt: skip
+    _finish(DemoConfig(quick=True), plan, result, tmp_path)
+    out = capsys.readouterr().out
+    assert "SFT-15" in out and "bad calls" in out
+    assert "what this run showed: SFT-15 solved 100.0% [" in out and "under tier 1 shifts it lost" in out
