@@ -300,6 +300,16 @@ def test_a_same_origin_307_is_followed_with_the_key(serve, monkeypatch):
     ]
 
 
+def test_a_proxy_from_the_environment_is_used(serve, monkeypatch):
+    proxy = serve(lambda method, path, body: (200, {}, answer("via the proxy")))
+    for name in ("no_proxy", "NO_PROXY", "all_proxy", "ALL_PROXY", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", proxy.url.removesuffix("/v1"))
+    [reply] = OpenAIAgent("m", "http://model.invalid:8000/v1", retries=0).act([HELLO])
+    assert reply.text == "via the proxy"
+    assert [path for _, path, *_ in proxy.seen] == ["http://model.invalid:8000/v1/chat/completions"]
+
+
 def test_the_key_is_read_at_each_request_and_kept_nowhere(serve, monkeypatch):
     server = serve(lambda method, path, body: (200, {}, answer()))
     agent = OpenAIAgent("m", server.url)
