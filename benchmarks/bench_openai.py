@@ -72,7 +72,14 @@ class OracleServer:
             message = {"role": "assistant", "content": None, "tool_calls": calls}
         else:
             message = {"role": "assistant", "content": "Done: that is all I found."}
-        return {"object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+        choices = [{"index": 0, "message": message, "finish_reason": "stop"}]
+        return {
+            "id": f"cmpl-{turn}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "oracle-like",
+            "choices": choices,
+        }
 
     async def answer(self, method: str, raw: bytes) -> tuple[int, dict, dict]:
         if method == "GET":  # the fingerprint's GET /models, which also warms the agent's pool
