@@ -81,6 +81,7 @@ def main() -> None:
         about = remote.server_report()
 
     same_outcome = sum(a.outcome == b.outcome for a, b in zip(direct, served, strict=True))
+
     def text(reply: str) -> str:  # the server decodes without special tokens; HFAgent keeps them
         for token in local.tokenizer.all_special_tokens:
             reply = reply.replace(token, "")

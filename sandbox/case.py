@@ -26,7 +26,6 @@ SANDBOX_VERSION = "8"
 """Bump when worlds, tools, judge or perturbations change behaviour: it invalidates cached episodes."""
 
 
-
 _KEY_JSON = json.JSONEncoder(sort_keys=True, default=str)
 """``json.dumps(..., sort_keys=True, default=str)``, built once."""
 _TASK_JSON: dict[int, tuple[Task, str]] = {}

@@ -219,8 +219,8 @@ def read_rows(path: str) -> list[Trajectory]:
             out.append(Trajectory(row["messages"], row.get("tools") or [], meta.get("family", ""), perturbations))
         except (ValueError, KeyError, TypeError, AttributeError):
             raise UsageError(
-                f"--rows {path!r} line {number}: not a chat row ({{\"messages\": [...], \"tools\": [...], "
-                f"\"meta\": {{...}}}}, as `openagent data from-report` writes)"
+                f'--rows {path!r} line {number}: not a chat row ({{"messages": [...], "tools": [...], '
+                f'"meta": {{...}}}}, as `openagent data from-report` writes)'
             ) from None
     return out
 

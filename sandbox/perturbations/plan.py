@@ -25,8 +25,6 @@ def domain_of(task: Task) -> Domain:
     return get_domain(task.domain)
 
 
-
-
 SCORED_BY_TURN = (
     "a task of several user turns (bfcl): BFCL's checker scores each turn by its calls and the backends' state, "
     "never a refusal, and the episode goes on to the next turn after one"

@@ -51,9 +51,7 @@ def _seen(env, task) -> str:
 
 def _specs(name: str):
     cls = get(name)
-    return [
-        cls(severity=s, pool=p, seed=7) for p in POOLS for s in cls.severities()
-    ]
+    return [cls(severity=s, pool=p, seed=7) for p in POOLS for s in cls.severities()]
 
 
 @pytest.mark.parametrize("name", names())

@@ -162,8 +162,8 @@ def mcp_domain(
             warnings.warn(
                 f"MCP server {target.label}: {', '.join(unknown)} declare no role (no readOnlyHint, no roles given), "
                 "so a write repeated by an agent through them is not caught (no repeated_write); declare them with "
-                "--mcp-roles / --openagent-mcp-roles / \"roles\" in the tasks file's header, e.g. "
-                f"{{\"{unknown[0]}\": \"lookup\"}} (or \"write\")",
+                '--mcp-roles / --openagent-mcp-roles / "roles" in the tasks file\'s header, e.g. '
+                f'{{"{unknown[0]}": "lookup"}} (or "write")',
                 OpenAgentWarning,
                 stacklevel=2,
             )
@@ -207,8 +207,8 @@ def _refuse_unreset(tools: list[Tool]) -> None:
         "'module:function' (a hook reset(connection)) or 'restart' (a command or a server factory), or declare the "
         "lookups' roles, or 'none' if the writes do not matter. Where: --mcp-reset RESET and --mcp-roles JSON "
         "(openagent eval, check-domain, mcp-proxy), --openagent-mcp-reset and --openagent-mcp-roles (pytest), "
-        "mcp-reset and mcp-roles in [tool.openagent], \"reset\" and \"roles\" in the tasks file's header "
-        "({\"openagent\": {\"reset\": ...}} on its first line), or reset= and roles= in Python (docs/mcp.md)"
+        'mcp-reset and mcp-roles in [tool.openagent], "reset" and "roles" in the tasks file\'s header '
+        '({"openagent": {"reset": ...}} on its first line), or reset= and roles= in Python (docs/mcp.md)'
     )
 
 
