@@ -103,8 +103,15 @@ def _one(cls: type[Perturbation], pool: Pool, seed: int | None = None) -> st.Sea
 
 
 @lru_cache(maxsize=4096)
-def _kinds(classes: tuple[type[Perturbation], ...], min_size: int, max_size: int) -> st.SearchStrategy:
-    return st.lists(st.sampled_from(classes), min_size=min_size, max_size=max_size, unique=True)
+def _kinds(
+    classes: tuple[type[Perturbation], ...], min_size: int, max_size: int, pool: Pool, seed: int | None = None
+) -> st.SearchStrategy[list[Perturbation]]:
+    """Distinct perturbations, each drawn whole (its kind, then its severity and seed) as one element of the list:
+    deleting an element while shrinking takes its settings with it, so the others keep theirs and a failure that
+    needs one perturbation shrinks to it (drawing the kinds first and the settings after shifted every later
+    perturbation's settings onto the next kind at each deletion, and stacks stuck at three)."""
+    one = st.sampled_from(classes).flatmap(lambda cls: _one(cls, pool, seed))
+    return st.lists(one, min_size=min_size, max_size=max_size, unique_by=lambda p: p.name)
 
 
 def perturbations(
@@ -157,8 +164,7 @@ def _stack(
 ) -> tuple[Perturbation, ...]:
     if len(classes) < min_size:
         assume(False)
-    kinds = draw(_kinds(classes, min_size, max_size))
-    stack = tuple(draw(_one(cls, pool)) for cls in kinds)
+    stack = tuple(draw(_kinds(classes, min_size, max_size, pool)))
     if task is not None:
         assume(all(p.applies_to(task) for p in stack))
     return stack
@@ -192,8 +198,7 @@ def _cases(
     fitting = drift_applicable(classes, task) if drift else applicable(classes, task)
     if not fitting:
         assume(False)
-    kinds = draw(_kinds(fitting, 1, max_stack))
-    stack = tuple(draw(_one(cls, pool, seed)) for cls in kinds)
+    stack = tuple(draw(_kinds(fitting, 1, max_stack, pool, seed)))
     if drift:
         # onsets from 1 up: a failure shrinks toward the first turn after which the change still breaks the agent
         stack = tuple(with_onset(p, draw(_onsets(max_onset(task)))) for p in stack)

@@ -19,9 +19,10 @@ def test_agent(agent, case):
     episode = case.run(agent)
     assert episode.success, episode.explain()
 """
-SEED = "1"
-"""A seed where the targeted search finds the failure and the default one does not (3 seeds of 8 find it by
-default at this budget, 5 of 8 targeted: the benchmark prints such rates)."""
+SEED = "8"
+"""A seed where the targeted search finds the failure and the default one does not, for both relations (seeds
+2-11 with the stack drawn perturbation by perturbation: the default misses on 9 of 10, the targeted search finds
+on 8 of 10; the benchmark prints such rates)."""
 
 
 def _run(project, *args):
@@ -68,7 +69,7 @@ def test_search_tier_is_reproducible_and_beats_the_default_on_one_seed(toy_pertu
     names = ["toy_shout", "toy_hum", "toy_space"]
 
     def search(targeted):
-        return search_tier(Strained(), "perception", 40, 2, Runner(EpisodeCache(None)), names=names, targeted=targeted)
+        return search_tier(Strained(), "perception", 40, 3, Runner(EpisodeCache(None)), names=names, targeted=targeted)
 
     found = search(True)
     assert found.failure is not None and "toy_shout(s=3" in found.failure.label
@@ -81,7 +82,7 @@ def test_openagent_eval_worst_reports_and_gates_the_worst_case_per_tier(tmp_path
 
     out = tmp_path / "report.json"
     argv = ["eval", "--agent", "tests.toys:Strained", "--names", "toy_shout,toy_hum,toy_space", "--n", "4",
-            "--seed", "2", "--worst", "40", "--cache-dir", str(tmp_path / "cache"), "--json", str(out)]  # fmt: skip
+            "--seed", "3", "--worst", "40", "--cache-dir", str(tmp_path / "cache"), "--json", str(out)]  # fmt: skip
     assert main([*argv, "--gate", "worst.perception.success<=0.5"]) == 0
     printed = capsys.readouterr().out
     assert "worst case found per tier" in printed and "fixed sample's mean success" in printed

@@ -79,3 +79,23 @@ def test_bad_arguments_are_explained():
         strategies.cases(pool="test")
     with pytest.raises(ValueError, match="max_stack must be at least 1"):
         strategies.cases(max_stack=0)
+
+
+@pytest.mark.parametrize("k", range(4))
+def test_a_failure_that_needs_one_perturbation_of_a_stack_shrinks_to_it_alone(k):
+    """Issue #45: an interaction failure shrank to a stack of 3 where ``rate_limit`` alone fails. Each perturbation
+    is drawn whole, so deleting one keeps the settings of the others (here: the rate limit's seed)."""
+    import random
+
+    from hypothesis import HealthCheck, find, settings
+
+    from pytest_openagent.strategies import stacks
+
+    def fails(stack):
+        return any(p.name == "rate_limit" and p.seed % 5 == k for p in stack)
+
+    found = find(
+        stacks(max_size=3, tier="interaction"), fails, random=random.Random(k),
+        settings=settings(max_examples=2000, database=None, suppress_health_check=list(HealthCheck)),
+    )  # fmt: skip
+    assert [p.name for p in found] == ["rate_limit"]
