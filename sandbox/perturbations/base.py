@@ -7,8 +7,8 @@ are deterministic given their parameters and ``seed``. Concrete perturbations su
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, Literal, get_args
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -16,6 +16,9 @@ from sandbox.budget import step_budget  # noqa: F401 - its home before sandbox.b
 from sandbox.env import Env
 from sandbox.errors import UsageError
 from sandbox.task import Task
+
+if TYPE_CHECKING:
+    from sandbox.perturbations.wrappers import PerturbationWrapper
 
 Tier = Literal["perception", "interaction", "reasoning", "internalization"]
 TIERS: tuple[Tier, ...] = ("perception", "interaction", "reasoning", "internalization")
@@ -44,7 +47,7 @@ Layer = Literal[
 ]  # fmt: skip
 LAYERS: tuple[Layer, ...] = get_args(Layer)
 """Where each perturbation sits in a stack, lowest (wrapped first, innermost) first: one list, in one place."""
-_LAYER_INDEX = {layer: i for i, layer in enumerate(LAYERS)}
+_LAYER_INDEX: dict[str, int] = {layer: i for i, layer in enumerate(LAYERS)}
 
 
 def layer_index(layer: str) -> int:
@@ -153,7 +156,7 @@ class Perturbation(BaseModel):
             return "the task makes no tool call"
         return self.limits or "it would change nothing in this task"
 
-    wrapper: ClassVar[Callable[[Env, Any], Env] | None] = None
+    wrapper: ClassVar[type[PerturbationWrapper] | None] = None
     """The wrapper class ``apply`` puts around the env, as ``wrapper(env, spec)``."""
 
     def apply(self, env: Env) -> Env:

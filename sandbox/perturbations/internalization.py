@@ -31,7 +31,9 @@ class _Transferred(PerturbationWrapper):
 def held_out_twin(task: Task, seed: int) -> Task:
     """A task of the held-out domain, of the same split and the same kind (solvable, or unsolvable for the
     same reason)."""
-    target = get_domain(vocabulary(task.domain).transfer)  # type: ignore[union-attr,arg-type]
+    words = vocabulary(task.domain)
+    assert words is not None and words.transfer is not None, task.domain  # applies_to admits only such domains
+    target = get_domain(words.transfer)
     kinds = [i for i, f in enumerate(target.families) if f.unsolvable == task.unsolvable]
     r = rng(seed, "domain_transfer", task.id)
     while True:
@@ -128,7 +130,7 @@ class _Ghost(CallWrapper):
 
     def _target(self) -> tuple[str, str, str, str] | None:
         name, words = self.task.params.get("name"), vocabulary(self.domain)
-        if words is None or words.resolve is None:
+        if not isinstance(name, str) or words is None or words.resolve is None:
             return None
         for call in self.task.plan:
             if call.tool == words.finder and call.args.get("name") == name:
@@ -146,7 +148,9 @@ class _Ghost(CallWrapper):
         if target is None or not isinstance(arguments, dict):
             return self.env.call(name, arguments)
         finder, ghost, _, ghost_id = target
-        kind = vocabulary(self.domain).entity  # type: ignore[union-attr]
+        words = vocabulary(self.domain)
+        assert words is not None  # _target found one
+        kind = words.entity
         if name == finder and str(arguments.get("name", "")).casefold() == ghost.casefold():
             return failure(name, "not_found", f"no {kind} named {arguments['name']!r} in {arguments.get('city')!r}")
         if ghost_id in arguments.values():

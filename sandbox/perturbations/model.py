@@ -84,7 +84,8 @@ def _message(completion: dict[str, Any]) -> dict[str, Any] | None:
 
 def _replaced(completion: dict[str, Any], text: str | None, finish: str = "stop", **extra: Any) -> dict[str, Any]:
     """``completion`` with its first choice's message replaced by ``text`` and no tool call."""
-    out = copy.deepcopy(completion) if completion else {"object": "chat.completion", "choices": [{"index": 0}]}
+    fresh = {"object": "chat.completion", "choices": [{"index": 0}]}
+    out: dict[str, Any] = copy.deepcopy(completion) if completion else fresh
     out.setdefault("choices", [{"index": 0}])
     out["choices"][0]["message"] = {"role": "assistant", "content": text, **extra}
     out["choices"][0]["finish_reason"] = finish

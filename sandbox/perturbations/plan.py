@@ -10,6 +10,7 @@ tools: an argument whose value the result of a call it comes after holds, and wh
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,7 +120,7 @@ class Dependency:
 def leaf_paths(content: Any, prefix: str = "") -> list[tuple[str, Any]]:
     """Every leaf of a JSON-like value with its dotted path (``matches.0.book``)."""
     if isinstance(content, dict):
-        items = content.items()
+        items: Iterable[tuple[Any, Any]] = content.items()
     elif isinstance(content, list):
         items = enumerate(content)
     else:

@@ -104,7 +104,7 @@ class _Linked(ToolsWrapper):
     once per task where the plan shows them."""
 
     @property
-    def per_task(self) -> bool:  # type: ignore[override]
+    def per_task(self) -> bool:
         return vocabulary(self.domain) is None
 
     merging = False
@@ -183,7 +183,7 @@ class _Invert(_Linked):
         for spec in specs:
             name = spec["function"]["name"]
             finder, id_param, _ = links.get(name, (None, None, None))
-            if finder not in by_name:
+            if finder is None or finder not in by_name:
                 routes[name] = Route(spec, target=name)
                 continue
             inverted.setdefault(finder, []).append(name)

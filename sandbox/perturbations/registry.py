@@ -77,7 +77,7 @@ def normalize_tiers(tier: Tier | int | str | Iterable[Tier | int | str]) -> list
         if isinstance(item, int) and not isinstance(item, bool) and 1 <= item <= len(TIERS):
             out.append(TIERS[item - 1])
         elif item in TIERS:
-            out.append(item)  # type: ignore[arg-type]
+            out.append(item)
         else:
             raise UsageError(f"Unknown tier {item!r}. Use a name ({', '.join(TIERS)}), a number 1-4, or 'all'.")
     return out

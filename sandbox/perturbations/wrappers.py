@@ -9,7 +9,7 @@ base env in canonical names, so ``env.state.writes`` stays canonical for the jud
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -63,14 +63,16 @@ class PerturbationWrapper(Wrapper):
         """Per-episode room for this wrapper (a call counter); ``reset`` clears it."""
         return self.state.scratch.setdefault(self._key, {})
 
-    per_task = True
-    """Whether draws depend on the task; a tool set that does not is built once per spec and cached."""
+    @property
+    def per_task(self) -> bool:
+        """Whether draws depend on the task; a tool set that does not is built once per spec and cached."""
+        return True
 
     def rng(self, *parts: object) -> random.Random:
         task = self.task.id if self.per_task else ""
         return rng(self.spec.seed, self.spec.name, self.spec.pool, task, *parts)
 
-    def words(self, vocabulary: dict[str, tuple[Any, ...]]) -> tuple[Any, ...]:
+    def words(self, vocabulary: Mapping[str, tuple[Any, ...]]) -> tuple[Any, ...]:
         return vocabulary[self.spec.pool]
 
 
@@ -190,6 +192,7 @@ class ToolsWrapper(PerturbationWrapper):
                 self._made |= set(self.__dict__) - before
                 made = {k: v for k, v in self.__dict__.items() if k in self._made or k in _BUILT}
                 _BUILDS[key] = (inner, made)
+        assert self._routes is not None  # set by _build, or from the cache through __dict__
         return self._routes
 
     def _build(self, inner: list[ToolSpec]) -> None:

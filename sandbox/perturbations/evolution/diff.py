@@ -39,6 +39,7 @@ def learnable(prop: dict[str, Any]) -> bool:
 
 
 class _Release(ToolsWrapper):
+    spec: ReleaseDiff
     per_task = False
 
     def build(self, specs: list[ToolSpec]) -> list[Route]:

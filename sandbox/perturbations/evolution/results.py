@@ -29,7 +29,7 @@ def _keys(content: Any, deep: bool) -> list[str]:
 
 def renames(task: Task, deep: bool) -> dict[str, dict[str, str]]:
     """For each tool of the gold plan, its result fields (as the clean tools answer) that change style."""
-    results, out = gold_results(task), {}
+    results, out = gold_results(task), dict[str, dict[str, str]]()
     for call in task.plan:
         result = results.get(call.id)
         if result is None or not result.ok:

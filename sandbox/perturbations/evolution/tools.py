@@ -52,8 +52,10 @@ class _Deprecated(ToolsWrapper):
 
     def _build(self, inner: list[ToolSpec]) -> None:
         super()._build(inner)
+        routes = self._routes
+        assert routes is not None  # super()._build just set them
         for new, old in self._replaces.items():  # written after the mentions are renamed: it names the old tool
-            route = self._routes[new]
+            route = routes[new]
             text = self.words(vocab.SUCCESSOR_NOTES)[0].format(desc=route.spec["function"]["description"], old=old)
             route.spec = with_description(route.spec, text.strip())
 

@@ -38,6 +38,13 @@ not tell 20 from 20.0 once converted back), keep their units."""
 _UNIT_KEY = re.compile(r"^(.*_)(" + "|".join(UNITS) + r")$")
 
 
+def _split_unit(key: str) -> tuple[str, str]:
+    """A unit key (one :func:`unit_keys` found) split into its head and its unit: ``dist_km`` -> ``dist_``, ``km``."""
+    match = _UNIT_KEY.match(key)
+    assert match is not None, key
+    return match.group(1), match.group(2)
+
+
 def unit_keys(content: Any) -> list[str]:
     """The numeric top-level keys of an answer that name a metric unit by their suffix."""
     if not isinstance(content, dict):
@@ -71,7 +78,7 @@ def row_lists(task: Task) -> dict[str, str]:
 
 class _Behaviour(ToolsWrapper):
     @property
-    def per_task(self) -> bool:  # type: ignore[override]
+    def per_task(self) -> bool:
         return vocabulary(self.domain) is None
 
     def build(self, specs: list[ToolSpec]) -> list[Route]:
@@ -86,7 +93,7 @@ class _Behaviour(ToolsWrapper):
             name = spec["function"]["name"]
             if name in units:
                 if own is None:
-                    changed = sorted({UNITS[_UNIT_KEY.match(k).group(2)][3] for k in unit_tools(self.task)[name]})
+                    changed = sorted({UNITS[_split_unit(k)[1]][3] for k in unit_tools(self.task)[name]})
                     note = f"Now reports {' and '.join(changed)} (keys renamed to match)."
                 elif "km" in spec["function"]["description"]:
                     note = "Now reports miles (mi), not km."
@@ -114,7 +121,7 @@ class _Behaviour(ToolsWrapper):
         content = dict(result.content)
         if vocabulary(self.domain) is None:
             for key in unit_keys(content):
-                head, unit = _UNIT_KEY.match(key).groups()
+                head, unit = _split_unit(key)
                 new, factor, offset, _ = UNITS[unit]
                 content[head + new] = round(content.pop(key) * factor + offset, 6)
             return result.model_copy(update={"content": content})

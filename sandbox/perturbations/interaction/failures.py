@@ -5,6 +5,7 @@ tool (``rate_limit``), a tool that moved (``tool_redirection``), a verification 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from sandbox.perturbations import vocab
@@ -117,7 +118,7 @@ class RateLimit(Perturbation):
 
 class _Redirect(ToolsWrapper):
     @property
-    def per_task(self) -> bool:  # type: ignore[override]
+    def per_task(self) -> bool:
         return self.task_tools
 
     def build(self, specs: list[ToolSpec]) -> list[Route]:
@@ -132,7 +133,7 @@ class _Redirect(ToolsWrapper):
             rr = self.rng(name)
             target = unique_name(rr.choice(self.words(vocab.REDIRECT_NAMES)).format(name=name), taken)
             text = rr.choice(self.words(vocab.REDIRECT_ERRORS)).format(target=target)
-            routes.append(Route(spec, handler=lambda _w, _a, name=name, text=text: failure(name, "moved", text)))
+            routes.append(Route(spec, handler=_moved(name, text)))
             description = rr.choice(self.words(vocab.REDIRECT_DESCRIPTIONS)).format(name=name)
             routes.append(Route(with_description(spec, description, name=target), target=name))
         return routes
@@ -205,3 +206,8 @@ class VerificationCodeShift(Perturbation):
         return isinstance(content, dict) and any(isinstance(v, str) and "-" in v for v in content.values())
 
     wrapper = _CodeShift
+
+
+def _moved(name: str, text: str) -> Callable[[Any, Any], ToolResult]:
+    """The handler of a tool that moved: every call fails, saying where it went."""
+    return lambda _wrapper, _arguments: failure(name, "moved", text)

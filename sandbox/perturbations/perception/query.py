@@ -24,6 +24,8 @@ from sandbox.tools import ToolResult
 
 
 class _Paraphrase(QueryWrapper):
+    spec: QueryParaphrase
+
     def rewrite(self, query: str) -> str:
         return self.spec.reworded(self.task, query)
 
@@ -226,7 +228,7 @@ def detail(task: Task) -> tuple[str, str, str] | None:
 
 class _Underspecified(ToolsWrapper):
     @property
-    def per_task(self) -> bool:  # type: ignore[override]
+    def per_task(self) -> bool:
         return vocabulary(self.domain) is None
 
     def query(self) -> str:
@@ -329,6 +331,7 @@ class UnderspecifiedQuery(Perturbation):
 @lru_cache(maxsize=8)
 def _name_counts(domain: str, seed: int) -> Counter[str]:
     """How many entities of the world bear each name, casefolded."""
-    entities = vocabulary(domain).entities  # type: ignore[union-attr]
-    rows = entities(get_domain(domain).world(seed))  # type: ignore[misc]
+    words = vocabulary(domain)
+    assert words is not None and words.entities is not None, domain  # applies_to admits only such domains
+    rows = words.entities(get_domain(domain).world(seed))
     return Counter(r.name.casefold() for r in rows)

@@ -32,8 +32,11 @@ def _names(specs: list[ToolSpec]) -> list[str]:
 
 
 class _Renamer(ToolsWrapper):
-    per_task = False
     renames_text = True
+
+    @property
+    def per_task(self) -> bool:
+        return False
 
     def build(self, specs: list[ToolSpec]) -> list[Route]:
         taken: set[str] = set()
@@ -96,7 +99,7 @@ def synonyms(name: str, words: DomainVocabulary | None) -> Pools | None:
 
 class _Synonyms(_Renamer):
     @property
-    def per_task(self) -> bool:  # type: ignore[override]
+    def per_task(self) -> bool:
         return self.task_tools
 
     def build(self, specs: list[ToolSpec]) -> list[Route]:
@@ -296,7 +299,7 @@ class SchemaNoise(Perturbation):
 
 class Rewriter(ToolsWrapper):
     @property
-    def per_task(self) -> bool:  # type: ignore[override]
+    def per_task(self) -> bool:
         return self.domain.tools_for(self.task) is not self.domain.tools  # the rewrites follow the task's tools
 
     def build(self, specs: list[ToolSpec]) -> list[Route]:
