@@ -204,11 +204,12 @@ class Planner(ArgumentFiller):
                     tool = last.tool  # ask again where the last (incomplete) answer came from
             args = step.args if tool == step.tool or step.remap is None else step.remap(tool)
             calls.append({"id": f"{step.id}.{n}", "function": {"name": tool, "arguments": args}})
-        if wait and getattr(self, "wait_tool", None):
+        wait_tool = getattr(self, "wait_tool", None)
+        if wait and wait_tool:
             turn = sum(1 for s in self.view.attempts if s.startswith("wait~"))
-            props = self.view.tools.get(self.wait_tool, {}).get("function", {}).get("parameters", {}).get("properties")
+            props = self.view.tools.get(wait_tool, {}).get("function", {}).get("parameters", {}).get("properties")
             param = next((p for p in props or () if fold(p) == "seconds"), "seconds")  # as a release spells it
-            calls.insert(0, {"id": f"wait~{turn}.0", "function": {"name": self.wait_tool, "arguments": {param: wait}}})
+            calls.insert(0, {"id": f"wait~{turn}.0", "function": {"name": wait_tool, "arguments": {param: wait}}})
         return calls
 
     # Building calls.
