@@ -24,6 +24,9 @@ SEARCH_EPISODE_STEPS = 0.5
 """Seconds of a property test's episode (one at a time) per second of such a training step."""
 STEP_TOKENS = 6000
 """Tokens a training step of 8 short-family episodes computes (the shared prefix once, the rows packed)."""
+PROBE_TO_STEP = 0.55
+"""A LoRA step's seconds per token against the probe's full-model pass on 256 tokens at batch 1: SFT-40 ran
+at 270-470 tokens/s where the probe measured 186, in the same run (docs/experiments.md)."""
 
 
 @dataclass
@@ -131,6 +134,5 @@ def probe_step_seconds(base: str, say: Callable[[str], None]) -> tuple[float, st
     seconds = bf16 if use_bf16 else fp32
     rate = precision.PROBE_TOKENS / seconds
     del model
-    # LoRA's backward pass skips the base weights' gradients: about 0.8 of a full pass's cost, measured here.
-    step = 0.8 * STEP_TOKENS / rate
+    step = PROBE_TO_STEP * STEP_TOKENS / rate
     return step, f"a training pass of the base ran {rate:.0f} tokens/s in {'bf16' if use_bf16 else 'fp32'}"
