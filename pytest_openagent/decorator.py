@@ -208,7 +208,7 @@ def perturb(
             tier=tier, names=names, domain=domain_label(domain), max_examples=max_examples, max_stack=max_stack,
             relation=relation, drift=drift,
         )  # fmt: skip
-        return mark(test)  # type: ignore[return-value]
+        return mark(test)
 
     return decorate
 

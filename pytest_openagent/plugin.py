@@ -61,13 +61,13 @@ def _session(config: pytest.Config) -> OpenAgentSession:
 
         session = OpenAgentSession(config, resolve(config))
         config.pluginmanager.register(session, SESSION)
-    return session  # type: ignore[no-any-return]
+    return session
 
 
 def pytest_report_header(config: pytest.Config) -> str:
     session = config.pluginmanager.get_plugin(SESSION)
     if session is not None:
-        return session.header()  # type: ignore[no-any-return]
+        return session.header()
     return header(DEFAULT_AGENT, DEFAULT_SEED, str(config.rootpath / DEFAULT_CACHE_DIR))
 
 

@@ -74,8 +74,8 @@ def code_digest(module_names: Iterable[str], extra_files: Iterable[str | os.Path
             base = Path(path).parent
             for declared in _declared(getattr(module, FILES_ATTRIBUTE, None) if module else None):
                 files.update(_describe_files(base / declared))
-    for declared in extra_files:
-        files.update(_describe_files(Path(declared)))
+    for extra in extra_files:
+        files.update(_describe_files(Path(extra)))
     blob = "\0".join(f"{k}={v}" for k, v in sorted(files.items()))
     return hashlib.sha256(blob.encode()).hexdigest()
 

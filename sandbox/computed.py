@@ -47,7 +47,7 @@ def parse(text: str) -> Source:
         raise ValueError(f"unknown reduction {reduce!r}; one of {', '.join(REDUCTIONS)}")
     if pick and reduce not in ("argmax", "argmin"):
         raise ValueError(f"'{reduce}:{pick}': only argmax and argmin pick a field of the winning item")
-    return Source(call=call, path=path, reduce=reduce, pick=pick or None)  # type: ignore[arg-type]
+    return Source(call=call, path=path, reduce=reduce, pick=pick or None)
 
 
 def check(source: Source) -> str | None:

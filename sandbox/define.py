@@ -93,7 +93,7 @@ def _rows(path: Path) -> tuple[tuple[str, Any], list[tuple[str, Any]]]:
     text = path.read_text(encoding="utf-8")
     if path.suffix in (".yaml", ".yml"):
         try:
-            import yaml  # type: ignore[import-untyped]
+            import yaml
         except ImportError:
             raise UsageError(
                 f"{path}: reading YAML needs pyyaml (pip install pyyaml); or write the tasks as JSONL"

@@ -70,6 +70,8 @@ class Domain:
     sizes: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_SIZES))
     vocabulary: DomainVocabulary | None = None
     """What the domain tells the perturbations and the oracle about its own words (``None``: the generic rules)."""
+    toolbox: Toolbox = field(init=False, repr=False)
+    """The tools by name, as episodes call them (built from :attr:`tools`)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "toolbox", Toolbox({t.name: t for t in self.tools}))

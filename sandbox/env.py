@@ -139,11 +139,11 @@ class Wrapper(Env):
         return self.env.unwrapped
 
     @property
-    def task(self) -> Task:
+    def task(self) -> Task:  # type: ignore[override]  # read-only through a wrapper, by design
         return self.env.task
 
     @property
-    def state(self) -> State:
+    def state(self) -> State:  # type: ignore[override]  # read-only through a wrapper, by design
         return self.unwrapped.state
 
     @property
@@ -151,7 +151,7 @@ class Wrapper(Env):
         return self.env.solvable
 
     @property
-    def domain(self) -> Domain:
+    def domain(self) -> Domain:  # type: ignore[override]  # read-only through a wrapper, by design
         return self.env.domain
 
     @property
@@ -159,7 +159,7 @@ class Wrapper(Env):
         return self.env.world
 
     @property
-    def system_prompt(self) -> str:
+    def system_prompt(self) -> str:  # type: ignore[override]  # read-only through a wrapper, by design
         return self.env.system_prompt
 
     def get_wrapper_attr(self, name: str) -> Any:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from sandbox.agent import Message, Reply, RequestFailed, ToolSpec
 from sandbox.env import Env
@@ -121,7 +121,7 @@ def harness_error(error: str) -> str:
     return f"{HARNESS} {resource} running this episode; not the agent's failure: {error}"
 
 
-def fail(live: LiveEpisode, error: str, ending: Ending = "agent_error") -> Episode:
+def fail(live: LiveEpisode, error: str, ending: Literal["agent_error", "world_error"] = "agent_error") -> Episode:
     """End an episode as ``agent_error`` (or ``world_error``), ``error`` on its last step (named as the
     harness's where the machine failed it, :func:`harness_error`); never raises for a working env."""
     if ending == "agent_error":

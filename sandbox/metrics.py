@@ -143,7 +143,7 @@ class PairedDelta:
         p1, p2 = self.a.value, self.b.value
         margins = (self.both + self.only_a) * (self.only_b + self.neither) * (self.both + self.only_b)
         margins *= self.only_a + self.neither
-        cross = self.both * self.neither - self.only_a * self.only_b
+        cross: float = self.both * self.neither - self.only_a * self.only_b
         if cross > 0:  # Newcombe's continuity correction of the correlation
             cross = max(cross - self.n / 2, 0.0)
         phi = cross / math.sqrt(margins) if margins else 0.0

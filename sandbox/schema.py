@@ -41,14 +41,14 @@ _JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "
 def python_type(prop: Mapping[str, Any]) -> Any:
     """The Python type a JSON-schema property takes (for a pydantic model of a spec's arguments)."""
     if "enum" in prop:
-        return Literal[tuple(prop["enum"])]  # type: ignore[valid-type]
+        return Literal[tuple(prop["enum"])]
     for key in ("anyOf", "oneOf"):
         if isinstance(prop.get(key), list):
-            return typing.Union[tuple(python_type(p) for p in prop[key])]  # type: ignore[valid-type]  # noqa: UP007
+            return typing.Union[tuple(python_type(p) for p in prop[key])]  # noqa: UP007
     kind = prop.get("type")
     if isinstance(kind, list):
-        return typing.Union[tuple(_JSON_TYPES.get(k, Any) for k in kind)]  # type: ignore[valid-type]  # noqa: UP007
-    return _JSON_TYPES.get(kind, Any)
+        return typing.Union[tuple(_JSON_TYPES.get(k, Any) for k in kind)]  # noqa: UP007
+    return _JSON_TYPES.get(kind, Any) if isinstance(kind, str) else Any
 
 
 def model_name(name: str) -> str:

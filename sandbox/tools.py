@@ -184,13 +184,14 @@ class Tool:
             default = ... if p.default is p.empty else p.default
             info = Field(default, description=documented[p.name]) if p.name in documented else Field(default)
             fields[p.name] = (hints.get(p.name, Any), info)
-        model = create_model(f"{model_name(tool_name)}Args", __base__=Args, **fields)  # type: ignore[call-overload]
+        model = create_model(f"{model_name(tool_name)}Args", __base__=Args, **fields)
 
         def call(world: Any, state: Any, args: Args) -> Any:
             return fn(_own(state), **{k: getattr(args, k) for k in names})
 
         summary = description if description is not None else summary
-        return cls(tool_name, summary, model, call, role=role, records=True, role_known=role is not None,
+        known, role = role is not None, role if role is not None else "lookup"  # a lookup, unless it says otherwise
+        return cls(tool_name, summary, model, call, role=role, records=True, role_known=known,
                    idempotent=idempotent, timeout=timeout)  # fmt: skip
 
     @classmethod
@@ -211,13 +212,14 @@ class Tool:
         for pname, prop in schema.get("properties", {}).items():
             kind = python_type(prop)
             fields[pname] = (kind, Field(...)) if pname in required else (kind | None, Field(None))
-        model = create_model(f"{model_name(tool_name)}Args", __base__=Args, **fields)  # type: ignore[call-overload]
+        model = create_model(f"{model_name(tool_name)}Args", __base__=Args, **fields)
 
         def call(world: Any, state: Any, args: Args) -> Any:
             return handler(_own(state), **args.model_dump(exclude_unset=True))
 
+        known, role = role is not None, role if role is not None else "lookup"  # a lookup, unless it says otherwise
         return cls(tool_name, function.get("description", ""), model, call, role=role, schema=schema, records=True,
-                   role_known=role is not None, idempotent=idempotent, timeout=timeout)  # fmt: skip
+                   role_known=known, idempotent=idempotent, timeout=timeout)  # fmt: skip
 
 
 @overload

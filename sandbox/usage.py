@@ -27,14 +27,19 @@ def reported(meta: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """The tokens the turns' ``Reply.meta`` report, summed, with their source; ``None`` unless every turn did."""
     if not meta:
         return None
-    usages = [m.get("usage") for m in meta]
-    if all(isinstance(u, dict) and _count(u.get("prompt_tokens")) is not None for u in usages):
-        prompt = sum(_count(u["prompt_tokens"]) or 0 for u in usages)  # type: ignore[index]
-        completion = sum(_count(u.get("completion_tokens")) or 0 for u in usages)  # type: ignore[union-attr]
+    usages = [u for m in meta if isinstance(u := m.get("usage"), dict)]
+    prompts = [_count(u.get("prompt_tokens")) for u in usages]
+    if len(usages) == len(meta) and all(n is not None for n in prompts):
+        prompt = sum(n or 0 for n in prompts)
+        completion = sum(_count(u.get("completion_tokens")) or 0 for u in usages)
         return {"prompt": prompt, "completion": completion, "source": "engine"}
-    ids = [(m.get("prompt_ids"), m.get("completion_ids")) for m in meta]
-    if all(isinstance(p, Sequence) and isinstance(c, Sequence) for p, c in ids):
-        return {"prompt": sum(len(p) for p, _ in ids), "completion": sum(len(c) for _, c in ids), "source": "tokenizer"}  # type: ignore[arg-type]
+    ids = [
+        (p, c)
+        for m in meta
+        if isinstance(p := m.get("prompt_ids"), Sequence) and isinstance(c := m.get("completion_ids"), Sequence)
+    ]
+    if len(ids) == len(meta):
+        return {"prompt": sum(len(p) for p, _ in ids), "completion": sum(len(c) for _, c in ids), "source": "tokenizer"}
     return None
 
 

@@ -194,7 +194,7 @@ class RLConfig(TrainConfig):
 
 
 def _default(f: dataclasses.Field) -> Any:
-    return f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+    return f.default if f.default is not dataclasses.MISSING else f.default_factory()
 
 
 def _fields(cls: type, names: typing.Iterable[str] | None) -> list[dataclasses.Field]:
