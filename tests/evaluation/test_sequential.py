@@ -91,21 +91,21 @@ def sequential_verdict(rates: dict[str, float], gate: str, seed: int) -> tuple[s
     return check(report, gate).verdict, runner.ran
 
 
-@pytest.mark.parametrize("rate", [0.76, 0.84])
-def test_verdicts_err_no_more_often_than_the_level(rate: float) -> None:
-    """Near the threshold the wrong verdict (PASS below it, FAIL above it) comes at most 5% of the time."""
+@pytest.mark.parametrize("gate", ["perception.success>=0.8", "perception.success<=0.8"])
+def test_verdicts_at_the_threshold_err_no_more_often_than_the_level(gate: str) -> None:
+    """The rate is the threshold: a FAIL is wrong either way. One side of the sequence (0.0125) and of the fixed-n
+    look (0.0125) allow at most 2.5%; a Wilson interval read after every round, as if the sample had been fixed, gives
+    11% (4,000 simulated runs), which this bound catches 98 times in 100."""
     seeds = 150
-    wrong = "PASS" if rate < 0.8 else "FAIL"
-    verdicts = [sequential_verdict({"perception": rate, "interaction": 0.5}, "perception.success>=0.8", s)[0]
-                for s in range(seeds)]  # fmt: skip
-    assert verdicts.count(wrong) <= binomial_quantile(seeds, 0.05)
+    verdicts = [sequential_verdict({"perception": 0.8, "interaction": 0.5}, gate, s)[0] for s in range(seeds)]
+    assert verdicts.count("FAIL") <= binomial_quantile(seeds, 0.025, q=0.99)
 
 
-def test_a_delta_criterion_errs_no_more_often_than_the_level() -> None:
+def test_a_delta_criterion_at_its_threshold_errs_no_more_often_than_the_level() -> None:
     seeds = 150
-    verdicts = [sequential_verdict({"perception": 0.86, "interaction": 0.86}, "all.delta>=-10", s)[0]
+    verdicts = [sequential_verdict({"perception": 0.8, "interaction": 0.8}, "all.delta>=-20", s)[0]
                 for s in range(seeds)]  # fmt: skip
-    assert verdicts.count("PASS") <= binomial_quantile(seeds, 0.05)  # the truth is -14 points
+    assert verdicts.count("FAIL") <= binomial_quantile(seeds, 0.05)  # the truth is -20 points: the clean twins all pass
 
 
 def test_a_settled_criterion_stops_early_and_an_open_one_runs_to_n() -> None:
