@@ -13,7 +13,7 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
 from sandbox.computed import Computed
@@ -70,11 +70,14 @@ class Domain:
     sizes: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_SIZES))
     vocabulary: DomainVocabulary | None = None
     """What the domain tells the perturbations and the oracle about its own words (``None``: the generic rules)."""
-    toolbox: Toolbox = field(init=False, repr=False)
-    """The tools by name, as episodes call them (built from :attr:`tools`)."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "toolbox", Toolbox({t.name: t for t in self.tools}))
+        self.toolbox  # built now, so that a tool whose spec cannot be built fails here  # noqa: B018
+
+    @cached_property
+    def toolbox(self) -> Toolbox:
+        """The tools by name, as episodes call them."""
+        return Toolbox({t.name: t for t in self.tools})
 
     def version(self) -> str:
         """What a case key adds for this domain, so that editing a world invalidates its cached episodes.

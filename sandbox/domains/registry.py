@@ -17,7 +17,7 @@ no arguments that returns one.
 from __future__ import annotations
 
 from collections.abc import Iterator, MutableMapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from sandbox.domain import Domain
 from sandbox.env import Env
@@ -129,11 +129,18 @@ def get_domain(name: str | Domain) -> Domain:
     raise UnknownName("domain", name, domain_names())
 
 
+@runtime_checkable
+class OwnEnv(Protocol):
+    """A domain that makes its own env for a task (``bfcl``: one that owns the task's backend instances)."""
+
+    def make_env(self, task: Task) -> Env: ...
+
+
 def make_env(domain: Domain | str, task: Task) -> Env:
     """The clean env of ``task`` in ``domain`` (a Domain, or a name :func:`get_domain` resolves)."""
     if isinstance(domain, str):
         domain = get_domain(domain)
-    if callable(getattr(type(domain), "make_env", None)):  # a domain with its own env (bfcl)
+    if isinstance(domain, OwnEnv):  # a domain with its own env (bfcl)
         return domain.make_env(task)
     return Env(domain, task)
 

@@ -97,7 +97,8 @@ def entries(category: str) -> tuple[Entry, ...]:
 
 
 def task(entry: Entry) -> Task:
-    plan, previous = [], ()
+    plan: list[Call] = []
+    previous: tuple[str, ...] = ()
     for t, calls in enumerate(entry.gold):
         for n, (name, args) in enumerate(calls):
             call = Call(id=f"t{t}.{n}", tool=name, args=args, after=previous)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
@@ -46,18 +47,27 @@ class BfclDomain(Domain):
     families, and an env per task that owns its backend instances."""
 
     def tasks(
-        self, split: Split = "test", n: int | None = None, seed: int = 0, category: str | None = None
+        self,
+        split: Split = "test",
+        n: int | None = None,
+        seed: int = 0,
+        families: Sequence[str] | None = None,
+        *,
+        category: str | None = None,
     ) -> list[Task]:
-        """The first ``n`` tasks (all if ``None``) of ``category`` (all four, in order, if ``None``).
+        """The first ``n`` tasks (all if ``None``) of ``category`` or of the categories ``families`` names (BFCL's
+        categories are its families; all four, in order, if neither is given).
 
         ``seed`` changes nothing: the tasks are BFCL's. Only ``test`` has tasks."""
         if split not in SPLITS:
             raise UsageError(f"split must be one of {SPLITS}, got {split!r}")
-        if category is not None and category not in CATEGORIES:
-            raise UnknownName("BFCL category", category, list(CATEGORIES))
+        categories = tuple(families) if families else (category,) if category is not None else CATEGORIES
+        for c in categories:
+            if c not in CATEGORIES:
+                raise UnknownName("BFCL category", c, list(CATEGORIES))
         if split != "test":
             return []
-        chosen = [t for c in ((category,) if category else CATEGORIES) for t in _tasks(c)]
+        chosen = [t for c in categories for t in _tasks(c)]
         return chosen if n is None else chosen[:n]
 
     def draw(self, split: Split, index: int, seed: int = 0) -> Task | None:

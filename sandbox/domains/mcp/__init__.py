@@ -67,8 +67,9 @@ def configure(server: str, tasks: str | Path | None = None, settings: McpSetting
         from sandbox.domains import DOMAINS
 
         held = DOMAINS.pop(NAME, None)  # built from another server: the next request builds this one's
-        if held is not None and callable(getattr(held, "close", None)):
-            held.close()
+        close = getattr(held, "close", None)  # an McpDomain's, closing its server
+        if callable(close):
+            close()
     os.environ[ENV_SERVER] = server
     os.environ[ENV_SETTINGS] = settings.to_json()
     if tasks_path is None:

@@ -88,6 +88,7 @@ class Connection:
         if self.target.kind == "stdio":
             command, *args = self.target.command
             params = StdioServerParameters(command=command, args=args, env=self.target.env, cwd=self.target.cwd)
+            assert self._stderr is not None  # made for a stdio target
             return stdio_client(params, errlog=self._stderr)
         if self.target.kind == "http":
             return self.target.url
@@ -308,8 +309,9 @@ def content_of(name: str, result: Any) -> Any:
     if not result.content:
         return []
     kinds = [getattr(block, "type", "?") for block in result.content]
-    if all(isinstance(t, str) for t in texts):
-        rows = [_json(t) for t in texts]
+    strings = [t for t in texts if isinstance(t, str)]
+    if len(strings) == len(texts):
+        rows = [_json(t) for t in strings]
         if len(rows) == 1:
             return rows[0]
         return rows if all(r is not t for r, t in zip(rows, texts, strict=True)) else texts  # rows, or texts

@@ -18,7 +18,7 @@ from typing import Any
 
 from sandbox.define import UserTask, define_domain, load_header, load_tasks
 from sandbox.domain import Domain
-from sandbox.domains.mcp.connection import DEFAULT_TIMEOUT, LoopMode, ServerFault
+from sandbox.domains.mcp.connection import DEFAULT_TIMEOUT, Connection, LoopMode, ServerFault
 from sandbox.domains.mcp.link import McpState, Reset, ServerLink, check_reset
 from sandbox.domains.mcp.settings import McpSettings, inspect_value, parse_settings, reset_value
 from sandbox.domains.mcp.target import ServerTarget, is_server, parse_target
@@ -108,16 +108,17 @@ def mcp_domain(
     specs = list(_tasks(tasks))
     probe = ServerLink(target, None, timeout, loop=loop)
     try:
-        connection = probe.connect()
+        probed = probe.connect()
     except ServerFault as fault:
         raise UsageError(f"{fault.message}; check that {target.label} starts an MCP server") from None
+    connection: Connection | None = probed  # closed below unless the link adopts it
     try:
-        listed = connection.list_tools()
-        server_name, server_version = connection.server_info
-        chosen = _choose_reset(reset, target, [t.name for t in listed])
-        link = ServerLink(target, check_reset(chosen, target), timeout, inspect, loop)
+        listed = probed.list_tools()
+        server_name, server_version = probed.server_info
+        reset_call = _choose_reset(reset, target, [t.name for t in listed])
+        link = ServerLink(target, check_reset(reset_call, target), timeout, inspect, loop)
         if not link.isolated:
-            link.adopt(connection)  # the probe's session serves the episodes
+            link.adopt(probed)  # the probe's session serves the episodes
             connection = None
     except ServerFault as fault:
         raise UsageError(f"MCP server {target.label}: {fault.message}") from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass
+from functools import cached_property
 
 from sandbox.domains.poi.world import CITIES, DAYS, weekly_hours
 from sandbox.seeds import rng
@@ -56,9 +57,9 @@ class MedicalWorld:
     doctors: dict[str, Doctor]
     interactions: dict[tuple[str, str], str]
 
-    def __post_init__(self) -> None:
-        index = {(p.name.casefold(), p.city.casefold()): p for p in self.patients.values()}
-        object.__setattr__(self, "_patient_index", index)
+    @cached_property
+    def _patient_index(self) -> dict[tuple[str, str], Patient]:
+        return {(p.name.casefold(), p.city.casefold()): p for p in self.patients.values()}
 
     def patient_by_name(self, name: str, city: str) -> Patient | None:
         return self._patient_index.get((name.casefold(), city.casefold()))
@@ -77,7 +78,8 @@ class MedicalWorld:
         a, b = a.casefold(), b.casefold()
         if a not in DRUGS or b not in DRUGS:
             return None
-        return self.interactions[tuple(sorted((a, b)))]
+        first, second = sorted((a, b))
+        return self.interactions[first, second]
 
     def content_hash(self) -> str:
         data = {
@@ -90,7 +92,9 @@ class MedicalWorld:
 
 def build_world(seed: int = 0, patients_per_city: int = 30, doctors_per_city: int = 14) -> MedicalWorld:
     r = rng(seed, "medical-world")
-    patients, doctors, used = {}, {}, set()
+    patients: dict[str, Patient] = {}
+    doctors: dict[str, Doctor] = {}
+    used: set[str] = set()
     for city, _, _ in CITIES:
         for _ in range(patients_per_city):
             while (name := f"{r.choice(_FIRST)} {r.choice(_LAST)}") in used:

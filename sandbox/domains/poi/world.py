@@ -6,6 +6,7 @@ import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass
+from functools import cached_property
 
 from sandbox.seeds import rng
 
@@ -73,17 +74,25 @@ class PoiWorld:
         data = {"places": [asdict(p) for p in self.places.values()], "weather": sorted(self.weather.items())}
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
-    def __post_init__(self) -> None:
-        names, search, cities = {}, {}, {}
+    @cached_property
+    def _name_index(self) -> dict[tuple[str, str], Place]:
+        return {(p.name.casefold(), p.city.casefold()): p for p in self.places.values()}
+
+    @cached_property
+    def _city_index(self) -> dict[str, list[Place]]:
+        cities: dict[str, list[Place]] = {}
         for p in self.places.values():
             cities.setdefault(p.city.casefold(), []).append(p)
-            names[(p.name.casefold(), p.city.casefold())] = p
+        return cities
+
+    @cached_property
+    def _search_index(self) -> dict[tuple[str, str], list[Place]]:
+        search: dict[tuple[str, str], list[Place]] = {}
+        for p in self.places.values():
             search.setdefault((p.city.casefold(), p.category.casefold()), []).append(p)
         for found in search.values():
             found.sort(key=lambda p: (-p.rating, p.id))
-        object.__setattr__(self, "_name_index", names)
-        object.__setattr__(self, "_search_index", search)
-        object.__setattr__(self, "_city_index", cities)
+        return search
 
 
 def distance_km(a: Place, b: Place) -> float:
