@@ -14,7 +14,7 @@ from typing import Any
 from sandbox.agent import Reply, Turn, as_agent, brief, close, route_model
 from sandbox.budget import DEFAULT_MAX_STEPS, env_steps  # noqa: F401 - DEFAULT_MAX_STEPS: where it was
 from sandbox.env import Env
-from sandbox.errors import UsageError
+from sandbox.errors import UsageError, WorldFailure
 from sandbox.live_episode import MAX_MESSAGE_CHARS, MAX_STORED_REPLY, LiveEpisode, advance, error_text, fail
 from sandbox.task import Task
 from sandbox.trajectory import Episode, Step
@@ -38,9 +38,19 @@ def _close(agent: Any, episode_ids: Sequence[str]) -> None:
 
 @dataclass(frozen=True)
 class _Raised:
-    """What stands in for a reply the agent could not give: the error its episode ends with."""
+    """What stands in for a reply the agent could not give: the error its episode ends with (``world_error`` where
+    what failed under the agent was the world, a tool server it reads through the sandbox)."""
 
     error: str
+    ending: str = "agent_error"
+
+    @classmethod
+    def of(cls, exc: BaseException) -> _Raised:
+        return cls(error_text(exc), _ending(exc))
+
+
+def _ending(exc: BaseException) -> Any:
+    return "world_error" if isinstance(exc, WorldFailure) else "agent_error"
 
 
 def _ask(agent: Any, turns: list[Turn]) -> list[Any]:
@@ -56,7 +66,7 @@ def _ask(agent: Any, turns: list[Turn]) -> list[Any]:
         replies = None if batch is None or isinstance(batch, str | bytes | dict | Reply) else list(batch)
     except Exception as exc:  # the agent raised, or its generator of replies did
         if len(turns) == 1:
-            return [_Raised(error_text(exc))]
+            return [_Raised.of(exc)]
         half = len(turns) // 2
         return _ask(agent, turns[:half]) + _ask(agent, turns[half:])
     n = len(turns)
@@ -84,7 +94,7 @@ def _start(agent: Any, env: Env) -> LiveEpisode | Episode:
         brief(agent, ep.episode_id, env.task)  # a reference agent's own channel; others get nothing
     except Exception as exc:
         _close(agent, [ep.episode_id])
-        return fail(ep, f"brief: {error_text(exc)}")
+        return fail(ep, f"brief: {error_text(exc)}", _ending(exc))
     route_model(agent, ep.episode_id, env)  # a case with model faults: the agent's model goes through the LLM proxy
     return ep
 
@@ -153,7 +163,8 @@ def run_episodes(
         finished = []
         for i, reply in zip(order, replies, strict=True):
             ep = live[i]
-            ended = fail(ep, reply.error) if isinstance(reply, _Raised) else advance(ep, reply, budgets[i])
+            raised = isinstance(reply, _Raised)
+            ended = fail(ep, reply.error, reply.ending) if raised else advance(ep, reply, budgets[i])
             if ended is not None:
                 del live[i]
                 finished.append(ep.episode_id)
@@ -192,7 +203,7 @@ def _run_independently(
     def run(ep: LiveEpisode | Episode, max_steps: int) -> Episode:
         while isinstance(ep, LiveEpisode):
             [reply] = _ask(agent, [_turn(ep)])
-            ended = fail(ep, reply.error) if isinstance(reply, _Raised) else advance(ep, reply, max_steps)
+            ended = fail(ep, reply.error, reply.ending) if isinstance(reply, _Raised) else advance(ep, reply, max_steps)
             if ended is not None:
                 _close(agent, [ep.episode_id])
                 return ended
@@ -239,7 +250,10 @@ def _run_submitted(
             reply = result.result() if isinstance(result, Future) else result
         except Exception as exc:  # the agent's coroutine raised: as a raise in act, its episode ends
             reply = exc
-        ended = fail(ep, error_text(reply)) if isinstance(reply, BaseException) else advance(ep, reply, budgets[i])
+        if isinstance(reply, BaseException):
+            ended = fail(ep, error_text(reply), _ending(reply))
+        else:
+            ended = advance(ep, reply, budgets[i])
         if ended is None:
             send(i)
             continue
