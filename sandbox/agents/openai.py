@@ -188,6 +188,8 @@ class OpenAIAgent:
             listing, headers = background.run(self._request("GET", models, None, MODELS_TIMEOUT, 1))
             self._about["server"] = redact(", ".join(headers.getall("server", []))) or None
             entries = listing.get("data") if isinstance(listing, dict) else listing
+            if not isinstance(entries, list):
+                return "unreported"
             self._about["models"] = [_scalars(e) for e in entries[:16] if isinstance(e, dict)]
             entry = next(e for e in entries if isinstance(e, dict) and e.get("id") == self.model)
         except Exception:  # the server's identity is best effort; a run never fails for it
@@ -370,7 +372,7 @@ def _url(text: str) -> Any:
 
 def _scalars(entry: dict[str, Any], clip: int | None = 300) -> dict[str, Any]:
     """The scalar fields of a server's JSON object, strings redacted (and cut to ``clip`` characters)."""
-    kept = {}
+    kept: dict[str, Any] = {}
     for key, value in entry.items():
         if isinstance(value, str):
             value = redact(value)

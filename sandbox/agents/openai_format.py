@@ -19,7 +19,7 @@ def to_openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     for n, m in enumerate(messages):
         role = m.get("role")
         if role == "assistant" and m.get("tool_calls"):
-            calls = []
+            calls: list[dict[str, Any]] = []
             for i, call in enumerate(m["tool_calls"]):
                 fn = call.get("function", call)
                 args = fn.get("arguments", {})
@@ -68,7 +68,7 @@ def read_reply(data: Any) -> Reply | RequestFailed:
     for i, call in enumerate(raw_calls):
         fn = call.get("function") if isinstance(call, dict) else None
         name = fn.get("name") if isinstance(fn, dict) else None
-        if not isinstance(name, str) or not name:
+        if not isinstance(fn, dict) or not isinstance(name, str) or not name:
             return RequestFailed(f"the server's tool call {i} has no function name (a string): {clip(call)}")
         args = fn.get("arguments")
         if args is None:

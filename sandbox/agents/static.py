@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sandbox import computed as computing
@@ -64,7 +64,7 @@ def _remember(task: Task) -> tuple[dict[str, Any], dict[tuple[str, str], tuple[s
 def _find(content: Any, value: Any, prefix: str = "", text: bool = False) -> str | None:
     """The path of the first leaf of ``content`` equal to ``value`` (as text, case aside, with ``text``)."""
     if isinstance(content, dict):
-        items = content.items()
+        items: Iterable[tuple[Any, Any]] = content.items()
     elif isinstance(content, list):
         items = ((str(i), v) for i, v in enumerate(content))
     else:

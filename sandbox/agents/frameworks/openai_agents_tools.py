@@ -9,10 +9,10 @@ from sandbox.agents.loop import EpisodeTool, EpisodeTools
 from sandbox.errors import require_extra
 
 if TYPE_CHECKING:
-    from agents import FunctionTool
+    from agents import FunctionTool, Tool
 
 
-def openai_agents_tools(tools: EpisodeTools) -> list[FunctionTool]:
+def openai_agents_tools(tools: EpisodeTools) -> list[Tool]:
     """One ``FunctionTool`` per tool for ``Agent(tools=...)``: name, description and JSON schema as the episode
     shows them (not made strict: a perturbed schema is given as it is), the arguments' JSON text passed on as
     the model wrote it, for the env to judge.
@@ -22,7 +22,7 @@ def openai_agents_tools(tools: EpisodeTools) -> list[FunctionTool]:
     episode its own ``Agent`` (``agent.clone(tools=...)``), as the SDK asks of agents whose tools change.
     """
     require_extra("openai-agents", ("agents",), "openai_agents_tools")
-    current = [_function_tool(tool) for tool in tools]
+    current: list[Tool] = [_function_tool(tool) for tool in tools]  # the list Agent(tools=...) takes and keeps
 
     def refresh(changed: EpisodeTools) -> None:
         current[:] = [_function_tool(tool) for tool in changed]

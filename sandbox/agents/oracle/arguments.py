@@ -99,6 +99,7 @@ class ArgumentFiller:
                 if match is None:
                     if finder_values is None and self._wants_finder(vname, text, hidden, own, used, schema_text, call):
                         id_param = undocumented_id(own, used, schema_text, lambda v: self.is_id(call, v))
+                        assert id_param is not None  # _wants_finder found it
                         finder_values = self.finder_values(call, own[id_param][1])
                         used.add(id_param)
                     if finder_values is not None:

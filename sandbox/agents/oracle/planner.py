@@ -237,18 +237,20 @@ class Planner(ArgumentFiller):
         if finder is None or finder not in self.live:
             raise Refusal(f"{name} no longer takes {ids[0]} and names no tool that does")
         request_step = Step(f"{call.id}~req", name, args, lambda tool: self.fill(self.view.tools[tool], own, call)[0])
-        handle = self.view.done(request_step.id)
-        if first_string(handle) is None:
+        handed = first_string(self.view.done(request_step.id))
+        if handed is None:
             raise Blocked(request_step)
         find_args = self.finder_values(call, call.args[ids[0]])
-        request = (name, first_string(handle))
+        request = (name, handed)
         args, _ = self.fill(self.live[finder], find_args, call, request=request)
         return Step(call.id, finder, args, lambda tool: self.fill(self.view.tools[tool], find_args, call, request)[0])
 
     def more_pages(self, final: Step, result: Any) -> list[Step]:
         if not isinstance(result, dict) or not isinstance(result.get("pages"), int) or result.get("page") != 1:
             return []
-        tool = self.view.last(final.id).tool
+        last = self.view.last(final.id)
+        assert last is not None  # the result came from it
+        tool = last.tool
         spec = self.view.tools[tool]
         page_param = next((p for p, prop in spec["function"]["parameters"]["properties"].items()
                            if "page number" in str(prop.get("description", "")).casefold()), "page")  # fmt: skip

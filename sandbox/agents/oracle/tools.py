@@ -200,9 +200,9 @@ def toolset(
         return live, by_capability
     for name, description in described:
         if name in live:
-            tool = capability(description, names)
-            if tool is not None:
-                by_capability.setdefault(tool, name)
+            capable = capability(description, names)
+            if capable is not None:
+                by_capability.setdefault(capable, name)
     return live, by_capability
 
 
