@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from sandbox.agent import ToolSpec
 from sandbox.agents.oracle.choice import ToolChoice
-from sandbox.agents.oracle.observations import View, first_string
+from sandbox.agents.oracle.observations import View, first_string, partial
 from sandbox.agents.oracle.steps import Blocked, Step
 from sandbox.agents.oracle.tools import (
     Hidden,
@@ -124,8 +124,10 @@ class ArgumentFiller:
         return build(spec["function"]["parameters"]), used
 
     def issuers(self, tool: str) -> tuple[str, ...]:
-        """``tool`` and the tools documented alike (split by an enum's values): which may have given a request."""
-        return (tool, *(self.choice.siblings(tool) if tool in self.choice.live else ()))
+        """``tool``, the tool it succeeds (a redirect's target), and the tools documented alike (split by an
+        enum's values): the names a parameter may give for the tool that gave a request."""
+        named = (tool, self.choice.documented(tool)) if self.choice.documented(tool) != tool else (tool,)
+        return (*named, *(self.choice.siblings(tool) if tool in self.choice.live else ()))
 
     def is_id(self, call: Call, value: Any) -> bool:
         """Whether ``value`` is one that a call ``call`` comes after returned (an id it was looked up for)."""
@@ -136,7 +138,8 @@ class ArgumentFiller:
         if any(carries(param, value, path, leaf) for result in results for path, leaf in leaf_paths(result)):
             return True
         # not known until the calls before it are in (a call that answered nothing tells nothing more if asked)
-        waiting = [self.plan[d] for d, r in zip(call.after, results, strict=True) if r is None]
+        # (nor from one that says fields are missing: the id may be one of them)
+        waiting = [self.plan[d] for d, r in zip(call.after, results, strict=True) if r is None or partial(r)]
         waiting = [c for c in waiting if not self.settled(c)]
         if waiting:
             raise Blocked(*map(self.final_step, waiting))

@@ -41,6 +41,9 @@ class ToolChoice:
         self.live = {n: view.tools[n] for n in live}
         self.by_capability: dict[str, str] = dict(by_capability)
         self.twins = twins(described, params or tuple(map(param_text, view.tools.values())))
+        self.predecessors: dict[str, str] = {}
+        """Each successor followed (a redirect's target) by the tool it succeeds, whose description still
+        documents how both work (the successor's says only "successor of X; same arguments")."""
         self._follow_successors()
 
     def _follow_successors(self) -> None:
@@ -51,11 +54,20 @@ class ToolChoice:
             successor = next((n for n in spare if self._succeeds(n, name)), None)
             if successor is not None:
                 self.by_capability[tool] = successor
+                self.predecessors[successor] = name
 
     def _succeeds(self, new: str, old: str) -> bool:
         fn, old_fn = self.live[new]["function"], self.live[old]["function"]
         same = fn["parameters"].get("properties", {}).keys() == old_fn["parameters"].get("properties", {}).keys()
         return same and old in names_pattern((old,)).findall(fn["description"])
+
+    def documented(self, name: str) -> str:
+        """The tool whose description documents how ``name`` works: the tool it succeeds, else itself."""
+        return self.predecessors.get(name, name)
+
+    def current(self, name: str) -> str:
+        """The tool that calls to ``name`` go to now: its successor where one was followed, else itself."""
+        return next((new for new, old in self.predecessors.items() if old == name), name)
 
     def mentioned(self, text: str, exclude: str) -> str | None:
         """The first tool named in ``text`` other than ``exclude``."""

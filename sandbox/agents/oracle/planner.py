@@ -232,8 +232,11 @@ class Planner(ArgumentFiller):
         ids = [p for p in missing if self.is_id(call, call.args[p])]
         if len(ids) != len(missing) or len(ids) != 1:
             raise Refusal(f"cannot fill {', '.join(sorted(missing))} of {name}")
-        # Logic inversion: this tool now runs first and hands a request to the lookup by name.
-        finder = self.choice.mentioned(spec["function"]["description"], exclude=name)
+        # Logic inversion: this tool now runs first and hands a request to the lookup by name, as its description
+        # says (a redirect's target: the description of the tool it succeeds)
+        documented = self.choice.documented(name)
+        finder = self.choice.mentioned(self.live[documented]["function"]["description"], exclude=documented)
+        finder = None if finder is None else self.choice.current(finder)
         if finder is None or finder not in self.live:
             raise Refusal(f"{name} no longer takes {ids[0]} and names no tool that does")
         request_step = Step(f"{call.id}~req", name, args, lambda tool: self.fill(self.view.tools[tool], own, call)[0])
