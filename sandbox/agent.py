@@ -121,7 +121,7 @@ class Agent(Protocol):
     :class:`RequestFailed` in its place.
     """
 
-    def act(self, turns: Sequence[Turn]) -> Sequence[Reply | str]: ...
+    def act(self, turns: Sequence[Turn]) -> Sequence[Reply | RequestFailed | str]: ...
 
 
 def fingerprint(agent: Any) -> str:

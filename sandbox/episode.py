@@ -15,7 +15,7 @@ from sandbox.agent import Reply, Turn, as_agent, brief, close, route_model
 from sandbox.budget import DEFAULT_MAX_STEPS, env_steps  # noqa: F401 - DEFAULT_MAX_STEPS: where it was
 from sandbox.env import Env
 from sandbox.errors import UsageError, WorldFailure
-from sandbox.live_episode import MAX_MESSAGE_CHARS, MAX_STORED_REPLY, LiveEpisode, advance, error_text, fail
+from sandbox.live_episode import MAX_MESSAGE_CHARS, MAX_STORED_REPLY, Failing, LiveEpisode, advance, error_text, fail
 from sandbox.task import Task
 from sandbox.trajectory import Episode, Step
 
@@ -42,14 +42,14 @@ class _Raised:
     what failed under the agent was the world, a tool server it reads through the sandbox)."""
 
     error: str
-    ending: str = "agent_error"
+    ending: Failing = "agent_error"
 
     @classmethod
     def of(cls, exc: BaseException) -> _Raised:
         return cls(error_text(exc), _ending(exc))
 
 
-def _ending(exc: BaseException) -> Any:
+def _ending(exc: BaseException) -> Failing:
     return "world_error" if isinstance(exc, WorldFailure) else "agent_error"
 
 
@@ -250,6 +250,7 @@ def _run_submitted(
             reply = result.result() if isinstance(result, Future) else result
         except Exception as exc:  # the agent's coroutine raised: as a raise in act, its episode ends
             reply = exc
+        ended: Episode | None
         if isinstance(reply, BaseException):
             ended = fail(ep, error_text(reply), _ending(reply))
         else:

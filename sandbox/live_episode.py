@@ -121,7 +121,11 @@ def harness_error(error: str) -> str:
     return f"{HARNESS} {resource} running this episode; not the agent's failure: {error}"
 
 
-def fail(live: LiveEpisode, error: str, ending: Literal["agent_error", "world_error"] = "agent_error") -> Episode:
+Failing = Literal["agent_error", "world_error"]
+"""How an episode ends that the agent or the world could not carry on."""
+
+
+def fail(live: LiveEpisode, error: str, ending: Failing = "agent_error") -> Episode:
     """End an episode as ``agent_error`` (or ``world_error``), ``error`` on its last step (named as the
     harness's where the machine failed it, :func:`harness_error`); never raises for a working env."""
     if ending == "agent_error":

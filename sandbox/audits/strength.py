@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from sandbox.agents.static import StaticAgent
 from sandbox.case import Case, run_cases
 from sandbox.domains import get_domain
+from sandbox.perturbations.base import Pool
 from sandbox.perturbations.registry import get
 from sandbox.task import Task
 
@@ -56,7 +57,7 @@ def sample_tasks(per_family: int = 2, n: int = 300, domains: tuple[str, ...] = (
     return out
 
 
-def bite(name: str, tasks: list[Task], pool: str = "eval", seed: int = 0) -> Bite:
+def bite(name: str, tasks: list[Task], pool: Pool = "eval", seed: int = 0) -> Bite:
     cls = get(name)
     spec = cls(severity=cls.max_severity, pool=pool, seed=seed)
     chosen = [t for t in tasks if spec.applies_to(t)]

@@ -279,7 +279,7 @@ def check_domain(
             spec = cls(severity=severity, pool=pool, seed=seed, after=after)
             cell, cases = _cases(spec, tasks)
             for case, by_oracle, by_static in zip(cases, run(oracle, cases), run(static, cases), strict=True):
-                solvable = by_oracle.solvable
+                solvable = bool(by_oracle.solvable)  # set from the task where no perturbation ruled
                 cell.solvable += solvable
                 cell.oracle_solved += solvable and by_oracle.success
                 cell.oracle_refused += not solvable and by_oracle.success
@@ -318,4 +318,4 @@ def _cases(spec: Perturbation, tasks: list[Task]) -> tuple[Cell, list[Case]]:
 
 
 def _failure(case: Case, episode: Episode, perturbation: str, severity: int) -> Failure:
-    return Failure(case.describe(), perturbation, severity, episode.solvable, episode.outcome, episode.explain())
+    return Failure(case.describe(), perturbation, severity, bool(episode.solvable), episode.outcome, episode.explain())

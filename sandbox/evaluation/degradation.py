@@ -136,7 +136,7 @@ def worst_case(
     if worst is None:
         return None
     chosen = found.failure or worst
-    rate, neighbours = Rate(0, 0), ()
+    rate, neighbours = Rate(0, 0), tuple[str, ...]()
     not_rerun = (
         "the test ran another agent than the session's (--openagent-agent), which is not at hand to re-run it"
         if runner is None

@@ -100,10 +100,16 @@ def notice(episode: Episode) -> bool | None:
 
 
 class Record(Protocol):
-    tier: str | None
-    perturbations: tuple[str, ...]
-    success: bool
-    noticed: bool | None
+    """What detection reads of a report's record (read-only: the record is frozen)."""
+
+    @property
+    def tier(self) -> str | None: ...
+    @property
+    def perturbations(self) -> tuple[str, ...]: ...
+    @property
+    def success(self) -> bool: ...
+    @property
+    def noticed(self) -> bool | None: ...
 
 
 @dataclass(frozen=True)

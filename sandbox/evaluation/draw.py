@@ -44,8 +44,12 @@ def domain_names(domain: DomainSpec) -> tuple[str, ...]:
 
 def domain_label(domain: DomainSpec) -> str | list[str]:
     """``domain`` as a report records it: as given where it is text, by name where it holds Domain objects."""
-    if isinstance(domain, str) or (isinstance(domain, Sequence) and all(isinstance(d, str) for d in domain)):
-        return domain if isinstance(domain, str) else list(domain)
+    if isinstance(domain, str):
+        return domain
+    if isinstance(domain, Sequence):
+        texts = [d for d in domain if isinstance(d, str)]
+        if len(texts) == len(domain):
+            return texts
     names = domain_names(domain)
     return names[0] if not isinstance(domain, Sequence) else list(names)
 

@@ -19,11 +19,16 @@ from sandbox.metrics import Rate
 class Record(Protocol):
     """What a curve reads of a report's record (:class:`sandbox.evaluation.report.Record`, which imports this)."""
 
-    task: str
-    tier: str | None
-    success: bool
-    clean_success: bool
-    stack: tuple[dict[str, Any], ...]
+    @property
+    def task(self) -> str: ...
+    @property
+    def tier(self) -> str | None: ...
+    @property
+    def success(self) -> bool: ...
+    @property
+    def clean_success(self) -> bool: ...
+    @property
+    def stack(self) -> tuple[dict[str, Any], ...]: ...
 
 
 CLEAN_SEVERITY = 0

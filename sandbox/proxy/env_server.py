@@ -180,7 +180,7 @@ def _mcp_server(sessions: Sessions, name: str) -> Any:
     server = Server(name, on_list_tools=list_tools, on_call_tool=call_tool)
     import functools
 
-    server.create_initialization_options = functools.partial(
+    server.create_initialization_options = functools.partial(  # type: ignore[method-assign]  # bound for the SDK's own call
         server.create_initialization_options, notification_options=NotificationOptions(tools_changed=True)
     )
     return server
@@ -219,7 +219,10 @@ def _websocket(sessions: Sessions) -> Callable[[Any], Any]:
                     answer = "state" if kind == "state" else "observation"
                     await websocket.send_text(json.dumps({"type": answer, "data": reply}))
                 except (ValueError, AttributeError):
-                    error = {"message": "a message is a JSON object with a type and data", "code": "INVALID_JSON"}
+                    error: dict[str, Any] = {
+                        "message": "a message is a JSON object with a type and data",
+                        "code": "INVALID_JSON",
+                    }
                     await websocket.send_text(json.dumps({"type": "error", "data": error}))
                 except HttpError as exc:
                     error = {"message": str(exc), "code": exc.status}
@@ -241,7 +244,7 @@ def env_app(sessions: Sessions, name: str, metadata: dict[str, Any], host: str =
     import anyio.to_thread
     from starlette.requests import Request
     from starlette.responses import JSONResponse
-    from starlette.routing import Route, WebSocketRoute
+    from starlette.routing import BaseRoute, Route, WebSocketRoute
 
     async def body_of(request: Request) -> dict[str, Any]:
         raw = await request.body()
@@ -265,7 +268,7 @@ def env_app(sessions: Sessions, name: str, metadata: dict[str, Any], host: str =
 
         return run
 
-    routes = [
+    routes: list[BaseRoute] = [
         Route("/health", endpoint(lambda b, r: {"status": "healthy"}), methods=["GET"]),
         Route("/metadata", endpoint(lambda b, r: metadata), methods=["GET"]),
         Route("/reset", endpoint(lambda b, r: sessions.reset(b)), methods=["POST"]),

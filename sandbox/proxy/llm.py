@@ -214,13 +214,14 @@ def app(proxy: LlmProxy) -> Any:
             asked = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
             response = await upstream("POST", path, headers, json.dumps(asked).encode(), request.url.query, False)
             try:
-                completion = response.json() if response.status_code == 200 else None
+                answered = response.json() if response.status_code == 200 else None
             except ValueError:
-                completion = None
-            if not isinstance(completion, dict):  # the upstream's own failure: the harness gets it as it is
+                answered = None
+            if not isinstance(answered, dict):  # the upstream's own failure: the harness gets it as it is
                 route.served(turn, None, False)
                 kept = {k: v for k, v in response.headers.items() if k.lower() in ("content-type", "retry-after")}
                 return Response(response.content, response.status_code, headers=kept)
+            completion = answered
         faulted = route.rewrite(due, turn, completion, tools)
         route.served(turn, faulted or completion, faulted is not None)
         if faulted is not None:

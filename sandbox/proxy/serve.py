@@ -15,10 +15,10 @@ from typing import Any
 
 from sandbox.case import Case
 from sandbox.errors import UsageError, did_you_mean
-from sandbox.perturbations.base import Perturbation
+from sandbox.perturbations.base import Perturbation, Pool
 
 
-def parse_perturbations(items: Sequence[str], seed: int = 0, pool: str = "eval") -> tuple[Perturbation, ...]:
+def parse_perturbations(items: Sequence[str], seed: int = 0, pool: Pool = "eval") -> tuple[Perturbation, ...]:
     """``["semantic_renaming:2", "runtime_error", "tool_name_noise:1@2"]`` (or one comma-joined string) as specs;
     severity 1 by default; ``@K`` is an onset (drift: it starts after the K-th call)."""
     from pydantic import ValidationError
@@ -76,7 +76,7 @@ def proxy_case(domain: Any, perturbations: Sequence[Perturbation], task_id: str 
     return Case(task, tuple(perturbations))
 
 
-def run_proxy(upstream: str, perturb: Sequence[str], *, seed: int = 0, pool: str = "eval", tasks: str | None = None,
+def run_proxy(upstream: str, perturb: Sequence[str], *, seed: int = 0, pool: Pool = "eval", tasks: str | None = None,
               task: str | None = None, case_file: str | None = None, transport: str = "stdio",
               host: str = "127.0.0.1", port: int = 8765, timeout: float = 10.0) -> int:  # fmt: skip
     """Build the case and serve it until the client goes (stdio) or the process is stopped (http)."""
@@ -103,7 +103,8 @@ def run_proxy(upstream: str, perturb: Sequence[str], *, seed: int = 0, pool: str
     case = proxy_case(domain, specs, task, case_file)
     backend = EnvBackend(case.env())
     label = case.describe()
-    server = build_server(backend, f"openagent-proxy:{domain.server_name or 'mcp'}", domain.server_version,
+    server_name, server_version = upstream_domain.server_name, upstream_domain.server_version
+    server = build_server(backend, f"openagent-proxy:{server_name or 'mcp'}", server_version,
                           instructions=backend.query, inline=transport == "stdio")  # fmt: skip
     print(f"openagent mcp-proxy: {label}", file=sys.stderr, flush=True)
     if transport == "stdio":

@@ -153,7 +153,7 @@ def build_server(backend: Backend, name: str, version: str = "", instructions: s
                     on_subscriptions_listen=ListenHandler(bus))  # fmt: skip
     # an older client learns from the handshake that the tool list may change (a 2026-07-28 one from the listen
     # handler); the SDK reads the options where it builds the handshake, so they are bound there
-    server.create_initialization_options = functools.partial(
+    server.create_initialization_options = functools.partial(  # type: ignore[method-assign]  # bound for the SDK's own call
         server.create_initialization_options, notification_options=NotificationOptions(tools_changed=True)
     )
     return server
