@@ -127,7 +127,7 @@ class OpenAgentSession:
         """Give each openagent test its seed (the plugin calls this for the tests collected with the marker)."""
         for item in items:
             obj = getattr(item, "obj", None)
-            if getattr(obj, "is_hypothesis_test", False):
+            if obj is not None and getattr(obj, "is_hypothesis_test", False):
                 # What hypothesis.seed() sets, without what it also does: drop the example database,
                 # which would stop a failure from being replayed on the next run.
                 obj._hypothesis_internal_use_seed = self.test_seed(item)

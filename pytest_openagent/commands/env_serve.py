@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from pytest_openagent.console import at_least
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -21,7 +25,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-sessions", type=at_least(1), default=1024, help="sessions open at once (default 1024)")
 
 
-def app_for(domain: str, reward: str = "completion", max_sessions: int = 1024, host: str = "127.0.0.1") -> object:
+def app_for(domain: str, reward: str = "completion", max_sessions: int = 1024, host: str = "127.0.0.1") -> Starlette:
     """The server's ASGI app; :class:`~sandbox.errors.UsageError` for an unknown domain or reward."""
     from sandbox.domains import get_domain
     from sandbox.domains.mcp import require_sdk

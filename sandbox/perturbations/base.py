@@ -8,7 +8,7 @@ are deterministic given their parameters and ``seed``. Concrete perturbations su
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
+from typing import Any, ClassVar, Literal, Protocol, get_args
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -16,9 +16,6 @@ from sandbox.budget import step_budget  # noqa: F401 - its home before sandbox.b
 from sandbox.env import Env
 from sandbox.errors import UsageError
 from sandbox.task import Task
-
-if TYPE_CHECKING:
-    from sandbox.perturbations.wrappers import PerturbationWrapper
 
 Tier = Literal["perception", "interaction", "reasoning", "internalization"]
 TIERS: tuple[Tier, ...] = ("perception", "interaction", "reasoning", "internalization")
@@ -48,6 +45,12 @@ Layer = Literal[
 LAYERS: tuple[Layer, ...] = get_args(Layer)
 """Where each perturbation sits in a stack, lowest (wrapped first, innermost) first: one list, in one place."""
 _LAYER_INDEX: dict[str, int] = {layer: i for i, layer in enumerate(LAYERS)}
+
+
+class WrapperClass(Protocol):
+    """What :attr:`Perturbation.wrapper` holds: a class (a ``PerturbationWrapper``) made as ``wrapper(env, spec)``."""
+
+    def __call__(self, env: Env, spec: Perturbation, /) -> Env: ...
 
 
 def layer_index(layer: str) -> int:
@@ -156,7 +159,7 @@ class Perturbation(BaseModel):
             return "the task makes no tool call"
         return self.limits or "it would change nothing in this task"
 
-    wrapper: ClassVar[type[PerturbationWrapper] | None] = None
+    wrapper: ClassVar[WrapperClass | None] = None
     """The wrapper class ``apply`` puts around the env, as ``wrapper(env, spec)``."""
 
     def apply(self, env: Env) -> Env:

@@ -26,6 +26,8 @@ from sandbox.errors import UsageError
 from sandbox.proxy.case_session import CaseSession, EpisodeOver
 
 if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
     from sandbox.case import Case
     from sandbox.trajectory import Episode
 
@@ -239,7 +241,7 @@ def _websocket(sessions: Sessions) -> Callable[[Any], Any]:
     return serve
 
 
-def env_app(sessions: Sessions, name: str, metadata: dict[str, Any], host: str = "127.0.0.1") -> Any:
+def env_app(sessions: Sessions, name: str, metadata: dict[str, Any], host: str = "127.0.0.1") -> Starlette:
     """The server as a Starlette app: the HTTP routes above and MCP at ``/sessions/{session_id}/mcp``."""
     import anyio.to_thread
     from starlette.requests import Request
