@@ -19,6 +19,9 @@ PAIRS = [
     # a merged tool takes the lookup's arguments for an id: a lookup whose answer lacks fields (the id among
     # them) is asked again before the id is judged one it returns
     ("dependency_merge", "missing_values"),
+    # one of a split tool's parts moved: its successor's description reads like every other successor's, so the
+    # part that takes the call's value is looked for among the tools documented like the one it succeeds
+    ("tool_split", "tool_redirection"),
 ]
 
 

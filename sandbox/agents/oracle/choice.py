@@ -87,14 +87,16 @@ class ToolChoice:
 
     def siblings(self, name: str) -> list[str]:
         """The live tools whose description is the same as ``name``'s, tool names aside (those listed, and any
-        identifier of several words: a note may name a tool no longer listed)."""
+        identifier of several words: a note may name a tool no longer listed); for a successor, the same as the
+        description of the tool it succeeds (successors of different tools read alike once names are masked)."""
         pattern = names_pattern(self.names)
 
         def doc(tool: str) -> str:
             return _IDENTIFIER.sub(" ", pattern.sub(" ", self.live[tool]["function"]["description"]))
 
-        mine = doc(name)
-        return [n for n in self.live if n != name and doc(n) == mine]
+        own = self.documented(name)
+        mine = doc(own)
+        return [self.current(n) for n in self.live if n not in (name, own) and doc(n) == mine]
 
     def _accepts(self, name: str, call: Call) -> bool:
         """Whether no enum of the tool's schema leaves out the value the call gives the parameter it matches."""
