@@ -10,6 +10,7 @@ transformers load inside ``run_*``.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from pathlib import Path
@@ -136,7 +137,7 @@ def _paft_alpha(args: argparse.Namespace) -> float:
     return alpha
 
 
-def _lr(args: argparse.Namespace, cls: type) -> float:
+def _lr(args: argparse.Namespace, cls: type[SFTConfig] | type[RLConfig]) -> float:
     if args.lr is not None:
         return args.lr
     return cls.lr if args.lora else LR_WITHOUT_LORA[args.method]
@@ -153,9 +154,10 @@ def run_train(args: argparse.Namespace) -> int:
     from sandbox.files import check_output_folder
 
     check_output_folder(Path(cfg.out), "the run (--out)")
+    keys: tuple[str, ...]
     if isinstance(cfg, RLConfig):
         from training.rewards import get_reward
-        from training.rl import train
+        from training.rl import train as train_rl
 
         try:
             get_reward(cfg.reward)
@@ -174,13 +176,15 @@ def run_train(args: argparse.Namespace) -> int:
             "perturbed",
             "sft_coef",
         )
+        start = functools.partial(train_rl, cfg)
     else:
-        from training.sft import train
+        from training.sft import train as train_sft
 
         keys = ("base", "steps", "batch_size", "episodes", "lr", "lora", "alpha")
+        start = functools.partial(train_sft, cfg)
     shown = ", ".join(f"{k}={getattr(cfg, k)}" for k in (*keys, "seed"))
     print(f"openagent train {args.method}: {shown}", file=sys.stderr)
-    print(train(cfg))
+    print(start())
     return 0
 
 

@@ -193,8 +193,12 @@ class RLConfig(TrainConfig):
 # --- configs as command-line options ---------------------------------------------------------------
 
 
-def _default(f: dataclasses.Field) -> Any:
-    return f.default if f.default is not dataclasses.MISSING else f.default_factory()
+def _default(f: dataclasses.Field[Any]) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if not callable(f.default_factory):
+        raise TypeError(f"option {f.name} has no default")
+    return f.default_factory()
 
 
 def _fields(cls: type, names: typing.Iterable[str] | None) -> list[dataclasses.Field]:

@@ -27,18 +27,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from sandbox.errors import UsageError
-from sandbox.perturbations import get, names
+from sandbox.perturbations import Perturbation, get, names
 from sandbox.seeds import child_seed
 from training.batches import Example
 from training.config import PERTURBATION_FAMILIES, SFTConfig
 
-FAMILY_OF: dict[str, str] = {name: get(name).paft_family for name in names() if get(name).paft_family}
+FAMILY_OF: dict[str, str] = {name: family for name in names() if (family := get(name).paft_family)}
 """The registered perturbations by the PAFT family they declare (``Perturbation.paft_family``). Tier 3
 (dependency restructuring) and domain transfer declare none, as in the paper: they stay held-out dimensions
 (name them with ``perturbations`` to train on them anyway)."""
 
 
-def family_of(cls: type) -> str | None:
+def family_of(cls: type[Perturbation]) -> str | None:
     """The PAFT family of a perturbation class, or ``None`` if it belongs to none.
 
     A perturbation declares it (``paft_family``, as the catalogue's do); otherwise its shift decides

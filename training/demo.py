@@ -189,8 +189,14 @@ def _train_configs(cfg: DemoConfig, root: Path) -> dict[str, SFTConfig]:
     runs = {"sft": sft}
     if cfg.paft_steps and "paft" in cfg.agents:
         start = str(sft_dir(cfg, runs, cfg.paft_from)) if cfg.paft_from else cfg.base
-        paft = dict(steps=cfg.paft_steps, alpha=cfg.alpha, families=cfg.paft_families)
-        runs["paft"] = SFTConfig(out=str(root / "paft"), base=start, **paft, **common)
+        runs["paft"] = SFTConfig(
+            out=str(root / "paft"),
+            base=start,
+            steps=cfg.paft_steps,
+            alpha=cfg.alpha,
+            families=cfg.paft_families,
+            **common,
+        )
     return runs
 
 

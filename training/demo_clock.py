@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 EPISODE_STEPS = 0.055
 """Seconds of an evaluated episode (batched) per second of a training step of 8 short-family episodes."""
@@ -27,6 +28,8 @@ STEP_TOKENS = 6000
 PROBE_TO_STEP = 0.55
 """A LoRA step's seconds per token against the probe's full-model pass on 256 tokens at batch 1: SFT-40 ran
 at 270-470 tokens/s where the probe measured 186, in the same run (docs/experiments.md)."""
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -57,7 +60,7 @@ class Clock:
             if p.measured_s is None:
                 self.say(f"  {p.name:<28} about {p.expected_s / 60:4.1f} min")
 
-    def run(self, name: str, work: Callable[[], object], note: str = "") -> object:
+    def run(self, name: str, work: Callable[[], T], note: str = "") -> T:
         """Run one phase, timed; its expected time if the plan has none (a phase with nothing left to do)."""
         self.say(f"— {name} —")
         start = time.perf_counter()
