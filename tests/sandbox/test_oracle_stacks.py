@@ -22,6 +22,9 @@ PAIRS = [
     # one of a split tool's parts moved: its successor's description reads like every other successor's, so the
     # part that takes the call's value is looked for among the tools documented like the one it succeeds
     ("tool_split", "tool_redirection"),
+    # a split tool's arguments restructured: the weekday is inside a joined slot, so no enum tells the parts
+    # apart; the part called refuses the day, naming the part that serves it
+    ("tool_split", "argument_restructuring"),
 ]
 
 

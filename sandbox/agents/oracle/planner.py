@@ -185,7 +185,9 @@ class Planner(ArgumentFiller):
                 # sent by a name the tool list has dropped since (drift between two calls of one move, as a loop
                 # that owns its loop makes them one by one): again, by the name the list has now
                 withdrawn = kind == "unknown_tool" and last.tool not in self.view.tools
-                if not (transient(kind, message) or withdrawn) or n >= MAX_ATTEMPTS:
+                # refused, naming a tool documented alike (a split tool's part that takes the value): that one
+                alike = self.alike_named(last.tool, message)
+                if not (transient(kind, message) or withdrawn or alike) or n >= MAX_ATTEMPTS:
                     raise Refusal(f"{tool} failed: {message or kind}")
                 tries = self.view.attempts[step.id]
                 if sum(is_error(a.result) and a.result["error"] == "runtime_error" for a in tries) > MAX_RETRIES:
@@ -195,7 +197,7 @@ class Planner(ArgumentFiller):
                     self.wait_tool = self.choice.mentioned(message, exclude=last.tool) or getattr(
                         self, "wait_tool", None
                     )
-                moved_to = self.choice.mentioned(message, exclude=last.tool) if kind == "moved" else None
+                moved_to = self.choice.mentioned(message, exclude=last.tool) if kind == "moved" else alike
                 tool = moved_to or (step.tool if withdrawn else last.tool)
             elif last is not None:
                 if n >= MAX_ATTEMPTS:
@@ -211,6 +213,13 @@ class Planner(ArgumentFiller):
             param = next((p for p in props or () if fold(p) == "seconds"), "seconds")  # as a release spells it
             calls.insert(0, {"id": f"wait~{turn}.0", "function": {"name": wait_tool, "arguments": {param: wait}}})
         return calls
+
+    def alike_named(self, tool: str, message: str) -> str | None:
+        """The tool an error of ``tool`` names, where it is documented like ``tool`` (a twin or a sibling)."""
+        named = self.choice.mentioned(message, exclude=tool)
+        if named is None or tool not in self.live:
+            return None
+        return named if named in (*self.twins.get(tool, ()), *self.choice.siblings(tool)) else None
 
     # Building calls.
 
