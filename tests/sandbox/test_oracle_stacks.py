@@ -25,6 +25,8 @@ PAIRS = [
     # a split tool's arguments restructured: the weekday is inside a joined slot, so no enum tells the parts
     # apart; the part called refuses the day, naming the part that serves it
     ("tool_split", "argument_restructuring"),
+    # a release adds a required parameter of one value to every tool, the wait tool a rate limit names included
+    ("rate_limit", "param_added"),
 ]
 
 

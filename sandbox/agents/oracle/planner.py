@@ -26,7 +26,7 @@ from sandbox.agents.oracle.observations import (
     says_error,
 )
 from sandbox.agents.oracle.steps import Blocked, Refusal, Step
-from sandbox.agents.oracle.tools import clean_params
+from sandbox.agents.oracle.tools import clean_params, empty_args
 from sandbox.identifiers import fold
 from sandbox.perturbations.plan import domain_of, leaf_paths, may_write
 from sandbox.perturbations.vocab import vocabulary
@@ -211,7 +211,9 @@ class Planner(ArgumentFiller):
             turn = sum(1 for s in self.view.attempts if s.startswith("wait~"))
             props = self.view.tools.get(wait_tool, {}).get("function", {}).get("parameters", {}).get("properties")
             param = next((p for p in props or () if fold(p) == "seconds"), "seconds")  # as a release spells it
-            calls.insert(0, {"id": f"wait~{turn}.0", "function": {"name": wait_tool, "arguments": {param: wait}}})
+            # and the one value of a required parameter that takes one (a release added it)
+            args = {**(empty_args(self.view.tools[wait_tool]) if wait_tool in self.view.tools else {}), param: wait}
+            calls.insert(0, {"id": f"wait~{turn}.0", "function": {"name": wait_tool, "arguments": args}})
         return calls
 
     def alike_named(self, tool: str, message: str) -> str | None:
