@@ -192,5 +192,5 @@ def backward(loop: Any, policy: Any, reference: Any | None, rows: Sequence[Row],
             loss, stats = policy_loss(new, old, adv, cfg.clip, weights, ref, cfg.kl)
         loop.accelerator.backward(loss)
         totals.update(stats)
-        totals["loss"] += float(loss.detach())
+        totals["loss"] += float(loss.detach())  # type: ignore[assignment]  # a Counter sums floats; typeshed says int
     return totals

@@ -46,7 +46,7 @@ def load_model(cfg: TrainConfig, base_dir: Path) -> tuple[Any, Any]:
         with warnings.catch_warnings():
             # peft asks the model `is_gradient_checkpointing`, which transformers 5 deprecates: noise to a user
             warnings.filterwarnings("ignore", r"`is_gradient_checkpointing` is deprecated", FutureWarning)
-            model = get_peft_model(model, lora)
+            return get_peft_model(model, lora), tokenizer
     return model, tokenizer
 
 
@@ -77,7 +77,7 @@ def run_precision(cfg: TrainConfig, model: Any, point: runs.Checkpoint | None) -
     if not cfg.bf16:
         return False, "bf16 is off in the run's options"
     recorded = point.segments[0].get("bf16") if point is not None and point.segments else None
-    if isinstance(recorded, bool):
+    if point is not None and isinstance(recorded, bool):
         return recorded, f"the run's own, chosen at its start and kept by its checkpoint at step {point.step}"
     bf16, why = precision.choose(model, runs.say)
     if point is not None:

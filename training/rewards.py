@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 @runtime_checkable
 class Reward(Protocol):
-    def __call__(self, episode: Episode) -> float: ...
+    def __call__(self, episode: Episode, /) -> float: ...
 
 
 def completion(episode: Episode) -> float:

@@ -48,11 +48,11 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
 
         return train_trl(cfg, reward)
     cpu.prepare()  # before torch loads: OpenMP reads its wait policy once
-    reward = reward if reward is not None else cfg.reward
-    reward_fn = get_reward(reward)
+    chosen = reward if reward is not None else cfg.reward
+    reward_fn = get_reward(chosen)
     out = Path(cfg.out)
     # The reward that is used, not the name in the config, decides whether a run can be reused or resumed.
-    config = {**cfg.to_dict(), "reward": reward_name(reward)}
+    config = {**cfg.to_dict(), "reward": reward_name(chosen)}
     if runs.reuse_finished(out, config, cfg.overwrite):
         return out
     point = runs.resume_point(out, config, cfg.overwrite) if cfg.resume else None
@@ -87,7 +87,7 @@ def train(cfg: RLConfig, reward: Callable[[Episode], float] | None = None) -> Pa
         for _ in range(cfg.iterations):  # μ: optimizer steps on the same rollouts, the ratio clipped past the first
             totals.update(grpo.backward(loop, policy, reference, rows, pad_id, cfg))
             if gold:
-                totals["sft_loss"] += sft_term_backward(loop, gold, gold_plan[step], cfg.sft_coef)
+                totals["sft_loss"] += sft_term_backward(loop, gold, gold_plan[step], cfg.sft_coef)  # type: ignore[assignment]  # a Counter sums floats; typeshed says int
             if rows or gold:
                 loop.optimizer_step()
 

@@ -301,9 +301,9 @@ def run(cfg: RLDemoConfig) -> int:
         print(f"{name:<20} {clean!s:<28} {refusal!s:<28} {rest}")
     aware, completion = "RL (refusal-aware)", "RL (completion)"
     if aware in reports and completion in reports:  # boundary blindness: the two rewards on the same cases
-        change = str(paired(reports[aware], reports[completion]).get("refusal"))
-        figures[aware]["tier4_refusal_minus_completion"] = change
-        print(f"tier-4 refusal, refusal-aware minus completion, paired: {change}")
+        minus = str(paired(reports[aware], reports[completion]).get("refusal"))
+        figures[aware]["tier4_refusal_minus_completion"] = minus
+        print(f"tier-4 refusal, refusal-aware minus completion, paired: {minus}")
     if cfg.json:
         from training.runs import write_json
 

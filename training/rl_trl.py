@@ -187,8 +187,11 @@ def train_trl(cfg: RLConfig, reward: str | Callable[[Episode], float] | None = N
     from datasets import Dataset
     from trl import GRPOTrainer
 
+    reward_funcs = [judge_reward(score)]
     trainer = GRPOTrainer(
-        model=model, reward_funcs=[judge_reward(score)], args=grpo_config(cfg, out / runs.CHECKPOINTS),
+        model=model,
+        reward_funcs=reward_funcs,  # type: ignore[arg-type]  # TRL's list[float | None] is invariant; ours has no None
+        args=grpo_config(cfg, out / runs.CHECKPOINTS),
         train_dataset=Dataset.from_list(dataset_rows(pool)), processing_class=tokenizer, rollout_func=rollouts,
         callbacks=[_callback(rollouts, history, config)],
     )  # fmt: skip

@@ -44,12 +44,12 @@ def batch_loss(model: Any, batch: Any) -> Any:
     causally to itself."""
     import torch.nn.functional as F
 
-    total, labels = 0, 0
+    losses, labels = [], 0
     for group in batch.groups:
         logits, targets = _group_logits(model, group)
-        total = total + F.cross_entropy(logits.float(), targets, reduction="sum")
+        losses.append(F.cross_entropy(logits.float(), targets, reduction="sum"))
         labels += targets.numel()
-    return total / labels
+    return sum(losses) / labels
 
 
 def _group_logits(model: Any, group: Any) -> tuple[Any, Any]:

@@ -9,6 +9,10 @@ fixed text, so the result is the same on every machine.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
@@ -69,7 +73,7 @@ def build_tiny_model(
 
     path = Path(path)
     tokenizer = build_tiny_tokenizer() if tokenizer_from is None else AutoTokenizer.from_pretrained(tokenizer_from)
-    eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    eos = _token_id(tokenizer, "<|im_end|>")
     config = LlamaConfig(
         vocab_size=len(tokenizer),
         hidden_size=hidden,
@@ -79,7 +83,7 @@ def build_tiny_model(
         num_key_value_heads=kv_heads,
         max_position_embeddings=8192,
         tie_word_embeddings=False,
-        bos_token_id=tokenizer.convert_tokens_to_ids("<|im_start|>"),
+        bos_token_id=_token_id(tokenizer, "<|im_start|>"),
         eos_token_id=eos,
         pad_token_id=eos,
     )
@@ -99,3 +103,10 @@ def build_tiny_model(
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+def _token_id(tokenizer: PreTrainedTokenizerBase, token: str) -> int:
+    """The id of one token (``convert_tokens_to_ids`` gives a list only for a list)."""
+    found = tokenizer.convert_tokens_to_ids(token)
+    assert isinstance(found, int), token
+    return found

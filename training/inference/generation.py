@@ -238,12 +238,12 @@ class BatchGenerator(Decoder):
                 known = min(common_prefix(state.tokens, tokens), len(tokens))
                 if known > covered:
                     covered, source = known, state
-        if covered == len(tokens) and source.shared_len == covered:
+        if covered == len(tokens) and source is not None and source.shared_len == covered:
             return source.shared, covered
         shape = (1, self.kv_heads, len(tokens), self.head_dim)
         kbuf = [torch.empty(shape, dtype=self.dtype, device=self.device) for _ in range(self.layers)]
         vbuf = [torch.empty(shape, dtype=self.dtype, device=self.device) for _ in range(self.layers)]
-        if covered:
+        if covered and source is not None:  # a cache covered a part: source is the one
             copy_pieces(source.pieces(0, covered), kbuf, vbuf, 0, 0)
         if covered < len(tokens):
             ids = torch.tensor([tokens[covered:]], device=self.device)
@@ -304,7 +304,7 @@ class BatchGenerator(Decoder):
         by its own last turn, a shared cache, or an earlier row of this batch. Returns its length."""
         prompt = prompts[i]
         keep, state = self._known(prompt, [states[i], *shared] if share_prefixes else [states[i]])
-        pieces = state.pieces(0, keep) if keep else None
+        pieces = state.pieces(0, keep) if keep and state is not None else None
         if share_prefixes:
             for j in range(i):
                 common = min(common_prefix(prompts[j], prompt), len(prompt) - 1)
@@ -312,7 +312,7 @@ class BatchGenerator(Decoder):
                     keep = common
                     span = slice(start[j], start[j] + keep)
                     pieces = [[(k[j, :, span], v[j, :, span])] for k, v in zip(kbuf, vbuf, strict=True)]
-        if keep:
+        if keep and pieces is not None:  # kept from a cache or an earlier row: pieces holds it
             copy_pieces(pieces, kbuf, vbuf, i, start[i])
         return keep
 

@@ -127,4 +127,5 @@ def buffer_cache(keys: list[torch.Tensor], values: list[torch.Tensor], length: i
 
     # Registered, not inherited: the mixin's __init__ would allocate state we do not use.
     CacheLayerMixin.register(BufferLayer)
-    return Cache(layers=[BufferLayer(k, v, length, scatter) for k, v in zip(keys, values, strict=True)])
+    layers = [BufferLayer(k, v, length, scatter) for k, v in zip(keys, values, strict=True)]
+    return Cache(layers=layers)  # type: ignore[arg-type]  # BufferLayer is a CacheLayerMixin by ABC.register, unseen

@@ -135,4 +135,4 @@ def load(path: str | Path, dtype: str = "auto", device: str | None = None, trust
         )
     except Exception as err:
         raise CheckpointError(f"{where}: cannot load the model ({type(err).__name__}: {err}).") from err
-    return model.to(device).eval(), tokenizer, directory
+    return model.to(device).eval(), tokenizer, directory  # type: ignore[arg-type]  # transformers' wrapped .to, unbound

@@ -48,5 +48,6 @@ def pick(logits: Any, sampling: Sampling, generators: Sequence[Any] | None) -> t
         sorted_lp[drop] = float("-inf")
         filtered = torch.full_like(filtered, float("-inf")).scatter(1, order, sorted_lp)
     probs = torch.softmax(filtered, dim=-1)
+    assert generators is not None  # a draw (temperature above 0) takes each row's generator
     picked = torch.stack([torch.multinomial(probs[r], 1, generator=g)[0] for r, g in enumerate(generators)])
     return picked, logprobs.gather(1, picked.unsqueeze(1)).squeeze(1)
