@@ -1,5 +1,5 @@
-"""The oracle on stacks of two perturbations that meet in what it reads: each pair over its severities and seeds,
-on every sampled task of the worlds both change."""
+"""The oracle on stacks of perturbations that meet in what it reads: each stack over its severities and seeds, on
+every sampled task of the worlds they all change."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from sandbox.audits.strength import sample_tasks
 from sandbox.case import Case, run_cases
 from sandbox.perturbations import get
 
-PAIRS = [
+STACKS = [
     # an inverted tool that moved: its successor says only "successor of X; same arguments", so X's description
     # tells that it runs first, and which lookup the request it returns goes to
     ("logic_inversion", "tool_redirection"),
@@ -27,21 +27,19 @@ PAIRS = [
     ("tool_split", "argument_restructuring"),
     # a release adds a required parameter of one value to every tool, the wait tool a rate limit names included
     ("rate_limit", "param_added"),
+    # a split, inverted tool whose parts both moved: the part that takes the day is read through the one it succeeds
+    ("logic_inversion", "tool_split", "tool_redirection"),
 ]
 
 
-@pytest.mark.parametrize("pair", PAIRS, ids="+".join)
-def test_the_oracle_is_right_on_every_seed_of_a_stack_of_two(pair) -> None:
-    first, second = map(get, pair)
-    stacks = [
-        (first(severity=a, seed=seed_a), second(severity=b, seed=seed_b))
-        for a, b, seed_a, seed_b in itertools.product(
-            range(first.min_severity, first.max_severity + 1),
-            range(second.min_severity, second.max_severity + 1),
-            range(4),
-            range(4),
-        )
+@pytest.mark.parametrize("stack", STACKS, ids="+".join)
+def test_the_oracle_is_right_on_every_seed_of_a_stack(stack) -> None:
+    kinds = [get(name) for name in stack]
+    seeds = 4 if len(stack) == 2 else 2  # a stack of three: as many stacks as a pair has, about
+    options = [
+        [(k, sev, seed) for sev in range(k.min_severity, k.max_severity + 1) for seed in range(seeds)] for k in kinds
     ]
+    stacks = [tuple(k(severity=sev, seed=seed) for k, sev, seed in drawn) for drawn in itertools.product(*options)]
     tasks = [t for t in sample_tasks(per_family=1) if t.domain in ("poi", "medical")]
     cases = [Case(t, specs) for t in tasks for specs in stacks if all(p.applies_to(t) for p in specs)]
     assert len(cases) > 100

@@ -124,10 +124,10 @@ class ArgumentFiller:
         return build(spec["function"]["parameters"]), used
 
     def issuers(self, tool: str) -> tuple[str, ...]:
-        """``tool``, the tool it succeeds (a redirect's target), and the tools documented alike (split by an
-        enum's values): the names a parameter may give for the tool that gave a request."""
-        named = (tool, self.choice.documented(tool)) if self.choice.documented(tool) != tool else (tool,)
-        return (*named, *(self.choice.siblings(tool) if tool in self.choice.live else ()))
+        """``tool`` and the tools documented alike (split by an enum's values), each with the tool it succeeds (a
+        redirect's target): the names a parameter may give for the tool that gave a request."""
+        alike = (tool, *(self.choice.siblings(tool) if tool in self.choice.live else ()))
+        return tuple(dict.fromkeys(n for t in alike for n in (t, self.choice.documented(t))))
 
     def is_id(self, call: Call, value: Any) -> bool:
         """Whether ``value`` is one that a call ``call`` comes after returned (an id it was looked up for)."""

@@ -47,14 +47,18 @@ class ToolChoice:
         self._follow_successors()
 
     def _follow_successors(self) -> None:
-        """A tool that no clean tool is, that names one that is and takes the same arguments, documents itself
-        as its successor (a redirect's target): calls go there first."""
+        """A tool that no clean tool is, that names another and takes the same arguments, documents itself as its
+        successor (a redirect's target): calls to a tool a clean tool is go to its successor first, and any
+        successor is read through the tool it succeeds (a split tool's other part that moved too)."""
         spare = [n for n in self.live if n not in set(self.by_capability.values())]
-        for tool, name in self.by_capability.items() if spare else ():
-            successor = next((n for n in spare if self._succeeds(n, name)), None)
-            if successor is not None:
-                self.by_capability[tool] = successor
-                self.predecessors[successor] = name
+        pattern = names_pattern(self.names) if spare else None
+        for new in spare:
+            named = pattern.findall(self.live[new]["function"]["description"]) if pattern is not None else []
+            old = next((o for o in named if o != new and o in self.live and self._succeeds(new, o)), None)
+            if old is not None:
+                self.predecessors[new] = old
+        for tool, name in self.by_capability.items() if self.predecessors else ():
+            self.by_capability[tool] = self.current(name)
 
     def _succeeds(self, new: str, old: str) -> bool:
         fn, old_fn = self.live[new]["function"], self.live[old]["function"]
