@@ -52,8 +52,9 @@ from pytest_openagent.options import (
 )  # fmt: skip
 from sandbox.errors import UsageError, did_you_mean
 from sandbox.evaluation.cost import check_prices, parse_prices
+from sandbox.evaluation.criterion import Criterion
 from sandbox.evaluation.draw import domain_names, perturbation_classes
-from sandbox.evaluation.gate import Criterion, check_margin, parse_gate
+from sandbox.evaluation.gate import check_margin, parse_gate
 from sandbox.evaluation.report import Report
 from sandbox.evaluation.specs import check_agent
 from sandbox.files import check_output_file

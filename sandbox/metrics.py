@@ -51,7 +51,7 @@ def t95(df: int) -> float:
 
     def mass(x: float, n: int = 400) -> float:  # the density's integral from 0 to x
         h = x / n
-        f = [c * (1 + (i * h) ** 2 / df) ** (-(df + 1) / 2) for i in range(n + 1)]
+        f: list[float] = [c * (1 + (i * h) ** 2 / df) ** (-(df + 1) / 2) for i in range(n + 1)]
         return h / 3 * (f[0] + f[n] + 4 * sum(f[1:n:2]) + 2 * sum(f[2:n:2]))
 
     low, high = 0.0, Z95

@@ -11,8 +11,9 @@ from sandbox.agent import fingerprint
 from sandbox.case import SANDBOX_VERSION
 from sandbox.errors import UsageError
 from sandbox.evaluation.cache import DEFAULT_CACHE_DIR, EPISODES, EpisodeCache, prepare
+from sandbox.evaluation.criterion import Criterion
 from sandbox.evaluation.draw import DomainSpec, TierSpec, domain_label, draw_cases
-from sandbox.evaluation.gate import Criterion, check, criteria_of
+from sandbox.evaluation.gate import check, criteria_of
 from sandbox.evaluation.report import Report
 from sandbox.evaluation.runner import Runner
 from sandbox.evaluation.sequential import run_sequential
