@@ -29,6 +29,8 @@ STACKS = [
     ("rate_limit", "param_added"),
     # a split, inverted tool whose parts both moved: the part that takes the day is read through the one it succeeds
     ("logic_inversion", "tool_split", "tool_redirection"),
+    # the part an error names moved too: its successor takes the call
+    ("tool_split", "argument_restructuring", "tool_redirection"),
 ]
 
 

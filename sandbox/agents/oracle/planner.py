@@ -217,11 +217,13 @@ class Planner(ArgumentFiller):
         return calls
 
     def alike_named(self, tool: str, message: str) -> str | None:
-        """The tool an error of ``tool`` names, where it is documented like ``tool`` (a twin or a sibling)."""
+        """The tool an error of ``tool`` names (its successor, where it moved), where it is documented like ``tool``
+        (a twin or a sibling)."""
         named = self.choice.mentioned(message, exclude=tool)
         if named is None or tool not in self.live:
             return None
-        return named if named in (*self.twins.get(tool, ()), *self.choice.siblings(tool)) else None
+        alike, target = {*self.twins.get(tool, ()), *self.choice.siblings(tool)}, self.choice.current(named)
+        return target if named in alike or target in alike else None  # where it moved, its successor
 
     # Building calls.
 
