@@ -279,5 +279,5 @@ def _invariant(fn: Callable[..., Any], signature: inspect.Signature) -> Callable
             _aim(case, runs)
         return result
 
-    body.__signature__ = outer  # type: ignore[attr-defined]
+    body.__signature__ = outer  # type: ignore[attr-defined]  # functions take __signature__, which Callable does not declare
     return body

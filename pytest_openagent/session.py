@@ -58,7 +58,7 @@ def _without_wrappers(tb: TracebackType | None) -> TracebackType | None:
             frames.append(tb)
         tb = tb.tb_next
     for earlier, later in itertools.pairwise([*frames, None]):
-        earlier.tb_next = later  # type: ignore[union-attr]
+        earlier.tb_next = later  # type: ignore[union-attr]  # earlier is a frame: only the last later is None
     return frames[0] if frames else None
 
 
@@ -82,7 +82,7 @@ class OpenAgentSession:
         """Why the session could not measure (a broken agent), if it could not."""
         self.is_worker = hasattr(config, "workerinput")
         if self.is_worker:
-            self.options = _with_seed(options, config.workerinput.get(SEED_KEY, options.seed))  # type: ignore[attr-defined]
+            self.options = _with_seed(options, config.workerinput.get(SEED_KEY, options.seed))  # type: ignore[attr-defined]  # xdist's workerinput/workeroutput, set on a worker's config only
         episodes = None if options.no_cache else options.cache_dir / "episodes"
         self.cache = EpisodeCache(episodes)
         self.runner = Runner(self.cache, self.records.append, options.max_steps)
@@ -190,9 +190,9 @@ class OpenAgentSession:
         self.episodes["run"] += self.cache.misses
         self.episodes["cached"] += self.cache.hits
         if self.is_worker:
-            self.config.workeroutput[WORKER_KEY] = [r.to_dict() for r in self.records]  # type: ignore[attr-defined]
-            self.config.workeroutput[CACHE_KEY] = self.episodes  # type: ignore[attr-defined]
-            self.config.workeroutput[FAILURES_KEY] = [f.to_dict() for f in self.failures.values()]  # type: ignore[attr-defined]
+            self.config.workeroutput[WORKER_KEY] = [r.to_dict() for r in self.records]  # type: ignore[attr-defined]  # xdist's workerinput/workeroutput, set on a worker's config only
+            self.config.workeroutput[CACHE_KEY] = self.episodes  # type: ignore[attr-defined]  # xdist's workerinput/workeroutput, set on a worker's config only
+            self.config.workeroutput[FAILURES_KEY] = [f.to_dict() for f in self.failures.values()]  # type: ignore[attr-defined]  # xdist's workerinput/workeroutput, set on a worker's config only
             return
         from sandbox.case import SANDBOX_VERSION
 
@@ -266,7 +266,7 @@ class OpenAgentSession:
             runner = None
             if best.worst is not None and best.worst.agent == self._agent_id():
                 runner = Runner(self.cache, max_steps=self.options.max_steps)
-            worst = worst_case(best, tier, self._agent, runner, seed=self.options.seed, search=best.worst.test)  # type: ignore[union-attr]
+            worst = worst_case(best, tier, self._agent, runner, seed=self.options.seed, search=best.worst.test)  # type: ignore[union-attr]  # a found entry carries its worst record
             if worst is not None:
                 out.append(worst)
         self.cache.flush()
@@ -330,11 +330,11 @@ class OpenAgentSession:
         if self.gate is None and self.problem is None:
             return
         passed = self.problem is None and self.gate is not None and self._gate_passes(self.gate)
-        text = self.problem if self.problem is not None else self.gate.message()  # type: ignore[union-attr]
+        text = self.problem if self.problem is not None else self.gate.message()  # type: ignore[union-attr]  # no problem means a gate (returned above otherwise)
         location = ("openagent", None, "gate")
         for when, outcome in (("call", "passed" if passed else "failed"), ("teardown", "passed")):
             longrepr = None if outcome == "passed" else text
-            xml.pytest_runtest_logreport(pytest.TestReport(GATE_TEST, location, {}, outcome, longrepr, when))  # type: ignore[arg-type]
+            xml.pytest_runtest_logreport(pytest.TestReport(GATE_TEST, location, {}, outcome, longrepr, when))  # type: ignore[arg-type]  # outcome and when are the literal pairs above, inferred as str
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.is_worker or (self.report is None and self.problem is None):

@@ -172,7 +172,7 @@ def define_domain(
                       vocabulary=vocabulary)  # fmt: skip
     if isinstance(tasks, (str, Path)):
         tasks = load_tasks(tasks)
-    specs = list(tasks)  # type: ignore[arg-type]
+    specs = list(tasks)  # type: ignore[arg-type]  # not None here: a domain of families returned above
     if not specs:
         raise UsageError(f"domain {name!r}: no tasks given; one is enough")
     listed, expectations, writers, readers = _build(name, built, state, world, specs)

@@ -66,7 +66,7 @@ Outcome = Literal[
     "repeated_write",  # a write done more often than the gold plan does it, whatever the answer or the check says
     "deceived",  # failed after reporting or acting on a wrong value a tool told (``deceptive_result``)
 ]
-OUTCOMES: tuple[Outcome, ...] = Outcome.__args__  # type: ignore[attr-defined]
+OUTCOMES: tuple[Outcome, ...] = Outcome.__args__  # type: ignore[attr-defined]  # a Literal's __args__, which typing does not declare
 GOOD_OUTCOMES: frozenset[Outcome] = frozenset({"success", "refused"})
 Ending = Literal["answer", "parse_error", "step_limit", "agent_error", "world_error"]
 

@@ -44,7 +44,7 @@ ErrorKind = Literal[
 ]
 Role = Literal["lookup", "write", "wait"]
 """What a tool does, for perturbations that need to know: reads, changes the state, or lets time pass."""
-ROLES: tuple[Role, ...] = Role.__args__  # type: ignore[attr-defined]
+ROLES: tuple[Role, ...] = Role.__args__  # type: ignore[attr-defined]  # a Literal's __args__, which typing does not declare
 AGENT_ERRORS: frozenset[str] = frozenset({"unknown_tool", "invalid_arguments"})
 """Error kinds that are the agent's fault; they make up the tool error rate."""
 DEFAULT_TIMEOUT = 10.0

@@ -46,7 +46,7 @@ def _hint(schema: dict[str, Any]) -> Any:
     kind = schema.get("type")
     if kind == "array":
         items = schema.get("items")
-        return list if not items else list[_hint(items)]  # type: ignore[misc]
+        return list if not items else list[_hint(items)]  # type: ignore[misc]  # a list type built at runtime from the schema
     if isinstance(kind, str) and kind in _TYPES:
         return _TYPES[kind]
     raise ValueError(f"a parameter of schema {schema} (only strings, numbers, booleans, enums, lists and objects)")
@@ -80,7 +80,7 @@ def tool_method(spec: dict[str, Any]) -> Any:
     call.__name__ = call.__qualname__ = name
     call.__doc__ = "\n".join(lines)
     call.__annotations__ = annotations
-    call.__signature__ = inspect.Signature(signature, return_annotation=str)  # type: ignore[attr-defined]
+    call.__signature__ = inspect.Signature(signature, return_annotation=str)  # type: ignore[attr-defined]  # functions take __signature__, which Callable does not declare
     return call
 
 

@@ -70,7 +70,7 @@ def task_pool(domains: tuple[str, ...], split: str, families: Sequence[str] | No
 
 @lru_cache(maxsize=16)
 def _pool(domains: tuple[Domain, ...], split: str) -> tuple[Task, ...]:
-    pool = [t for d in domains for t in d.tasks(split)]  # type: ignore[arg-type]
+    pool = [t for d in domains for t in d.tasks(split)]  # type: ignore[arg-type]  # a str split: Domain.tasks checks it, one clear error
     return tuple(sorted(pool, key=lambda t: (not t.solvable, t.n_calls, t.domain, t.family, t.id)))
 
 

@@ -148,13 +148,14 @@ def outcome(text: str) -> str:
 
 
 def gate(page: Page) -> str:
-    checks = [c for c in page.gate.checks if not c.text.startswith("baseline")] if page.gate is not None else []
-    if not checks:
+    result = page.gate
+    checks = [c for c in result.checks if not c.text.startswith("baseline")] if result is not None else []
+    if result is None or not checks:
         return ""
     rows = [f"<tr><td><code>{esc(c.text)}</code></td><td>{verdict(c.verdict)}</td><td>{esc(c.detail)}</td></tr>"
             for c in checks]  # fmt: skip
-    overall = page.gate.verdict  # type: ignore[union-attr]
-    compared = " and of the baseline comparison below" if len(checks) < len(page.gate.checks) else ""  # type: ignore[union-attr]
+    overall = result.verdict
+    compared = " and of the baseline comparison below" if len(checks) < len(result.checks) else ""
     head = f"<p>Gate: {verdict(overall)}, the verdict of these checks{compared} (each from a 95% interval).</p>"
     return section("gate", "Gate", head + table(["criterion", "verdict", "measured"], rows, "gate"))
 

@@ -41,7 +41,7 @@ def failure(name: str, kind: ErrorKind, message: str) -> ToolResult:
 def on(method: Callable[..., ToolResult], *bound: Any) -> Callable[[Any, Any], ToolResult]:
     """A route handler that runs ``method`` on whichever wrapper dispatches the call, with ``bound`` after
     the arguments: routes hold no wrapper, so one build serves every env of the same spec."""
-    fn = method.__func__  # type: ignore[attr-defined]
+    fn = method.__func__  # type: ignore[attr-defined]  # a bound method: Callable does not say so
     return lambda wrapper, arguments: fn(wrapper, arguments, *bound)
 
 

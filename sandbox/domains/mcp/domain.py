@@ -102,7 +102,7 @@ def mcp_domain(
         header = McpSettings() if raw is None else parse_settings(raw, where)
         reset = reset_value(header.reset) if reset == "auto" and header.reset is not None else reset
         inspect = inspect if inspect is not None else inspect_value(header.inspect)
-        roles = {**header.roles, **(roles or {})}  # type: ignore[dict-item]
+        roles = {**header.roles, **(roles or {})}  # type: ignore[dict-item]  # roles are checked where the header is parsed
         hide = (*header.hide, *hide)
         tasks = load_tasks(tasks)
     specs = list(_tasks(tasks))

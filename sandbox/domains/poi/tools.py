@@ -10,7 +10,7 @@ from sandbox.domains.poi.world import BOOKABLE, DAYS, Place, PoiWorld, distance_
 from sandbox.state import State, Write, verification_code
 from sandbox.tools import Args, Tool, ToolFailure
 
-Day = Literal[DAYS]  # type: ignore[valid-type]
+Day = Literal[DAYS]  # type: ignore[valid-type]  # a Literal built from the tuple of days at runtime
 
 
 def _place(world: PoiWorld, place_id: str) -> Place:
