@@ -275,6 +275,7 @@ def configure_demo(p: argparse.ArgumentParser) -> None:
 def run_demo(args: argparse.Namespace) -> int:
     _require_train("openagent demo")
     prepare_process()
-    from training.demo import DemoConfig, checked, run
+    from training.demo import DemoConfig, checked
+    from training.demo_run import run
 
     return run(checked(from_options(DemoConfig, args)))

@@ -318,19 +318,6 @@ def format_table(rows: dict[str, dict[str, Any]]) -> str:
     return tabulate(body, headers=headers, disable_numparse=True) + "\n" + COLUMNS_LEGEND
 
 
-def run(cfg: DemoConfig) -> int:
-    """The loop (``training.demo_run``), or with ``--table`` / ``--paper`` the table; 0. Everything it prints also
-    goes to ``demo.log`` in its folder."""
-    from training.demo_run import logged, run_loop_demo
-    from training.inference.base import openagent_home
-
-    name = "paper" if cfg.paper else ("demo" if cfg.table else "loop") + ("-quick" if cfg.quick else "")
-    root = Path(cfg.dir).expanduser() if cfg.dir else openagent_home() / name
-    root.mkdir(parents=True, exist_ok=True)
-    with logged(root / "demo.log"):
-        return run_table(cfg, root) if cfg.table else run_loop_demo(cfg, root)
-
-
 def run_table(cfg: DemoConfig, root: Path) -> int:
     """Train (or reuse) every agent of the table, evaluate each, print the table; 0."""
     from training.inference.base import prepare_default_base

@@ -54,6 +54,19 @@ def show(text: str) -> None:
     print(text, flush=True)
 
 
+def run(cfg: Any) -> int:
+    """``openagent demo``: the loop, or with ``--table`` the table (``training.demo.run_table``); 0. Everything it
+    prints also goes to ``demo.log`` in its folder."""
+    from training.demo import run_table
+    from training.inference.base import openagent_home
+
+    name = "paper" if cfg.paper else ("demo" if cfg.table else "loop") + ("-quick" if cfg.quick else "")
+    root = Path(cfg.dir).expanduser() if cfg.dir else openagent_home() / name
+    root.mkdir(parents=True, exist_ok=True)
+    with logged(root / "demo.log"):
+        return run_table(cfg, root) if cfg.table else run_loop_demo(cfg, root)
+
+
 def run_loop_demo(cfg: Any, root: Path) -> int:
     """The loop in ``root``: plan, SFT, gate, rows, the two arms, the fresh gate, table, figure, conclusion; 0."""
     from training.demo import pct, train_settings
