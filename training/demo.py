@@ -136,6 +136,10 @@ class DemoConfig:
         )
 
 
+AGENTS = ("base", "sft", "paft", "rl", "oracle", "static")
+"""The rows ``--agents`` may name."""
+
+
 def checked(cfg: DemoConfig) -> DemoConfig:
     """``cfg`` with its step counts sorted and unique, the base and RL rows added for ``--full``, scaled for
     ``--quick``; a :class:`UsageError` if a step count is below 1, a task or PAFT family is unknown, or
@@ -158,7 +162,10 @@ def checked(cfg: DemoConfig) -> DemoConfig:
         from sandbox.domains import get_domain
 
         checked_families(cfg.task_families, [f.name for f in get_domain("poi").families])
-    if cfg.table and cfg.paft_steps and "paft" in cfg.agents:
+    unknown = [a for a in cfg.agents if a not in AGENTS]
+    if unknown:  # checked here, whichever mode runs, so that a typo never starts a training
+        raise UsageError(f"--agents: unknown agent {unknown[0]!r}; expected {', '.join(AGENTS[:-1])} or {AGENTS[-1]}")
+    if cfg.paft_steps and "paft" in cfg.agents:
         from training.dataset import train_perturbations
 
         train_perturbations(cfg.paft_families)  # an unknown PAFT family too
@@ -238,8 +245,6 @@ def _agent_dirs(cfg: DemoConfig, runs: dict[str, SFTConfig]) -> dict[str, str]:
             specs.update(demo_specs(Path(runs["sft"].out).parent, cfg.rl_steps))
         elif name in ("oracle", "static"):
             specs[name] = name
-        else:
-            raise UsageError(f"--agents: unknown agent {name!r}; expected base, sft, paft, rl, oracle or static")
     return specs
 
 
