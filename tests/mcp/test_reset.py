@@ -56,8 +56,8 @@ def test_a_server_object_without_a_reset_is_refused_before_anything_changes_it()
 @pytest.mark.slow
 def test_a_server_over_http_without_a_reset_is_refused_before_anything_changes_it():
     with http_notes("--reset", "none") as url:
-        with pytest.raises(UsageError, match=r"add_note.*nothing resets it between episodes.*reset='none' if the "
-                                             "writes do not matter"):  # fmt: skip
+        with pytest.raises(UsageError, match=r"add_note.*nothing resets it between episodes.*'none' if the writes "
+                                             "do not matter.*--mcp-reset"):  # fmt: skip
             mcp_domain(url, TASKS, inspect="tool:list_notes")
         assert _notes_held(url) == 3, "the gold plan's add_note never reached the live server"
         writes_do_not_matter = mcp_domain(url, TASKS, reset="none")

@@ -26,7 +26,8 @@ on 8 of 10; the benchmark prints such rates)."""
 
 
 def _run(project, *args):
-    return project.runpytest("--openagent-agent", "conftest:Strained", "--openagent-seed", SEED, *args)
+    # in a process of its own: what other tests left registered in this one must not change its draws
+    return project.runpytest_subprocess("--openagent-agent", "conftest:Strained", "--openagent-seed", SEED, *args)
 
 
 def test_the_default_search_misses_the_stack_that_breaks_the_agent(project):

@@ -169,11 +169,11 @@ def test_requests_that_missed_their_deadline_in_an_engines_queue_are_retried_aft
 
     def respond(method, path, body):
         with one_at_a_time:
-            time.sleep(0.1)
+            time.sleep(0.2)
         return 200, {}, {"choices": [{"index": 0, "message": {"role": "assistant", "content": "I cannot do that."}}]}
 
-    # 32 queued outlast the deadline (3.2 s of service against 2.5 s); after one cut, 16 fit with room to spare
-    # for a loaded machine's overhead, and a request alone has 25 times its service time.
+    # the queue outlasts the deadline once 13 wait (0.2 s each against 2.5 s), as the in-flight limit grows; after
+    # a cut they fit, and a request alone has 12 times its service time, room for a loaded machine.
     agent = OpenAIAgent("m", serve(respond).url, concurrency=32, timeout=2.5, backoff=0.2)
     episodes = run_episodes(agent, [make_env("poi", t) for t in TASKS])
     limit = agent.in_flight.summary()
