@@ -12,7 +12,7 @@ nothing else: as in Gymnasium 1.x, another attribute of an inner env is reached 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from sandbox.agent import Message, ToolSpec
 from sandbox.domain import Domain, StartFailure
@@ -199,3 +199,17 @@ class Wrapper(Env):
 
     def onsets(self) -> frozenset[int]:
         return self.env.onsets()
+
+
+@runtime_checkable
+class OwnEnv(Protocol):
+    """A domain that makes its own env for a task (``bfcl``: one that owns the task's backend instances)."""
+
+    def make_env(self, task: Task) -> Env: ...
+
+
+def clean_env(domain: Domain, task: Task) -> Env:
+    """The clean env of ``task`` in ``domain``: the domain's own (``bfcl``'s) where it has one."""
+    if isinstance(domain, OwnEnv):
+        return domain.make_env(task)
+    return Env(domain, task)

@@ -139,7 +139,7 @@ def test_the_walk_finds_what_it_looks_for():
     assert _cycles({"a": {"b"}, "b": set()}) == []
     graph = _graph(_modules())
     assert "sandbox.task" in graph["sandbox.domain"]
-    assert "sandbox.domains" in graph["sandbox.perturbations.plan"], "a function-level import is an edge"
+    assert "sandbox.domains" in graph["sandbox.agents.oracle.tools"], "a function-level import is an edge"
     assert "sandbox.perturbations" not in graph["sandbox.perturbations.base"]
 
 
@@ -201,14 +201,6 @@ BLIND_AGENTS = {"domains", "perturbations"}
 """What an agent may not read, though it sits below: an agent sees what any agent sees (the conversation and the
 tool specs), so it knows no concrete domain and no perturbation's workings."""
 ORACLE_READS = {
-    "sandbox.agents.oracle.agent -> sandbox.perturbations.plan":
-        "the oracle is briefed with the gold plan: it reads the user turns of a task of several turns as the "
-        "perturbations do",
-    "sandbox.agents.oracle.planner -> sandbox.perturbations.plan":
-        "the values of the briefed gold plan's results (an answer's leaves), read as the perturbations read them",
-    "sandbox.agents.oracle.arguments -> sandbox.perturbations.plan":
-        "the dependencies of the briefed gold plan (which result feeds which argument), read as the perturbations "
-        "read them",
     "sandbox.agents.oracle.observations -> sandbox.perturbations.formats":
         "the result formats format_shift writes, parsed back, so the oracle reads any rendering of a result",
     "sandbox.agents.oracle.observations -> sandbox.perturbations.vocab":
@@ -222,15 +214,12 @@ ORACLE_READS = {
         "a domain's vocabulary (its finder and the tools that take the finder's id)",
     "sandbox.agents.oracle.observations -> sandbox.perturbations.echo":
         "the echo rule deceptive_result lies by: the oracle compares an answer's echo with what it asked",
-    "sandbox.agents.oracle.observations -> sandbox.perturbations.plan":
-        "which tools write (never asked again), read as the perturbations read them",
-    "sandbox.agents.static -> sandbox.perturbations.plan":
-        "the static baseline is briefed with the clean trajectory: the gold plan's results as the perturbations "
-        "replay them on the clean tools, and the user turns of a task of several",
 }  # fmt: skip
 """The reference agents' deliberate reads below their floor's rule, each with why: the oracle proves every
 perturbation keeps a task solvable, so it reads what the perturbations write, never the task's answer; the static
-baseline replays what training on the clean world burned in."""
+baseline replays what training on the clean world burned in. The gold plan's reading (its replay on the clean tools,
+which result feeds which argument, which tools write) is the kernel's (``sandbox.gold_plan``): no read of it is
+declared here."""
 
 
 def _room(module: str) -> str:
@@ -275,6 +264,22 @@ def test_the_floors_see_what_they_look_for():
                                 "sandbox.perturbations.base": {"sandbox.domains", "sandbox.env"}})  # fmt: skip
     assert breaches == {"sandbox.domains.poi.tools -> sandbox.perturbations.base",
                         "sandbox.agents.static -> sandbox.domains.poi.world"}  # fmt: skip
+
+
+def test_the_gold_plan_is_read_on_the_kernels_floor():
+    # Perturbations, the oracle, the static baseline and evaluation read the gold plan from one floor below them all:
+    # the kernel's reading takes the task's domain, so it imports neither the registry nor a perturbation.
+    graph = _graph(_modules())
+    assert _room("sandbox.gold_plan") == "kernel"
+    assert not {m for m in graph["sandbox.gold_plan"] if _room(m) != "kernel"}
+    assert "sandbox.perturbations.plan" not in graph, "the gold plan's reading is the kernel's: sandbox/gold_plan.py"
+    readers = {m for m, targets in graph.items() if "sandbox.gold_plan" in targets}
+    assert {_room(m) for m in readers} >= {"perturbations", "agents"}
+    reads = {"sandbox.perturbations.base", "sandbox.domains", "sandbox.task"}
+    assert _floor_breaches({"sandbox.gold_plan": reads}) == {
+        "sandbox.gold_plan -> sandbox.perturbations.base",
+        "sandbox.gold_plan -> sandbox.domains",
+    }
 
 
 MCP_LIBRARIES = {"mcp", "mcp_types", "fastmcp"}

@@ -108,7 +108,7 @@ def environment_class(case: Case, max_steps: int | None = None) -> type:
     """The environment class of ``case`` (see the module's docstring); :class:`NotExpressible` where it cannot be."""
     from transformers.utils import get_json_schema
 
-    from sandbox.perturbations.plan import user_turns
+    from sandbox.budget import user_turns
 
     probe = CaseSession(case)
     if probe.done:

@@ -22,8 +22,9 @@ from sandbox import computed as computing
 from sandbox.agent import Briefed, Reply, Turn
 from sandbox.agents.oracle import lookup, refuse
 from sandbox.agents.oracle.agent import DONE, NOTHING_TO_CALL, user_turn
+from sandbox.budget import user_turns
 from sandbox.domains import get_domain
-from sandbox.perturbations.plan import gold_results, user_turns
+from sandbox.gold_plan import gold_results
 from sandbox.task import Task
 
 _CODE = re.compile(r"[A-Z]{2}-[A-Z0-9]{5}")
@@ -49,7 +50,7 @@ def _memory(task: Task) -> tuple[dict[str, Any], dict[tuple[str, str], tuple[str
 
 
 def _remember(task: Task) -> tuple[dict[str, Any], dict[tuple[str, str], tuple[str, str]]]:
-    results = {i: r.content for i, r in gold_results(task).items()}
+    results = {i: r.content for i, r in gold_results(get_domain(task.domain), task).items()}
     origin = {}
     for call in task.plan:
         for param, value in call.args.items():

@@ -17,10 +17,10 @@ no arguments that returns one.
 from __future__ import annotations
 
 from collections.abc import Iterator, MutableMapping
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 from sandbox.domain import Domain
-from sandbox.env import Env
+from sandbox.env import Env, clean_env
 from sandbox.errors import UnknownName, UsageError, WrongType
 from sandbox.importing import import_attribute
 
@@ -129,20 +129,16 @@ def get_domain(name: str | Domain) -> Domain:
     raise UnknownName("domain", name, domain_names())
 
 
-@runtime_checkable
-class OwnEnv(Protocol):
-    """A domain that makes its own env for a task (``bfcl``: one that owns the task's backend instances)."""
-
-    def make_env(self, task: Task) -> Env: ...
+def domain_of(task: Task) -> Domain:
+    """The registered domain ``task`` belongs to (its ``domain`` name, as :func:`get_domain` finds it)."""
+    return get_domain(task.domain)
 
 
 def make_env(domain: Domain | str, task: Task) -> Env:
     """The clean env of ``task`` in ``domain`` (a Domain, or a name :func:`get_domain` resolves)."""
     if isinstance(domain, str):
         domain = get_domain(domain)
-    if isinstance(domain, OwnEnv):  # a domain with its own env (bfcl)
-        return domain.make_env(task)
-    return Env(domain, task)
+    return clean_env(domain, task)
 
 
 def domain_names() -> list[str]:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from sandbox.domains import get_domain
+from sandbox.budget import user_turns
+from sandbox.domains import domain_of, get_domain
 from sandbox.env import Env
+from sandbox.gold_plan import SCORED_BY_TURN, asked, dependencies, gold_results, needed_after
 from sandbox.perturbations import vocab
 from sandbox.perturbations.base import Perturbation
-from sandbox.perturbations.plan import SCORED_BY_TURN, asked, dependencies, gold_results, needed_after, user_turns
 from sandbox.perturbations.registry import register
 from sandbox.perturbations.vocab import vocabulary
 from sandbox.perturbations.wrappers import (
@@ -110,12 +111,12 @@ def named_entity(task: Task) -> tuple[str, frozenset[str]] | None:
     """For a domain without a lookup by name of its own: the value of the request that the first call takes
     (the entity the request names), and the values later calls took from that call's answer (its ids)."""
     given = asked(task)
-    results = gold_results(task)
+    results = gold_results(domain_of(task), task)
     for call in task.waves()[0] if task.plan else []:
         value = next((v for v in call.args.values() if not isinstance(v, list | dict) and v in given), None)
         if value is not None and call.id in results and results[call.id].ok:
             content = results[call.id].content
-            ids = {read_path(content, d.path) for d in dependencies(task) if d.lookup == call.tool}
+            ids = {read_path(content, d.path) for d in dependencies(domain_of(task), task) if d.lookup == call.tool}
             return value, frozenset(str(i) for i in ids if i is not None)
     return None
 

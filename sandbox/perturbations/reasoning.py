@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
+from sandbox.budget import user_turns
+from sandbox.domains import domain_of
+from sandbox.gold_plan import Dependency, dependencies, writes
 from sandbox.perturbations import vocab
 from sandbox.perturbations.base import Perturbation
-from sandbox.perturbations.plan import Dependency, dependencies, domain_of, user_turns, writes
 from sandbox.perturbations.registry import register
 from sandbox.perturbations.vocab import vocabulary
 from sandbox.perturbations.wrappers import (
@@ -34,7 +36,7 @@ def _links(domain: Any, task: Task, merging: bool = False) -> dict[str, tuple[st
     words = vocabulary(domain)
     if words is not None:
         return {tool: (finder, param, "id") for tool, (finder, param) in words.consumers.items()}
-    deps = dependencies(task)
+    deps = dependencies(domain_of(task), task)
     deps = _turn_links(task, deps, merging) if user_turns(task) is not None else _plan_links(task, deps, merging)
     if merging:
         deps = tuple(d for d in deps if not _clash(task, d))

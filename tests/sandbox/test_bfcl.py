@@ -145,12 +145,12 @@ def test_a_call_that_changes_the_backends_state_is_noted_as_a_write(bfcl):
 
 
 def test_the_gold_plan_replays_on_the_tasks_own_backends_turn_by_turn(bfcl):
-    from sandbox.perturbations.plan import gold_results, gold_writes, writes
+    from sandbox.gold_plan import gold_results, gold_writes, writes
 
     [task] = [t for t in bfcl.tasks(category="multi_turn_miss_func") if t.id == "multi_turn_miss_func_0"]
-    results = gold_results(task)  # sort is held back until turn 3: it runs there
+    results = gold_results(bfcl, task)  # sort is held back until turn 3: it runs there
     assert [r.error for r in results.values()] == [None] * len(task.plan)
-    assert sorted(gold_writes(task)) == ["t0.1", "t0.2", "t4.1"]  # mkdir, mv, mv
+    assert sorted(gold_writes(bfcl, task)) == ["t0.1", "t0.2", "t4.1"]  # mkdir, mv, mv
     assert writes(bfcl, task) == {"mkdir", "mv"}
 
 

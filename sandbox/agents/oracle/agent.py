@@ -9,7 +9,7 @@ from sandbox.agent import Briefed, Reply, Turn
 from sandbox.agents.oracle.observations import View
 from sandbox.agents.oracle.planner import Planner
 from sandbox.agents.oracle.steps import Refusal, refuse
-from sandbox.perturbations.plan import user_turns
+from sandbox.budget import user_turns
 from sandbox.task import Task
 
 DONE = "Done."

@@ -20,7 +20,7 @@ from sandbox.agents.oracle.tools import (
     undocumented_id,
     unform_param,
 )
-from sandbox.perturbations.plan import carries, leaf_paths
+from sandbox.gold_plan import carries, leaf_paths
 from sandbox.task import Call, Task
 from sandbox.vocabulary import DomainVocabulary
 

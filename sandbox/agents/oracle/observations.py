@@ -15,12 +15,13 @@ from functools import lru_cache
 from typing import Any
 
 from sandbox.agent import ToolSpec, Turn
+from sandbox.budget import user_turns
 from sandbox.domains import EAGER, get_domain
+from sandbox.gold_plan import may_write
 from sandbox.identifiers import rename_keys
 from sandbox.perturbations import vocab
 from sandbox.perturbations.echo import contradicts
 from sandbox.perturbations.formats import parse_lines
-from sandbox.perturbations.plan import may_write, user_turns
 from sandbox.task import Task, read_path
 from sandbox.vocabulary import DomainVocabulary, Pools
 

@@ -27,8 +27,9 @@ from sandbox.agents.oracle.observations import (
 )
 from sandbox.agents.oracle.steps import Blocked, Refusal, Step
 from sandbox.agents.oracle.tools import clean_params, empty_args
+from sandbox.domains import domain_of
+from sandbox.gold_plan import leaf_paths, may_write
 from sandbox.identifiers import fold
-from sandbox.perturbations.plan import domain_of, leaf_paths, may_write
 from sandbox.perturbations.vocab import vocabulary
 from sandbox.task import Call, Source
 

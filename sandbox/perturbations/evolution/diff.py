@@ -17,10 +17,10 @@ from typing import Any, ClassVar
 
 from pydantic import field_validator
 
+from sandbox.domains import domain_of
 from sandbox.identifiers import rename_keys
 from sandbox.perturbations import vocab
 from sandbox.perturbations.base import Perturbation
-from sandbox.perturbations.plan import domain_of
 from sandbox.perturbations.registry import register
 from sandbox.perturbations.wrappers import Route, ToolSpec, ToolsWrapper, failure, on
 from sandbox.task import Task

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
+from sandbox.domains import domain_of
 from sandbox.identifiers import restyle, swapped
 from sandbox.perturbations import vocab
 from sandbox.perturbations.base import Perturbation
-from sandbox.perturbations.plan import domain_of
 from sandbox.perturbations.registry import register
 from sandbox.perturbations.wrappers import (
     Route,

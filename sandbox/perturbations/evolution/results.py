@@ -6,10 +6,11 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
+from sandbox.domains import domain_of
+from sandbox.gold_plan import gold_results
 from sandbox.identifiers import rename_keys, swapped
 from sandbox.perturbations import vocab
 from sandbox.perturbations.base import Perturbation
-from sandbox.perturbations.plan import gold_results
 from sandbox.perturbations.registry import register
 from sandbox.perturbations.wrappers import Route, ToolSpec, ToolsWrapper, on, with_description
 from sandbox.task import Task
@@ -29,7 +30,7 @@ def _keys(content: Any, deep: bool) -> list[str]:
 
 def renames(task: Task, deep: bool) -> dict[str, dict[str, str]]:
     """For each tool of the gold plan, its result fields (as the clean tools answer) that change style."""
-    results, out = gold_results(task), dict[str, dict[str, str]]()
+    results, out = gold_results(domain_of(task), task), dict[str, dict[str, str]]()
     for call in task.plan:
         result = results.get(call.id)
         if result is None or not result.ok:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
+from sandbox.domains import domain_of
+from sandbox.gold_plan import gold_results
 from sandbox.perturbations.base import Perturbation
-from sandbox.perturbations.plan import gold_results
 from sandbox.perturbations.registry import register
 from sandbox.perturbations.vocab import vocabulary
 from sandbox.perturbations.wrappers import (
@@ -58,7 +59,7 @@ def unit_tools(task: Task) -> dict[str, tuple[str, ...]]:
     """Tool → its unit-named keys, by the gold plan's answers."""
     out: dict[str, tuple[str, ...]] = {}
     for call in task.plan:
-        result = gold_results(task).get(call.id)
+        result = gold_results(domain_of(task), task).get(call.id)
         if result is not None and result.ok and unit_keys(result.content):
             out.setdefault(call.tool, tuple(unit_keys(result.content)))
     return out
@@ -68,7 +69,7 @@ def row_lists(task: Task) -> dict[str, str]:
     """Tool → the key of the list of rows its gold answer holds (what a paginated search pages), by the plan."""
     out: dict[str, str] = {}
     for call in task.plan:
-        result = gold_results(task).get(call.id)
+        result = gold_results(domain_of(task), task).get(call.id)
         if result is not None and result.ok and isinstance(result.content, dict):
             keys = [k for k, v in result.content.items() if isinstance(v, list) and v and isinstance(v[0], dict)]
             if len(keys) == 1:

@@ -13,16 +13,11 @@ import json
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from sandbox.budget import user_turns
+from sandbox.domains import domain_of, make_env
+from sandbox.gold_plan import dependencies, gold_results, leaf_paths, may_write
 from sandbox.perturbations.base import Perturbation
 from sandbox.perturbations.echo import contradicts, echoes, same
-from sandbox.perturbations.plan import (
-    dependencies,
-    domain_of,
-    gold_results,
-    leaf_paths,
-    may_write,
-    user_turns,
-)
 from sandbox.perturbations.registry import register
 from sandbox.perturbations.wrappers import CallWrapper
 from sandbox.seeds import rng
@@ -60,7 +55,7 @@ def _needed(task: Task, call: Call) -> list[str] | None:
             return None
         if src.call == call.id:
             paths.append(src.path)
-    paths += [d.path for d in dependencies(task) if d.lookup == call.tool]
+    paths += [d.path for d in dependencies(domain_of(task), task) if d.lookup == call.tool]
     return paths
 
 
@@ -100,14 +95,12 @@ def lies(task: Task, seed: int = 0, pool: str = "eval") -> tuple[Lie, ...]:
     """The calls of ``task``'s gold plan that may lie: reads whose clean answer echoes the request, with up to two
     other requests each whose answers, given in the state the call meets, name another entity and change what the
     task reads. Replayed once per task, seed and pool."""
-    from sandbox.domains import make_env
-
     key = (task.domain, id(domain_of(task)), task.id, seed, pool)  # a domain registered again (edited) is another
     if key in _LIES:
         return _LIES[key]
     found: list[Lie] = []
     if task.solvable and user_turns(task) is None:
-        results, writing = gold_results(task), may_write(domain_of(task), task)
+        results, writing = gold_results(domain_of(task), task), may_write(domain_of(task), task)
         env = make_env(domain_of(task), task)
         try:
             env.reset()

@@ -8,9 +8,10 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from sandbox.domains import domain_of
+from sandbox.gold_plan import gold_results
 from sandbox.perturbations import vocab
 from sandbox.perturbations.base import Perturbation
-from sandbox.perturbations.plan import gold_results
 from sandbox.perturbations.registry import register
 from sandbox.perturbations.wrappers import (
     CallWrapper,
@@ -201,7 +202,7 @@ class VerificationCodeShift(Perturbation):
         """Whether the task writes and its write returns a code of the shape ``PREFIX-BODY`` to reshape."""
         if task.write is None:
             return False
-        result = gold_results(task).get(task.write.id)
+        result = gold_results(domain_of(task), task).get(task.write.id)
         content = result.content if result is not None and result.ok else None
         return isinstance(content, dict) and any(isinstance(v, str) and "-" in v for v in content.values())
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
+from sandbox.domains import domain_of
+from sandbox.gold_plan import gold_results, may_write
 from sandbox.perturbations import vocab
 from sandbox.perturbations.base import Perturbation
 from sandbox.perturbations.formats import render_lines
-from sandbox.perturbations.plan import domain_of, gold_results, may_write
 from sandbox.perturbations.registry import register
 from sandbox.perturbations.vocab import vocabulary
 from sandbox.perturbations.wrappers import (
@@ -68,7 +69,7 @@ def _blank(content: Any, level: int, r: Any, note: tuple[str, str]) -> Any:
 
 def _gold_reads(task: Task) -> list[tuple[str, Any]]:
     """(tool, content) of each call of the gold plan that succeeds and writes nothing, on the clean tools."""
-    results, writing = gold_results(task), may_write(domain_of(task), task)
+    results, writing = gold_results(domain_of(task), task), may_write(domain_of(task), task)
     # no results where no episode of the task starts (its state factory fails): it has no reads to change
     return [(c.tool, r.content) for c in task.plan if (r := results.get(c.id)) is not None and r.ok
             and c.tool not in writing]  # fmt: skip
@@ -161,5 +162,5 @@ class FormatShift(Perturbation):
     def applies_to(self, task: Task) -> bool:
         """Whether an answer on the gold path reads differently (one with none of the renamed keys does not)."""
         own = vocabulary(task.domain)
-        results = gold_results(task).values()
+        results = gold_results(domain_of(task), task).values()
         return any(r.ok and (self.severity >= 3 or _shift(r.content, self, own) != r.content) for r in results)

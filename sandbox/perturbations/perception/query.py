@@ -8,13 +8,14 @@ from collections import Counter
 from functools import lru_cache
 from typing import Any, ClassVar
 
-from sandbox.domains import get_domain
+from sandbox.budget import user_turns
+from sandbox.domains import domain_of, get_domain
 from sandbox.env import Env
 from sandbox.family import Family
+from sandbox.gold_plan import asked
 from sandbox.perturbations import vocab
 from sandbox.perturbations.base import POOLS, Perturbation
 from sandbox.perturbations.perception import rewording
-from sandbox.perturbations.plan import asked, domain_of, user_turns
 from sandbox.perturbations.registry import register
 from sandbox.perturbations.vocab import vocabulary
 from sandbox.perturbations.wrappers import QueryWrapper, Route, ToolSpec, ToolsWrapper, clone, failure, on, params_of

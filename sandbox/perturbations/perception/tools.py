@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
+from sandbox.domains import domain_of
 from sandbox.perturbations import vocab
 from sandbox.perturbations.base import Perturbation
-from sandbox.perturbations.plan import domain_of
 from sandbox.perturbations.registry import register
 from sandbox.perturbations.wrappers import (
     Route,

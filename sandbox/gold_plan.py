@@ -1,4 +1,5 @@
-"""What the gold plan shows about a domain's tools, for perturbations that know no domain's names.
+"""What the gold plan shows about a domain's tools, for perturbations and reference agents that know no domain's
+names.
 
 A perturbation that needs a tool's role (a write, a look-up) reads what the tool declares (``Tool.role``,
 or ``Tool.writes``) and else what the plan shows (the task's ``write`` is a write, and so is a gold call that
@@ -6,6 +7,8 @@ the env notes as one when replayed); one that blanks or repeats answers also spa
 knows (:func:`may_write`). One that needs a
 dependency (this call takes an id that call returned) reads it off the gold plan replayed on the clean
 tools: an argument whose value the result of a call it comes after holds, and where in that result.
+
+Each reading takes the task's domain (the registry's :func:`~sandbox.domains.domain_of` finds it by name).
 """
 
 from __future__ import annotations
@@ -16,15 +19,9 @@ from typing import Any
 
 from sandbox.budget import user_turns
 from sandbox.domain import Domain, StartFailure
+from sandbox.env import clean_env
 from sandbox.task import Task
 from sandbox.tools import ToolResult
-
-
-def domain_of(task: Task) -> Domain:
-    from sandbox.domains import get_domain
-
-    return get_domain(task.domain)
-
 
 SCORED_BY_TURN = (
     "a task of several user turns (bfcl): BFCL's checker scores each turn by its calls and the backends' state, "
@@ -41,7 +38,7 @@ def writes(domain: Domain, task: Task | None = None) -> set[str]:
     if task is not None:
         if task.write is not None:
             out.add(task.write.tool)
-        wrote = gold_writes(task)
+        wrote = gold_writes(domain, task)
         out |= {c.tool for c in task.plan if c.id in wrote}
     return out
 
@@ -65,20 +62,18 @@ _WROTE: dict[tuple[str, int, str], frozenset[str]] = {}
 _DEPENDENCIES: dict[tuple[str, int, str], tuple[Dependency, ...]] = {}
 
 
-def _key(task: Task) -> tuple[str, int, str]:
+def _key(domain: Domain, task: Task) -> tuple[str, int, str]:
     # A user's domain registered again under its name (edited) keeps its task ids: the Domain object tells them apart.
-    return task.domain, id(domain_of(task)), task.id
+    return task.domain, id(domain), task.id
 
 
-def gold_results(task: Task) -> dict[str, ToolResult]:
+def gold_results(domain: Domain, task: Task) -> dict[str, ToolResult]:
     """Each call of the gold plan as the clean tools answer it, run in order in a fresh episode of the task's own
-    env (a domain's, as ``bfcl``'s, where it has one); a call of a later user turn first ends the turns before it.
-    Kept per task: a Task does not hash, its id names it."""
-    from sandbox.domains import make_env
-
-    hit = _RESULTS.get(_key(task))
+    env in ``domain`` (a domain's, as ``bfcl``'s, where it has one); a call of a later user turn first ends the
+    turns before it. Kept per task: a Task does not hash, its id names it."""
+    hit = _RESULTS.get(_key(domain, task))
     if hit is None:
-        env = make_env(domain_of(task), task)
+        env = clean_env(domain, task)
         try:
             env.reset()
         except StartFailure:  # no episode of the task starts, each ends saying why: no results to know
@@ -97,14 +92,14 @@ def gold_results(task: Task) -> dict[str, ToolResult]:
         if len(_RESULTS) >= _MAX_CACHED:
             _RESULTS.clear()
             _WROTE.clear()
-        _RESULTS[_key(task)], _WROTE[_key(task)] = hit, frozenset(wrote)
+        _RESULTS[_key(domain, task)], _WROTE[_key(domain, task)] = hit, frozenset(wrote)
     return hit
 
 
-def gold_writes(task: Task) -> frozenset[str]:
+def gold_writes(domain: Domain, task: Task) -> frozenset[str]:
     """The ids of the gold calls whose replay (:func:`gold_results`) the env noted as a write."""
-    gold_results(task)
-    return _WROTE.get(_key(task), frozenset())
+    gold_results(domain, task)
+    return _WROTE.get(_key(domain, task), frozenset())
 
 
 @dataclass(frozen=True)
@@ -140,18 +135,18 @@ def carries(param: str, value: Any, path: str, leaf: Any) -> bool:
     return False
 
 
-def dependencies(task: Task) -> tuple[Dependency, ...]:
+def dependencies(domain: Domain, task: Task) -> tuple[Dependency, ...]:
     """The dependencies the gold plan shows: one per call argument that a call it comes after returned."""
-    hit = _DEPENDENCIES.get(_key(task))
+    hit = _DEPENDENCIES.get(_key(domain, task))
     if hit is None:
         if len(_DEPENDENCIES) >= _MAX_CACHED:
             _DEPENDENCIES.clear()
-        hit = _DEPENDENCIES[_key(task)] = _dependencies(task)
+        hit = _DEPENDENCIES[_key(domain, task)] = _dependencies(domain, task)
     return hit
 
 
-def _dependencies(task: Task) -> tuple[Dependency, ...]:
-    results = gold_results(task)
+def _dependencies(domain: Domain, task: Task) -> tuple[Dependency, ...]:
+    results = gold_results(domain, task)
     calls = {c.id: c for c in task.plan}
     out: list[Dependency] = []
     for call in task.plan:
