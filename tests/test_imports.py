@@ -143,11 +143,15 @@ def test_the_walk_finds_what_it_looks_for():
     assert "sandbox.perturbations" not in graph["sandbox.perturbations.base"]
 
 
-LAYER_OF = {"sandbox.evaluation": "core", "sandbox": "sandbox", "training": "training", "pytest_openagent": "plugin"}
-ALLOWED = {"sandbox": {"sandbox"}, "core": {"sandbox", "core"}, "training": {"sandbox", "core", "training"},
-           "plugin": {"sandbox", "core", "training", "plugin"}}  # fmt: skip
+LAYER_OF = {"sandbox.evaluation": "core", "sandbox.audits": "audits", "sandbox": "sandbox", "training": "training",
+            "pytest_openagent": "plugin"}  # fmt: skip
+ALLOWED = {"sandbox": {"sandbox"}, "core": {"sandbox", "core"}, "audits": {"sandbox", "core", "audits"},
+           "training": {"sandbox", "core", "training"},
+           "plugin": {"sandbox", "core", "audits", "training", "plugin"}}  # fmt: skip
 """DESIGN.md's layers: plugin -> training -> evaluation core -> sandbox (the core loads ``hf:`` agents from
-training lazily, by name: ``sandbox/evaluation/specs.py``, no import statement)."""
+training lazily, by name: ``sandbox/evaluation/specs.py``, no import statement). The audits (``sandbox/audits``:
+``check-domain``, the generated pages) prove worlds and perturbations through the evaluation core, so they sit on
+it; only the plugin's commands import them."""
 
 
 def _layer(module: str) -> str:
@@ -172,6 +176,21 @@ def test_a_case_knows_the_shape_of_a_runner_and_a_report_knows_no_gates():
     assert "sandbox.evaluation.gate" not in graph["sandbox.evaluation.report"]
 
 
+def test_the_audits_sit_on_the_evaluation_core_never_under_it():
+    # check-domain proves a world through the core's cache and runner; the core (diff-test included) takes the tasks
+    # a check runs on from its own draw, never from an audit.
+    graph = _graph(_modules())
+    assert {"sandbox.audits.check_domain", "sandbox.audits.domain_matrix"} <= set(graph)
+    assert not {"sandbox.evaluation.check_domain", "sandbox.evaluation.domain_matrix"} & set(graph)
+    assert {"sandbox.evaluation.cache", "sandbox.evaluation.runner"} <= graph["sandbox.audits.check_domain"]
+    under = sorted(f"{m} -> {t}" for m, ts in graph.items() if _layer(m) != "plugin" and _layer(m) != "audits"
+                   for t in ts if _layer(t) == "audits")  # fmt: skip
+    assert under == [], "only the plugin's commands import an audit"
+    assert _floor_breaches({"sandbox.evaluation.diff_test": {"sandbox.audits.check_domain"}}) == {
+        "sandbox.evaluation.diff_test -> sandbox.audits.check_domain"
+    }
+
+
 def test_the_plugin_uses_no_pytest_internals():
     offenders = [
         f"{module}: {node.module if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]}"
@@ -194,9 +213,10 @@ registry, the other subpackages the domains). Every other module at the top of `
 tasks, state, env, episode, judge, parse, errors...). A room imports its own floor's modules only within itself:
 side by side, neither imports the other."""
 FLOOR = {"kernel": 0, "registry": 1, "domains": 2, "perturbations": 2, "case": 3, "proxy": 4, "agents": 5,
-         "audits": 6, "evaluation": 6, "face": 7}  # fmt: skip
+         "evaluation": 6, "audits": 7, "face": 8}  # fmt: skip
 """DESIGN.md's floors inside the sandbox: kernel → domain registry → domains beside perturbations → case →
-proxy (serves any perturbed env) → agents → audits beside the evaluation core → the package's face."""
+proxy (serves any perturbed env) → agents → the evaluation core → audits (run through the core's cache and
+runner) → the package's face."""
 BLIND_AGENTS = {"domains", "perturbations"}
 """What an agent may not read, though it sits below: an agent sees what any agent sees (the conversation and the
 tool specs), so it knows no concrete domain and no perturbation's workings."""
@@ -230,7 +250,7 @@ def _room(module: str) -> str:
 
 
 def _in_sandbox(module: str) -> bool:
-    return _layer(module) in {"sandbox", "core"}
+    return _layer(module) in {"sandbox", "core", "audits"}
 
 
 def _floor_breaches(graph: dict[str, set[str]]) -> set[str]:

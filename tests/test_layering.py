@@ -14,7 +14,7 @@ def _loaded(code: str) -> set[str]:
 
 
 def test_the_evaluation_core_imports_neither_pytest_nor_hypothesis():
-    loaded = _loaded("import sandbox, sandbox.evaluation, sandbox.evaluation.specs")
+    loaded = _loaded("import sandbox, sandbox.evaluation, sandbox.evaluation.specs, sandbox.audits.check_domain")
     assert not loaded & {"pytest", "_pytest", "hypothesis", "torch", "transformers", "pytest_openagent"}
 
 

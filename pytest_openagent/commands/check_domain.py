@@ -48,7 +48,8 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sandbox.evaluation.check_domain import check_domain, check_tasks
+    from sandbox.audits.check_domain import check_domain
+    from sandbox.evaluation.draw import check_tasks
     from sandbox.evaluation.runner import WorldFailed
     from sandbox.files import check_output_file
 

@@ -2,7 +2,7 @@
 
 ``python -m sandbox.audits.catalogue`` rewrites ``docs/perturbations.md``; ``--check``
 exits 1 if the committed file differs. The perturbation × domain matrix is ``openagent check-domain``'s
-(``sandbox.evaluation.domain_matrix``).
+(``sandbox.audits.domain_matrix``).
 """
 
 from __future__ import annotations

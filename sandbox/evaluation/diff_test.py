@@ -18,7 +18,7 @@ from typing import Any
 from sandbox.case import SANDBOX_VERSION, Case
 from sandbox.errors import UsageError
 from sandbox.evaluation.cache import DEFAULT_CACHE_DIR, EPISODES, EpisodeCache, prepare
-from sandbox.evaluation.check_domain import check_tasks
+from sandbox.evaluation.draw import check_tasks
 from sandbox.evaluation.runner import Health, WorldFailed
 from sandbox.files import write_atomically
 from sandbox.perturbations.evolution.diff import ReleaseDiff

@@ -1,4 +1,5 @@
-"""Drawing cases: task pools, perturbation classes by tier or name, the severity rule, fixed samples.
+"""Drawing cases: task pools, perturbation classes by tier or name, the severity rule, fixed samples; and the tasks
+a check runs on (``check_tasks``: ``openagent check-domain``'s and ``diff-test``'s).
 
 One rule for every draw (the fixed evaluation sample, Hypothesis' strategies, PAFT's data): a
 severity is an integer from :meth:`Perturbation.severity_floor` to the class' ``max_severity``, and a class is
@@ -8,6 +9,7 @@ drawn for a task only where its mildest instance changes that task.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Union
@@ -66,6 +68,39 @@ def task_pool(domains: tuple[str, ...], split: str, families: Sequence[str] | No
     pool = _pool(tuple(get_domain(d) for d in domains), split)
     only = checked_families(families, sorted({t.family for t in pool}))
     return pool if only is None else tuple(t for t in pool if t.family in only)
+
+
+def check_tasks(
+    domain: DomainSpec,
+    split: str = "test",
+    families: Sequence[str] | None = None,
+    per_family: int | None = None,
+    skip: Iterable[str] = (),
+) -> list[Task]:
+    """The tasks to check: every task of ``split`` (of the ``families`` named), at most ``per_family`` of each
+    family if given, without the ids in ``skip``; an id in ``skip`` that no task has is misuse (a typo)."""
+    from sandbox.domain import checked_families
+    from sandbox.domains import get_domain
+
+    if split not in SPLITS:
+        raise UsageError(f"Unknown split {split!r}. Use one of {', '.join(SPLITS)}.")
+    # In each domain's own order (its draw), not the sorted pool's: the first N of a family are a fair sample.
+    tasks = [t for d in domain_names(domain) for t in get_domain(d).tasks(split)]
+    only = checked_families(families, sorted({t.family for t in tasks}))
+    tasks = [t for t in tasks if only is None or t.family in only]
+    skip = set(skip)
+    unknown = skip - {t.id for t in tasks}
+    if unknown:
+        raise UsageError(f"no {split} task has the id {', '.join(sorted(unknown))}; give ids of the domain's tasks")
+    kept, seen = [], Counter[tuple[str, str]]()
+    for task in tasks:
+        if task.id in skip or (per_family is not None and seen[task.domain, task.family] >= per_family):
+            continue
+        seen[task.domain, task.family] += 1
+        kept.append(task)
+    if not kept:
+        raise UsageError(f"no {split} task is left to check in {domain}")
+    return kept
 
 
 @lru_cache(maxsize=16)

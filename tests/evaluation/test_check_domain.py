@@ -7,9 +7,9 @@ import json
 import pytest
 
 from pytest_openagent.cli import main
+from sandbox.audits.check_domain import check_domain
+from sandbox.audits.domain_matrix import DOC, matrix_markdown
 from sandbox.domains import library
-from sandbox.evaluation.check_domain import check_domain
-from sandbox.evaluation.domain_matrix import DOC, matrix_markdown
 from sandbox.perturbations import registry
 from sandbox.perturbations.registry import names
 from tests import toys
@@ -91,7 +91,7 @@ def test_misuse_exits_2_saying_what_was_wrong(argv, message, capsys):
 
 def test_the_matrix_page_comes_from_the_same_code_on_a_slice():
     page = matrix_markdown(("library",), per_family=1)
-    assert "python -m sandbox.evaluation.domain_matrix" in page
+    assert "python -m sandbox.audits.domain_matrix" in page
     for name in names():
         assert f"| `{name}` |" in page
     assert "| - | clean | 5 tasks, oracle 5/5, static 100% |" in page
@@ -99,4 +99,4 @@ def test_the_matrix_page_comes_from_the_same_code_on_a_slice():
 
 @pytest.mark.slow
 def test_the_matrix_page_is_current():
-    assert DOC.read_text() == matrix_markdown(), "run: python -m sandbox.evaluation.domain_matrix"
+    assert DOC.read_text() == matrix_markdown(), "run: python -m sandbox.audits.domain_matrix"

@@ -88,7 +88,7 @@ def test_a_report_file_name_that_is_no_name_is_a_usage_error(value, pytester):
 
 def test_a_state_factory_that_fails_after_definition_is_said_not_a_key_error(tmp_path):
     import sandbox
-    from sandbox.evaluation.check_domain import check_domain
+    from sandbox.audits.check_domain import check_domain
     from sandbox.evaluation.evaluate import evaluate
     from sandbox.evaluation.runner import AgentFailure
 

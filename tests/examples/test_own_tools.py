@@ -99,7 +99,7 @@ def bookshop():
 def test_every_case_of_the_bookshop_is_as_its_page_says(bookshop):
     """check_domain (``openagent check-domain``) with each pool and seeds 0-2: the oracle right on every case (a
     solvable case solved, an unsolvable one refused), and each row of docs/worlds/bookshop.md what it measures."""
-    from sandbox.evaluation.check_domain import check_domain
+    from sandbox.audits.check_domain import check_domain
     from sandbox.perturbations import POOLS
 
     rows: dict[str, Counter] = {}

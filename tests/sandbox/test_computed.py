@@ -10,11 +10,11 @@ import pytest
 
 import sandbox
 from sandbox import Call, Computed, OracleAgent, Source, Task, ToolFailure, UserTask
+from sandbox.audits.check_domain import check_domain
 from sandbox.case import Case
 from sandbox.computed import parse, value
 from sandbox.domains import DOMAINS
 from sandbox.errors import UsageError
-from sandbox.evaluation.check_domain import check_domain
 from sandbox.perturbations import POOLS, get
 
 ORACLE = OracleAgent()

@@ -14,10 +14,10 @@ pytest.importorskip("faultbench", reason="needs the worlds extra: pip install 'p
 
 import sandbox
 from sandbox.agents import OracleAgent
+from sandbox.audits.check_domain import check_domain
 from sandbox.case import Case, run_cases
 from sandbox.domains import DOMAINS
 from sandbox.domains.mcp import mcp_domain
-from sandbox.evaluation.check_domain import check_domain
 
 HERE = Path(__file__).resolve().parents[2] / "examples" / "faultbench"
 TASKS = HERE / "shop_tasks.jsonl"

@@ -44,9 +44,9 @@ def test_the_tasks_files_are_what_the_packages_data_gives(world, tau2_world):
 def test_check_domain_on_one_task(world, task, tau2_world, tmp_path):
     pytest.importorskip(f"tau2_{world}_mcp", reason="needs the worlds extra: pip install 'pytest-openagent[worlds]'")
     import sandbox
+    from sandbox.audits.check_domain import check_domain
     from sandbox.domains import DOMAINS
     from sandbox.domains.mcp import mcp_domain
-    from sandbox.evaluation.check_domain import check_domain
 
     rows = [r for r in tau2_world.tasks(world) if r["id"] == task]
     assert rows, f"{task} is no task of the {world} file"

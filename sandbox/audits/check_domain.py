@@ -6,7 +6,7 @@ failure is the perturbation's or the world's fault, never the agent's), the stat
 cases and on the clean tasks (how hard each perturbation bites a blind agent), and, for each case it does
 not apply to, the perturbation's reason. Episodes go through the evaluation core's cache, a window of
 them at a time, as ``evaluate`` runs them. ``openagent check-domain`` prints it; the project's matrix in
-``docs/perturbations-matrix.md`` is its output on our worlds (:mod:`sandbox.evaluation.domain_matrix`).
+``docs/perturbations-matrix.md`` is its output on our worlds (:mod:`sandbox.audits.domain_matrix`).
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from sandbox.case import SANDBOX_VERSION, Case
 from sandbox.episode import START_FAILED, Episode
 from sandbox.errors import UsageError
 from sandbox.evaluation.cache import DEFAULT_CACHE_DIR, EPISODES, EpisodeCache, prepare
-from sandbox.evaluation.draw import DomainSpec, TierSpec, domain_names, perturbation_classes
+from sandbox.evaluation.draw import DomainSpec, TierSpec, check_tasks, domain_names, perturbation_classes
 from sandbox.evaluation.runner import Health, WorldFailed
 from sandbox.files import write_atomically
 from sandbox.perturbations.base import TIERS, Perturbation, Pool
-from sandbox.task import SPLITS, Task
+from sandbox.task import Task
 
 SCHEMA = "pytest-openagent/check-domain"
 SCHEMA_VERSION = 1
@@ -183,39 +183,6 @@ def _ratio(k: int, n: int) -> str:
 
 def _pct(k: int, n: int) -> str:
     return "-" if n == 0 else f"{100 * k / n:.0f}%"
-
-
-def check_tasks(
-    domain: DomainSpec,
-    split: str = "test",
-    families: Sequence[str] | None = None,
-    per_family: int | None = None,
-    skip: Iterable[str] = (),
-) -> list[Task]:
-    """The tasks to check: every task of ``split`` (of the ``families`` named), at most ``per_family`` of each
-    family if given, without the ids in ``skip``; an id in ``skip`` that no task has is misuse (a typo)."""
-    from sandbox.domain import checked_families
-    from sandbox.domains import get_domain
-
-    if split not in SPLITS:
-        raise UsageError(f"Unknown split {split!r}. Use one of {', '.join(SPLITS)}.")
-    # In each domain's own order (its draw), not the sorted pool's: the first N of a family are a fair sample.
-    tasks = [t for d in domain_names(domain) for t in get_domain(d).tasks(split)]
-    only = checked_families(families, sorted({t.family for t in tasks}))
-    tasks = [t for t in tasks if only is None or t.family in only]
-    skip = set(skip)
-    unknown = skip - {t.id for t in tasks}
-    if unknown:
-        raise UsageError(f"no {split} task has the id {', '.join(sorted(unknown))}; give ids of the domain's tasks")
-    kept, seen = [], Counter[tuple[str, str]]()
-    for task in tasks:
-        if task.id in skip or (per_family is not None and seen[task.domain, task.family] >= per_family):
-            continue
-        seen[task.domain, task.family] += 1
-        kept.append(task)
-    if not kept:
-        raise UsageError(f"no {split} task is left to check in {domain}")
-    return kept
 
 
 DRIFT_ONSETS = (1, 2)
