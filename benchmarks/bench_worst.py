@@ -59,13 +59,14 @@ def pytest_found(seed: int, search: str, budget: int) -> tuple[bool, float]:
 
 
 def eval_found(seed: int, targeted: bool, budget: int) -> dict:
-    from pytest_openagent.search import search_tier
+    from pytest_openagent.search import WORST_STACK, search_tier
     from sandbox.evaluation.cache import EpisodeCache
     from sandbox.evaluation.runner import Runner
+    from sandbox.evaluation.sample import Sample
     from tests.toys import Strained
 
-    found = search_tier(Strained(), "perception", budget, seed, Runner(EpisodeCache(None)), names=NAMES,
-                        targeted=targeted)  # fmt: skip
+    sample = Sample(seed=seed, names=NAMES, max_stack=WORST_STACK)
+    found = search_tier(Strained(), "perception", budget, Runner(EpisodeCache(None)), sample, targeted=targeted)
     return {"found": found.failure is not None, "examples": found.examples, "episodes": found.episodes,
             "worst": found.worst.label if found.worst else None, "score": found.score}  # fmt: skip
 

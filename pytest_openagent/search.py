@@ -12,14 +12,15 @@ shrinks. What is scored lives in :mod:`sandbox.evaluation.degradation`, what is 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings, target
 from hypothesis import seed as hypothesis_seed
 
-from pytest_openagent.strategies import DomainSpec, cases
+from pytest_openagent.strategies import cases
 from sandbox.agent import fingerprint
 from sandbox.case import Case
 from sandbox.evaluation.cache import DEFAULT_CACHE_DIR, EPISODES, EpisodeCache, prepare
@@ -27,6 +28,7 @@ from sandbox.evaluation.degradation import Found, WorstCase, caused, degradation
 from sandbox.evaluation.draw import domain_names, task_pool
 from sandbox.evaluation.report import Record, Report
 from sandbox.evaluation.runner import Runner
+from sandbox.evaluation.sample import Sample
 from sandbox.seeds import child_seed
 
 LABEL = "degradation"
@@ -46,30 +48,22 @@ def aim(record: Record) -> float:
     return score
 
 
-def search_tier(
-    agent: Any,
-    tier: str,
-    budget: int,
-    seed: int,
-    runner: Runner,
-    *,
-    domain: DomainSpec = "poi",
-    split: str = "test",
-    names: Iterable[str] | None = None,
-    max_stack: int = WORST_STACK,
-    families: Sequence[str] | None = None,
-    targeted: bool = True,
-) -> Found:
-    """Search ``budget`` cases of ``tier`` for the one that hurts ``agent`` most, through ``runner``.
+def search_tier(agent: Any, tier: str, budget: int, runner: Runner, sample: Sample, *, targeted: bool = True) -> Found:
+    """Search ``budget`` cases of ``tier`` for the one that hurts ``agent`` most, through ``runner``: stacks of up to
+    the sample's ``max_stack`` of its perturbations ``names`` (all the tier's if ``None``), on the tasks of its
+    ``domain``, ``split`` and ``families``; its ``seed`` seeds the search. Its ``pool`` and ``drift`` are not
+    searched: the perturbations are the eval pool's, from the first turn.
 
     The same seed gives the same search. ``targeted=False`` searches as the property tests do by default
-    (nothing given to ``target()``): the baseline a targeted search is measured against. ``families`` keeps the
-    tasks of those task families.
+    (nothing given to ``target()``): the baseline a targeted search is measured against.
     """
+    domain, split, seed = sample.domain, sample.split, sample.seed
+    families = sample.families
     tasks = None if families is None else task_pool(domain_names(domain), split, families)
     strategy = cases(
-        tier, names, domain=domain, split=split, max_stack=max_stack, tasks=tasks, seed=perturbation_seed(seed)
-    )
+        tier, sample.names, domain=domain, split=split, max_stack=sample.max_stack, tasks=tasks,
+        seed=perturbation_seed(seed),
+    )  # fmt: skip
     found = Found()
     agent_id = fingerprint(agent)
 
@@ -93,34 +87,20 @@ def search_tier(
     return found
 
 
-def search_tiers(
-    agent: Any,
-    tiers: Iterable[str],
-    budget: int,
-    seed: int,
-    runner: Runner,
-    *,
-    domain: DomainSpec = "poi",
-    split: str = "test",
-    names: Iterable[str] | None = None,
-    max_stack: int = WORST_STACK,
-    families: Sequence[str] | None = None,
-) -> list[WorstCase]:
-    """The worst case of each tier (a tier none of whose ``names`` is in it is skipped), neighbourhoods included."""
+def search_tiers(agent: Any, tiers: Iterable[str], budget: int, runner: Runner, sample: Sample) -> list[WorstCase]:
+    """The worst case of each tier (a tier none of the sample's ``names`` is in is skipped), neighbourhoods
+    included."""
     from sandbox.perturbations import registry
 
-    names = list(names) if names is not None else None
+    names = sample.names
     out = []
     for tier in tiers:
         named = None if names is None else [n for n in names if registry.get(n).tier == tier]
         if named == []:
             continue
         runner.test = f"worst:{tier}"
-        found = search_tier(
-            agent, tier, budget, seed, runner, domain=domain, split=split, names=named, max_stack=max_stack,
-            families=families,
-        )  # fmt: skip
-        worst = worst_case(found, tier, agent, runner, seed=seed, search="openagent eval --worst")
+        found = search_tier(agent, tier, budget, runner, replace(sample, names=named))
+        worst = worst_case(found, tier, agent, runner, seed=sample.seed, search="openagent eval --worst")
         if worst is not None:
             out.append(worst)
     return out
@@ -130,23 +110,18 @@ def worst_of(
     agent: Any,
     report: Report,
     budget: int,
-    seed: int,
+    sample: Sample,
     *,
-    domain: DomainSpec = "poi",
-    names: Iterable[str] | None = None,
-    max_stack: int = 1,
-    families: Sequence[str] | None = None,
     max_steps: int | None = None,
     cache_dir: str | Path | None = DEFAULT_CACHE_DIR,
 ) -> list[WorstCase]:
-    """The worst case of each tier ``report`` measured (``openagent eval --worst N``), through the episode cache
-    in ``cache_dir`` (``None``: in memory); stacks of up to :data:`WORST_STACK` perturbations, or ``max_stack``."""
+    """The worst case of each tier ``report`` measured (``openagent eval --worst N``) on the tasks and perturbations
+    of the ``sample`` it measured, through the episode cache in ``cache_dir`` (``None``: in memory); stacks of up to
+    :data:`WORST_STACK` perturbations, or the sample's ``max_stack``."""
     cache = EpisodeCache(None if cache_dir is None else prepare(Path(cache_dir)) / EPISODES)
     tiers = [row.scope for row in report.rows() if row.kind == "tier"]
+    searched = replace(sample, max_stack=max(WORST_STACK, sample.max_stack))
     try:
-        return search_tiers(
-            agent, tiers, budget, seed, Runner(cache, max_steps=max_steps), domain=domain, names=names,
-            max_stack=max(WORST_STACK, max_stack), families=families,
-        )  # fmt: skip
+        return search_tiers(agent, tiers, budget, Runner(cache, max_steps=max_steps), searched)
     finally:
         cache.flush()

@@ -74,10 +74,11 @@ def configure(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from sandbox.evaluation.cost import check_prices, cost_table, parse_prices
     from sandbox.evaluation.draw import domain_names
-    from sandbox.evaluation.evaluate import evaluate
+    from sandbox.evaluation.evaluate import evaluate_sample
     from sandbox.evaluation.gate import check, check_margin, compare, parse_gate
     from sandbox.evaluation.report import Report
     from sandbox.evaluation.runner import AgentFailure, WorldFailed
+    from sandbox.evaluation.sample import Sample
     from sandbox.evaluation.specs import check_agent, load_agent
     from sandbox.files import check_output_file
 
@@ -111,20 +112,19 @@ def run(args: argparse.Namespace) -> int:
 
         # a line now and then on stderr: a model agent's run is minutes between its weights bar and the table
         progress = Progress("openagent eval", lambda line: print(line, file=sys.stderr, flush=True))
-        report = evaluate(
-            agent, tiers, n=args.n, seed=args.seed, domain=domain, names=names, max_stack=args.max_stack,
-            batch_size=args.batch_size, cache_dir=None if args.no_cache else args.cache_dir, pool=args.pool,
-            families=args.families.split(",") if args.families else None, max_steps=args.max_steps,
-            drift=args.drift, sequential=criteria if args.sequential else None, progress=progress,
+        sample = Sample(
+            tiers, n=args.n, seed=args.seed, domain=domain, names=names, max_stack=args.max_stack, pool=args.pool,
+            families=args.families.split(",") if args.families else None, drift=args.drift,
+        )  # fmt: skip
+        cache_dir = None if args.no_cache else args.cache_dir
+        report = evaluate_sample(
+            agent, sample, batch_size=args.batch_size, cache_dir=cache_dir, max_steps=args.max_steps,
+            sequential=criteria if args.sequential else None, progress=progress,
         )  # fmt: skip
         if args.worst is not None:
             from pytest_openagent.search import worst_of
 
-            report.worst = worst_of(
-                agent, report, args.worst, args.seed, domain=domain, names=names, max_stack=args.max_stack,
-                families=args.families.split(",") if args.families else None, max_steps=args.max_steps,
-                cache_dir=None if args.no_cache else args.cache_dir,
-            )  # fmt: skip
+            report.worst = worst_of(agent, report, args.worst, sample, max_steps=args.max_steps, cache_dir=cache_dir)
     except (AgentFailure, WorldFailed) as exc:
         print(f"openagent eval: no measurement: {exc}", file=sys.stderr)
         return EXIT_AGENT_FAILED

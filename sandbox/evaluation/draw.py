@@ -12,11 +12,12 @@ import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING
 
 from sandbox.errors import UsageError
+from sandbox.evaluation.sample import DomainSpec, Sample, TierSpec
 from sandbox.perturbations import registry
-from sandbox.perturbations.base import Perturbation, Pool, Tier
+from sandbox.perturbations.base import Perturbation, Pool
 from sandbox.seeds import child_seed
 from sandbox.task import SPLITS, Task
 
@@ -24,13 +25,8 @@ if TYPE_CHECKING:
     from sandbox.case import Case
     from sandbox.domain import Domain
 
-TierSpec = Tier | int | str | Iterable[Tier | int | str]
 SEEDS = 1000
 """Perturbation seeds are drawn from ``range(SEEDS)``."""
-
-
-DomainSpec = Union[str, "Domain", Sequence[Union[str, "Domain"]]]
-"""``"all"``, a domain's name (or ``module:attribute``), a :class:`~sandbox.domain.Domain`, or several."""
 
 
 def domain_names(domain: DomainSpec) -> tuple[str, ...]:
@@ -229,14 +225,19 @@ def draw_cases(
     A tier with no perturbation registered, or none that applies to the domain's tasks, is skipped
     when ``tiers="all"`` and an error when asked for by name.
     """
+    return draw_sample(Sample(tiers, n, seed, domain, split, names, max_stack, pool, families, drift))
+
+
+def draw_sample(sample: Sample) -> list[Case]:
+    """The cases of ``sample`` (:func:`draw_cases`)."""
     from sandbox.case import Case
 
-    if n < 1:
-        raise UsageError(f"n must be at least 1 case per tier, got {n}")
-    if max_stack < 1:
-        raise UsageError(f"max_stack must be at least 1, got {max_stack}")
-    tasks = task_pool(domain_names(domain), split, families)
-    names = list(names) if names is not None else None
+    if sample.n < 1:
+        raise UsageError(f"n must be at least 1 case per tier, got {sample.n}")
+    if sample.max_stack < 1:
+        raise UsageError(f"max_stack must be at least 1, got {sample.max_stack}")
+    tasks = task_pool(domain_names(sample.domain), sample.split, sample.families)
+    tiers, names = sample.tiers, sample.names
     if names is not None:
         perturbation_classes(tiers, names)  # unknown names and names outside ``tiers`` fail here, with a hint
     out: list[Case] = []
@@ -247,13 +248,13 @@ def draw_cases(
         classes = perturbation_classes(tier, named)
         if tiers == "all" and not any(applicable(classes, t) for t in tasks):
             continue  # e.g. no refusal scenario applies to BFCL's multi-turn tasks: the report has no such row
-        rng = random.Random(child_seed(seed, "evaluate", tier))
-        out += [_draw_case(tasks, classes, rng, max_stack, pool, f"tier {tier}", split, domain) for _ in range(n)]
+        rng = random.Random(child_seed(sample.seed, "evaluate", tier))
+        out += [_draw_case(tasks, classes, rng, sample, f"tier {tier}") for _ in range(sample.n)]
         moving = tuple(c for c in classes if c.can_drift())
-        if drift and any(drift_applicable(moving, t) for t in tasks):
-            rng = random.Random(child_seed(seed, "evaluate", tier, "drift"))
-            for _ in range(n):
-                case = _draw_case(tasks, moving, rng, max_stack, pool, f"tier {tier}", split, domain, drift_applicable)
+        if sample.drift and any(drift_applicable(moving, t) for t in tasks):
+            rng = random.Random(child_seed(sample.seed, "evaluate", tier, "drift"))
+            for _ in range(sample.n):
+                case = _draw_case(tasks, moving, rng, sample, f"tier {tier}", drift_applicable)
                 out.append(Case(case.task, tuple(_onset(p, case.task, rng) for p in case.perturbations)))
     return out
 
@@ -269,11 +270,8 @@ def _draw_case(
     tasks: Sequence[Task],
     classes: tuple[type[Perturbation], ...],
     rng: random.Random,
-    max_stack: int,
-    pool: Pool,
+    sample: Sample,
     what: str,
-    split: str,
-    domain: DomainSpec,
     fits: Callable[[tuple[type[Perturbation], ...], Task], tuple[type[Perturbation], ...]] = applicable,
 ) -> Case:
     from sandbox.case import Case
@@ -284,6 +282,6 @@ def _draw_case(
         if fitting:
             break
     else:
-        raise UsageError(f"no perturbation of {what} applies to the {split} tasks of {domain}")
-    kinds = rng.sample(fitting, k=rng.randint(1, min(max_stack, len(fitting))))
-    return Case(task, tuple(draw_perturbation(c, rng, pool) for c in kinds))
+        raise UsageError(f"no perturbation of {what} applies to the {sample.split} tasks of {sample.domain}")
+    kinds = rng.sample(fitting, k=rng.randint(1, min(sample.max_stack, len(fitting))))
+    return Case(task, tuple(draw_perturbation(c, rng, sample.pool) for c in kinds))

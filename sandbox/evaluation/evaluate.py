@@ -1,4 +1,5 @@
-"""``evaluate``: the fixed sample of ``draw_cases`` run in batches through the cache, as a report."""
+"""``evaluate``: the fixed sample of ``draw_cases`` (a :class:`~sandbox.evaluation.sample.Sample`) run in batches
+through the cache, as a report."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ from sandbox.case import SANDBOX_VERSION
 from sandbox.errors import UsageError
 from sandbox.evaluation.cache import DEFAULT_CACHE_DIR, EPISODES, EpisodeCache, prepare
 from sandbox.evaluation.criterion import Criterion
-from sandbox.evaluation.draw import DomainSpec, TierSpec, domain_label, draw_cases
+from sandbox.evaluation.draw import domain_label, draw_sample
 from sandbox.evaluation.gate import check, criteria_of
 from sandbox.evaluation.report import Report
 from sandbox.evaluation.runner import Runner
+from sandbox.evaluation.sample import DomainSpec, Sample, TierSpec
 from sandbox.evaluation.sequential import run_sequential
 from sandbox.perturbations import registry
 from sandbox.perturbations.base import Pool
@@ -53,6 +55,24 @@ def evaluate(
     ``<tier>-drift`` beside the tier's static cases. ``sequential`` (a gate's criteria) runs the sample in rounds
     and stops each criterion once its verdict is settled (:mod:`sandbox.evaluation.sequential`).
     """
+    sample = Sample(tiers, n, seed, domain, split, names, max_stack, pool, families, drift)
+    return evaluate_sample(
+        agent, sample, batch_size=batch_size, cache_dir=cache_dir, max_steps=max_steps, progress=progress,
+        sequential=sequential,
+    )  # fmt: skip
+
+
+def evaluate_sample(
+    agent: Any,
+    sample: Sample,
+    *,
+    batch_size: int = 64,
+    cache_dir: str | Path | None = DEFAULT_CACHE_DIR,
+    max_steps: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    sequential: str | Sequence[Criterion] | None = None,
+) -> Report:
+    """:func:`evaluate` on the cases of ``sample``."""
     if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1):
         raise UsageError(
             f"max_steps={max_steps!r}: give a whole number of turns (at least 1), or None for each case's own"
@@ -63,10 +83,10 @@ def evaluate(
 
         agent = load_agent(spec)
     criteria = None if sequential is None else criteria_of(sequential)
-    names = list(names) if names is not None else None
-    families = list(families) if families is not None else None
+    names = list(sample.names) if sample.names is not None else None
+    families = list(sample.families) if sample.families is not None else None
     cache = EpisodeCache(prepare(Path(cache_dir)) / EPISODES if cache_dir is not None else None)
-    cases = draw_cases(tiers, n, seed, domain, split, names, max_stack, pool, families, drift)
+    cases = draw_sample(sample)
     started = time.perf_counter()
     runner = Runner(cache)
     runner.test = "evaluate"
@@ -76,15 +96,16 @@ def evaluate(
         records, stopping = run_sequential(
             runner, agent, cases, criteria, lambda part, c: check(part, [c]).checks[0], batch_size, max_steps, progress
         )
-    asked = registry.normalize_tiers(tiers)
+    asked = registry.normalize_tiers(sample.tiers)
     named = None if names is None else {registry.get(name).tier for name in names}
     drawn = {p.tier for c in cases for p in c.perturbations}
     meta = {
-        "agent": spec or fingerprint(agent), "seed": seed, "n": n, "tiers": asked,
+        "agent": spec or fingerprint(agent), "seed": sample.seed, "n": sample.n, "tiers": asked,
         "tiers_skipped": [t for t in asked if t not in drawn and (named is None or t in named)],
-        "names": names, "domain": domain_label(domain), "split": split, "pool": pool, "max_stack": max_stack,
-        "families": families, "max_steps": max_steps, "drift": drift, "sandbox_version": SANDBOX_VERSION,
-        "episodes_run": cache.misses, "episodes_cached": cache.hits, "wall_s": round(time.perf_counter() - started, 3),
+        "names": names, "domain": domain_label(sample.domain), "split": sample.split, "pool": sample.pool,
+        "max_stack": sample.max_stack, "families": families, "max_steps": max_steps, "drift": sample.drift,
+        "sandbox_version": SANDBOX_VERSION, "episodes_run": cache.misses, "episodes_cached": cache.hits,
+        "wall_s": round(time.perf_counter() - started, 3),
         "cache_hits": {kind: sorted(keys) for kind, keys in runner.cache_hits.items()},
     }  # fmt: skip
     if stopping is not None:

@@ -130,3 +130,16 @@ def test_evaluate_on_named_task_families_records_them_and_a_baseline_of_others_i
     assert any("families: ['phone', 'unknown_place'] here, None in the baseline" in c.detail for c in result.checks)
     with pytest.raises(UnknownName, match="Did you mean 'phone'"):
         core.evaluate("oracle", tiers=1, n=2, cache_dir=None, families=["phnoe"])
+
+
+def test_a_sample_is_one_value_that_draws_the_same_cases_each_time_it_is_read():
+    # evaluate, draw_cases and the worst-case search pass a Sample down: names given as a generator are read once
+    from sandbox.evaluation.draw import draw_sample
+    from sandbox.evaluation.sample import Sample
+
+    wanted = ["tool_name_noise", "semantic_renaming"]
+    sample = Sample("perception", n=5, seed=2, names=(n for n in wanted), families=iter(["book_best"]))
+    first = [c.key() for c in draw_sample(sample)]
+    assert first == [c.key() for c in draw_sample(sample)]
+    assert first == [c.key() for c in core.draw_cases("perception", 5, 2, names=wanted, families=["book_best"])]
+    assert {p.name for c in draw_sample(sample) for p in c.perturbations} <= set(wanted) and len(first) == 5

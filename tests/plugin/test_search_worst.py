@@ -64,13 +64,15 @@ def test_a_misspelt_search_is_a_usage_error(project):
 
 
 def test_search_tier_is_reproducible_and_beats_the_default_on_one_seed(toy_perturbations):
-    from pytest_openagent.search import search_tier
+    from pytest_openagent.search import WORST_STACK, search_tier
+    from sandbox.evaluation.sample import Sample
     from tests.toys import Strained
 
     names = ["toy_shout", "toy_hum", "toy_space"]
 
     def search(targeted):
-        return search_tier(Strained(), "perception", 40, 3, Runner(EpisodeCache(None)), names=names, targeted=targeted)
+        sample = Sample(seed=3, names=names, max_stack=WORST_STACK)
+        return search_tier(Strained(), "perception", 40, Runner(EpisodeCache(None)), sample, targeted=targeted)
 
     found = search(True)
     assert found.failure is not None and "toy_shout(s=3" in found.failure.label
