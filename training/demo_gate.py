@@ -9,6 +9,7 @@ measurement must meet.
 
 from __future__ import annotations
 
+import json
 import queue
 import subprocess
 import sys
@@ -56,9 +57,9 @@ PYPROJECT = """# The gate of the demo's robustness suite: `pytest` fails when th
 addopts = "-p no:cacheprovider"
 
 [tool.openagent]
-gate = {gate!r}
-tiers = {tiers!r}
-families = {families!r}
+gate = {gate}
+tiers = {tiers}
+families = {families}
 n = {n}
 """
 
@@ -69,8 +70,13 @@ def write_suite(folder: Path, families: Sequence[str], gate: Sequence[str], n: i
     tests = "".join(TEST.format(tier=tier) for tier in GATE_TIERS)
     suite = SUITE.format(folder=folder, example="../sft", families=list(families), examples=examples, tests=tests)
     write_text(folder / "test_agent_robustness.py", suite)
-    toml = PYPROJECT.format(gate=list(gate), tiers=",".join(GATE_TIERS), families=",".join(families), n=n)
-    write_text(folder / "pyproject.toml", toml.replace("'", '"'))
+    toml = PYPROJECT.format(
+        gate=json.dumps(list(gate)),
+        tiers=json.dumps(",".join(GATE_TIERS)),
+        families=json.dumps(",".join(families)),
+        n=n,
+    )  # JSON strings and lists are TOML ones
+    write_text(folder / "pyproject.toml", toml)
     return folder / "test_agent_robustness.py"
 
 

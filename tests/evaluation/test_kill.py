@@ -67,8 +67,7 @@ def _lines(path: Path) -> int:
 def test_a_killed_eval_is_resumed_redoing_only_the_episodes_in_flight(tmp_path):
     (tmp_path / "slow_oracle.py").write_text(SLOW_ORACLE)
     killed = _eval(tmp_path, "cache", 0.05, "ended-killed")
-    deadline = time.monotonic() + 120
-    while _lines(tmp_path / "ended-killed") < 6 * BATCH and killed.poll() is None and time.monotonic() < deadline:
+    while _lines(tmp_path / "ended-killed") < 6 * BATCH and killed.poll() is None:  # readiness, however slow
         time.sleep(0.01)
     os.kill(killed.pid, signal.SIGKILL)  # well past the first batch (2 * BATCH episodes): the rest is in flight
     killed.communicate(timeout=60)

@@ -7,6 +7,7 @@ to meet one failure class: a parameter whose description names another tool, rea
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 import pytest
 
@@ -17,7 +18,7 @@ from sandbox.domains import DOMAINS
 from sandbox.perturbations import POOLS, get, names
 
 ORACLE = OracleAgent()
-WORLDS = ("oracle-notes", "oracle-rooms", "oracle-mail", "oracle-awards", "oracle-inbox")
+WORLDS = ("oracle-notes", "oracle-rooms", "oracle-mail", "oracle-awards", "oracle-inbox", "oracle-desk")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -383,4 +384,32 @@ def test_an_optional_parameter_that_names_a_tool_is_filled_under_every_perturbat
     [task] = domain.tasks()
     assert not get("dependency_merge")(severity=1).applies_to(task)
     wrong = _wrong(domain, tuple(names()), seeds=range(2))
+    assert not wrong, "\n\n".join(wrong[:2])
+
+
+TICKETS = {"t1": "open", "t2": "held", "t3": "closed", "t4": "held"}
+
+
+@sandbox.tool
+def list_tickets(building: Building, state: Literal["open", "held", "closed"]) -> dict:
+    """list_tickets: the tickets in one state.
+
+    Args:
+        state: the tickets' state
+    """
+    return {"tickets": [t for t, s in TICKETS.items() if s == state]}
+
+
+def test_a_split_tool_whose_description_names_it_is_split_not_moved() -> None:
+    """A generated server's description starts with its tool's name (faultbench's ``list_orders: list on
+    order``), so each part of a split names the tool it was split from, with the same arguments: it is a sibling
+    the oracle calls for its values, not a successor every call goes to."""
+    domain = sandbox.define_domain(
+        "oracle-desk", tools=[list_tickets], state=lambda seed: Building(seed),
+        tasks=[UserTask(f"Which tickets are {state}?", id=state, sources={"tickets": "l.tickets"},
+                        plan=[Call(id="l", tool="list_tickets", args={"state": state})])
+               for state in ("open", "held", "closed")],
+    )  # fmt: skip
+    sandbox.register_domain(domain, replace=True)
+    wrong = _wrong(domain, ("tool_split",))
     assert not wrong, "\n\n".join(wrong[:2])

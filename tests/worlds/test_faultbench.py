@@ -45,10 +45,7 @@ def test_the_oracle_solves_every_task_and_refuses_the_unsolvable_one(shop):
 @pytest.mark.slow
 def test_check_domain_the_oracle_is_right_on_every_applied_case(shop):
     result = check_domain(shop.name, cache_dir=None)
-    # Known, open: under tool_split the oracle misses one faultbench case (an error naming the tool that serves the
-    # other values is not followed there); every other case of every perturbation is checked as before.
-    known = [f for f in result.failures if f.perturbation == "tool_split"]
-    assert len(known) <= 1 and result.failures == known, result.text()
+    assert not result.failures, result.text()
     applied = {c.perturbation for c in result.cells if c.applied}
     assert {"missing_values", "runtime_error", "dependency_split", "fatal_error"} <= applied
 

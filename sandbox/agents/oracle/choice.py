@@ -61,9 +61,17 @@ class ToolChoice:
             self.by_capability[tool] = self.current(name)
 
     def _succeeds(self, new: str, old: str) -> bool:
+        """Whether ``new`` documents itself as ``old``'s successor: the same arguments, ``old`` named, and a
+        description of its own (a description that names its tool, cloned for a split's part, makes a sibling)."""
         fn, old_fn = self.live[new]["function"], self.live[old]["function"]
         same = fn["parameters"].get("properties", {}).keys() == old_fn["parameters"].get("properties", {}).keys()
-        return same and old in names_pattern((old,)).findall(fn["description"])
+        named = old in names_pattern((old,)).findall(fn["description"])
+        return same and named and self._doc(new) != self._doc(old)
+
+    def _doc(self, tool: str) -> str:
+        """``tool``'s description with tool names and identifiers masked: what siblings share."""
+        pattern = names_pattern(self.names)
+        return _IDENTIFIER.sub(" ", pattern.sub(" ", self.live[tool]["function"]["description"]))
 
     def documented(self, name: str) -> str:
         """The tool whose description documents how ``name`` works: the tool it succeeds, else itself."""
@@ -93,14 +101,9 @@ class ToolChoice:
         """The live tools whose description is the same as ``name``'s, tool names aside (those listed, and any
         identifier of several words: a note may name a tool no longer listed); for a successor, the same as the
         description of the tool it succeeds (successors of different tools read alike once names are masked)."""
-        pattern = names_pattern(self.names)
-
-        def doc(tool: str) -> str:
-            return _IDENTIFIER.sub(" ", pattern.sub(" ", self.live[tool]["function"]["description"]))
-
         own = self.documented(name)
-        mine = doc(own)
-        return [self.current(n) for n in self.live if n not in (name, own) and doc(n) == mine]
+        mine = self._doc(own)
+        return [self.current(n) for n in self.live if n not in (name, own) and self._doc(n) == mine]
 
     def _accepts(self, name: str, call: Call) -> bool:
         """Whether no enum of the tool's schema leaves out the value the call gives the parameter it matches."""
