@@ -101,8 +101,9 @@ any client, each conversation from its start; a base URL `http://HOST:PORT/f/FAU
 (docs/reference.md).
 
 Judged by the same outcomes. Where the harness's final answer is the faulted reply itself (an empty reply, a
-cut one, a claim of success with no call, taken as the answer) and the judge finds it wrong, the outcome is
-`hallucinated_success`: the harness reported a result its model never produced. A refusal passed on stays
+cut one, a claim of success with no call, or a reply whose calls the fault broke and the harness dropped, taken
+as the answer) and the judge finds it wrong, the outcome is `hallucinated_success`: the harness reported a
+result its model never produced. A refusal passed on stays
 `wrong_refusal`. Each episode records `model_faults`: what was injected at which turn, how many requests its
 model got, and `asked_again`, whether the harness asked its model again after the last fault (it noticed).
 """

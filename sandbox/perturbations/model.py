@@ -18,6 +18,7 @@ outage, a model that always does it).
 from __future__ import annotations
 
 import copy
+import json
 import threading
 from typing import Any, ClassVar
 
@@ -102,6 +103,22 @@ def _calls(completion: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, A
     if not all(isinstance(c, dict) and isinstance(c.get("function"), dict) for c in calls):
         return None
     return out, calls
+
+
+def _usable(call: Any) -> bool:
+    """Whether a harness can make ``call``: a named function whose arguments are a JSON object. A harness that
+    drops a call it cannot parse (LangChain's ``invalid_tool_calls``) and ends its run has taken the reply's text
+    as its answer, as it would a reply with no call."""
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict) or not function.get("name"):
+        return False
+    args = function.get("arguments")
+    if isinstance(args, dict) or args in (None, ""):
+        return True
+    try:
+        return isinstance(json.loads(args), dict)
+    except (TypeError, ValueError):
+        return False
 
 
 def _cut(text: str) -> str:
@@ -293,8 +310,9 @@ class ModelRoute:
     def served(self, turn: int, completion: dict[str, Any] | None, faulted: bool) -> None:
         message = _message(completion) if isinstance(completion, dict) else None
         calls = message.get("tool_calls") if message else None
+        usable = sum(map(_usable, calls)) if isinstance(calls, list) else 0
         with self._lock:
-            self.last = {"turn": turn, "faulted": faulted, "calls": len(calls) if isinstance(calls, list) else 0}
+            self.last = {"turn": turn, "faulted": faulted, "calls": usable}
 
     def summary(self) -> dict[str, Any]:
         """What was injected, and whether the harness went on to ask its model again after the last fault."""

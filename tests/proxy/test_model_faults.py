@@ -110,3 +110,15 @@ def test_the_stream_of_a_completion_says_what_it_says():
     assert json.loads(args) == {"name": "Green Bridge Spa", "city": "Ghent"}
     assert events[-2]["choices"][0]["finish_reason"] == "tool_calls" and "usage" in events[-1]
     assert sse_chunks(_completion())[-1] == b"data: [DONE]\n\n"
+
+
+@pytest.mark.parametrize(("name", "final"), [("model_malformed_arguments", True), ("model_truncated_reply", True),
+                                             ("model_unknown_tool", False)])  # fmt: skip
+def test_a_faulted_reply_whose_calls_cannot_be_made_is_final_where_nothing_follows(name, final):
+    route = ModelRoute((registry.create(name),))
+    _, due = route.decide(0)
+    served = route.rewrite(due, 0, _completion(), TOOLS)
+    route.served(0, served, faulted=True)
+    assert route.summary()["final_faulted"] is final
+    route.served(1, _completion(), faulted=False)  # the harness asked again: what it took is not the fault
+    assert route.summary()["final_faulted"] is False
