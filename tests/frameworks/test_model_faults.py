@@ -35,6 +35,21 @@ def _pydantic_ai(url: str) -> LoopAgent:
     return LoopAgent(run, name="pydantic-ai-over-http")
 
 
+def _langgraph(url: str, streaming: bool = False) -> LoopAgent:
+    from langchain.agents import create_agent
+    from langchain_openai import ChatOpenAI
+
+    from sandbox.agents.frameworks import langchain_tools
+
+    def run(request: str, tools: EpisodeTools) -> str:
+        model = ChatOpenAI(model=MODEL, base_url=tools.model_url(url), api_key="none", streaming=streaming)
+        graph = create_agent(model, langchain_tools(tools), system_prompt="Use the tools to do what the user asks.")
+        state = graph.invoke({"messages": [("user", request)]}, {"recursion_limit": 40})
+        return str(state["messages"][-1].content)
+
+    return LoopAgent(run, name="langgraph-streamed-over-http" if streaming else "langgraph-over-http")
+
+
 def _openai_agents(url: str) -> LoopAgent:
     from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner
     from openai import AsyncOpenAI
@@ -52,21 +67,25 @@ def _openai_agents(url: str) -> LoopAgent:
     return LoopAgent(run, name="agents-sdk-over-http")
 
 
-AGENTS = {"pydantic-ai": (_pydantic_ai, "pydantic_ai"), "openai-agents": (_openai_agents, "agents")}
+AGENTS = {"pydantic-ai": (_pydantic_ai, "pydantic_ai"), "openai-agents": (_openai_agents, "agents"),
+          "langgraph": (_langgraph, "langchain_openai")}  # fmt: skip
 
+S, H, P, A, R = "success", "hallucinated_success", "parse_error", "agent_error", "wrong_refusal"
 EXPECTED = {
-    # fault, severity: (pydantic-ai, OpenAI Agents SDK)
-    ("model_malformed_arguments", 1): ("success", "parse_error"),  # a retry prompt; the SDK hands the text on
-    ("model_unknown_tool", 1): ("success", "agent_error"),  # a retry prompt; the SDK's ModelBehaviorError
-    ("model_truncated_reply", 1): ("success", "parse_error"),
-    ("model_empty_reply", 1): ("success", "hallucinated_success"),  # the SDK returns "" as the final output
-    ("model_refusal", 1): ("agent_error", "agent_error"),  # ContentFilterError; ModelRefusalError
-    ("model_false_success", 1): ("hallucinated_success", "hallucinated_success"),  # neither can tell
-    ("model_rate_limited", 1): ("success", "success"),  # the OpenAI SDK's own retries
-    ("model_server_error", 1): ("success", "success"),
-    ("model_server_error", 2): ("agent_error", "agent_error"),  # three in a row: the OpenAI SDK's 2 retries spent
-    ("model_server_error", 3): ("agent_error", "agent_error"),  # an outage fails loudly
+    # fault, severity: (pydantic-ai, OpenAI Agents SDK, LangGraph); why, per framework, in docs/frameworks.md
+    ("model_malformed_arguments", 1): (S, P, H),  # a retry prompt; the SDK hands the text on; LangGraph drops it
+    ("model_unknown_tool", 1): (S, A, S),  # a retry prompt; the SDK's ModelBehaviorError; ToolNode's error message
+    ("model_truncated_reply", 1): (S, P, H),
+    ("model_empty_reply", 1): (S, H, H),  # the SDK and LangGraph return "" as the final output
+    ("model_refusal", 1): (A, A, R),  # ContentFilterError; ModelRefusalError; LangGraph passes the refusal on
+    ("model_false_success", 1): (H, H, H),  # none can tell
+    ("model_rate_limited", 1): (S, S, S),  # the OpenAI SDK's own retries, after Retry-After
+    ("model_server_error", 1): (S, S, S),
+    ("model_server_error", 2): (A, A, A),  # three in a row: the OpenAI SDK's 2 retries spent
+    ("model_server_error", 3): (A, A, A),  # an outage fails loudly
 }
+SLOW = {("model_rate_limited_bare", 1): (S, S, S), ("model_server_error_retry_after", 1): (S, S, S)}
+"""The HTTP faults' other two forms (a second each where Retry-After asks for one): what the rows above show."""
 
 
 @pytest.fixture(scope="module")
@@ -94,11 +113,11 @@ def framework(request, server, task):
     return request.param, agent
 
 
-@pytest.mark.parametrize(("name", "severity"), list(EXPECTED))
+@pytest.mark.parametrize(("name", "severity"), [*EXPECTED, *(pytest.param(*k, marks=pytest.mark.slow) for k in SLOW)])
 def test_each_framework_meets_each_fault_as_its_loop_handles_it(framework, task, name, severity):
     which, agent = framework
     [episode] = run_cases(agent, [Case(task, (registry.create(name, severity=severity),))])
-    expected = EXPECTED[name, severity][list(AGENTS).index(which)]
+    expected = {**EXPECTED, **SLOW}[name, severity][list(AGENTS).index(which)]
     assert episode.outcome == expected, episode.explain()
     faults = episode.model_faults
     assert faults["injected"] and faults["injected"][0]["fault"] == name
@@ -106,3 +125,19 @@ def test_each_framework_meets_each_fault_as_its_loop_handles_it(framework, task,
         assert faults["asked_again"], "a success after a fault: the loop asked its model again"
     if faults["final_faulted"]:
         assert not episode.success, "a faulted reply taken as the answer is never a success"
+
+
+@pytest.mark.parametrize("name", ["model_malformed_arguments", "model_truncated_reply"])
+def test_a_streaming_langgraph_makes_the_cut_call_whole_and_calls_it(server, task, name):
+    """Streamed, langchain-openai reads a call's arguments with a lenient JSON parser: the cut text is closed into
+    arguments the model never wrote, and the graph makes that call (the env finds a required argument missing),
+    where the same graph not streaming drops the call and returns an empty answer."""
+    pytest.importorskip("langchain_openai")
+    agent = _langgraph(server.url, streaming=True)
+    [clean] = run_cases(agent, [Case(task)])
+    assert clean.success, clean.explain()
+    [episode] = run_cases(agent, [Case(task, (registry.create(name),))])
+    made, meant = episode.steps[0].calls[0], clean.steps[0].calls[0]
+    assert made.name == meant.name and made.arguments != meant.arguments, episode.explain()
+    assert episode.steps[0].results[0].error == "invalid_arguments", episode.explain()
+    assert episode.model_faults["asked_again"] and not episode.success
