@@ -27,17 +27,24 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def app_for(domain: str, reward: str = "completion", max_sessions: int = 1024, host: str = "127.0.0.1") -> Starlette:
     """The server's ASGI app; :class:`~sandbox.errors.UsageError` for an unknown domain or reward."""
+    import sandbox
     from sandbox.domains import get_domain
     from sandbox.domains.mcp import require_sdk
     from sandbox.evaluation.train_draw import RESET_KEYS, train_case
     from sandbox.perturbations.base import TIERS
-    from sandbox.proxy.env_server import Sessions, env_app
+    from sandbox.proxy.env_app import env_app
+    from sandbox.proxy.env_server import Sessions
     from training.rewards import get_reward, reward_name
 
     require_sdk()
     name = get_domain(domain).name
     score = get_reward(reward)
-    metadata = {"name": f"openagent-{name}", "domain": name, "split": "train", "pool": "train",
+    description = (
+        f"The {name} tool world of pytest-openagent, perturbed: tasks of the train split under "
+        "perturbations of the train pool, the judge's outcome as the reward"
+    )
+    metadata = {"name": f"openagent-{name}", "description": description, "version": sandbox.__version__,
+                "domain": name, "split": "train", "pool": "train",
                 "reward": reward_name(reward), "tiers": list(TIERS), "reset_fields": list(RESET_KEYS),
                 "actions": ["list_tools", "call_tool", "answer"]}  # fmt: skip
     sessions = Sessions(lambda body: train_case(name, body), score, max_sessions)

@@ -1,22 +1,24 @@
 """A domain's perturbed world as an RL environment server: OpenEnv's HTTP shape, the tools over MCP, one episode a
-session (``openagent env-serve``).
+session (``openagent env-serve``). Here the sessions and what each route answers; the app in
+``sandbox.proxy.env_app``, OpenEnv's ``/ws`` and JSON-RPC ``/mcp`` in ``sandbox.proxy.env_wire``.
 
-Following OpenEnv's conventions (``openenv.core.env_server``): ``POST /reset`` (a ``seed``, or an explicit case:
-``task``, ``tier``, ``stack``, ``severity``) answers ``{observation, reward, done, metadata}``; ``POST /step`` takes
-an ``action`` of type ``list_tools``, ``call_tool`` (``tool_name``, ``arguments``) or ``answer`` (``content``: the
-final reply, which the judge reads); ``GET /state``, ``GET /health``, ``GET /metadata``; and OpenEnv's ``/ws``,
-where a connection is one session (the wire format its ``EnvClient`` speaks). Beside them, ``POST /verify``
-answers the judge's outcome and the reward, and the episode's tools are served over MCP (streamable HTTP) at
-``/sessions/{session_id}/mcp``, where ``tools/list`` gives the case's perturbed surface and a drift sends
-``notifications/tools/list_changed``. Every HTTP request names its session (the ``session_id`` that ``/reset``
-returned); sessions share nothing. OpenEnv reserves the tool names ``reset``, ``step``, ``state`` and ``close``: a
-case offering one is refused. Misuse is an HTTP 4xx with ``{"error": message}``, never a traceback.
+Following OpenEnv's conventions (``openenv.core.env_server``, checked with ``openenv`` 0.10's own clients and its
+``openenv validate``): ``POST /reset`` (a ``seed``, or an explicit case: ``task``, ``tier``, ``stack``,
+``severity``) answers ``{observation, reward, done, metadata}``, the observation the opening ``messages`` and the
+tools as a chat template takes them (``chat_tools``); ``POST /step`` takes an ``action`` of type ``list_tools``
+(observed as OpenEnv's ``Tool``s), ``call_tool`` (``tool_name``, ``arguments``; observed as its
+``CallToolObservation``) or ``answer`` (``content``: the final reply, which the judge reads); ``GET /state``,
+``/health``, ``/metadata``, ``/schema``; and OpenEnv's ``/ws`` and ``POST /mcp`` (``sandbox.proxy.env_wire``).
+Beside them, ``POST /verify`` answers the judge's outcome and the reward, and the episode's tools are served over MCP
+(streamable HTTP) at ``/sessions/{session_id}/mcp``, where ``tools/list`` gives the case's perturbed surface and a
+drift sends ``notifications/tools/list_changed``. Every HTTP request names its session (the ``session_id`` that
+``/reset`` returned, where OpenEnv's HTTP routes are stateless); sessions share nothing. OpenEnv reserves the tool
+names ``reset``, ``step``, ``state`` and ``close``: a case offering one is refused. Misuse is an HTTP 4xx with
+``{"error": message}``, never a traceback.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import threading
 import uuid
 from collections.abc import Callable
@@ -26,8 +28,6 @@ from sandbox.errors import UsageError
 from sandbox.proxy.case_session import CaseSession, EpisodeOver
 
 if TYPE_CHECKING:
-    from starlette.applications import Starlette
-
     from sandbox.case import Case
     from sandbox.trajectory import Episode
 
@@ -45,18 +45,49 @@ class HttpError(Exception):
         self.status = status
 
 
+class Slot:
+    """One session: its episode (``None`` until the first reset), the lock its moves take, its episode id."""
+
+    def __init__(self) -> None:
+        self.case: CaseSession | None = None
+        self.lock = threading.Lock()
+        self.episode_id: str | None = None
+
+
+def mcp_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """A chat-template tool spec as OpenEnv's ``Tool`` (``name``, ``description``, ``input_schema``)."""
+    function = spec.get("function", spec)
+    schema = function.get("parameters") or {"type": "object", "properties": {}}
+    return {"name": function["name"], "description": function.get("description") or "", "input_schema": schema}
+
+
 class Sessions:
-    """The live sessions by id, each a :class:`CaseSession` with its own lock, at most ``limit`` at once."""
+    """The live sessions by id, each a :class:`Slot` with its own lock, at most ``limit`` at once. A session is
+    made by ``/reset`` (or empty, by OpenEnv's ``openenv/session/create`` or a ``/ws`` connection, and filled by
+    its first reset); a reset of an existing session replaces its episode and keeps its id."""
 
     def __init__(self, draw: Draw, reward: Callable[[Episode], float], limit: int = 1024) -> None:
         self.draw, self.reward, self.limit = draw, reward, limit
-        self._sessions: dict[str, tuple[CaseSession, threading.Lock, str]] = {}
+        self._sessions: dict[str, Slot] = {}
         self._lock = threading.Lock()
 
-    def reset(self, body: dict[str, Any]) -> dict[str, Any]:
+    def create(self) -> str:
+        with self._lock:
+            if len(self._sessions) >= self.limit:
+                raise HttpError(503, f"{self.limit} sessions are open; close one (POST /close) before another reset")
+            session_id = uuid.uuid4().hex
+            self._sessions[session_id] = Slot()
+        return session_id
+
+    def reset(self, body: dict[str, Any], session_id: str | None = None) -> dict[str, Any]:
+        body = dict(body)
+        requested = body.pop("session_id", None)
+        session_id = session_id or requested
         episode_id = body.get("episode_id")
         if episode_id is not None and not isinstance(episode_id, str):
             raise HttpError(400, f"episode_id must be a string, got {type(episode_id).__name__}")
+        if session_id is not None:
+            self.slot(session_id)  # a 404 before a case is drawn
         try:
             case = self.draw(body)
         except UsageError as exc:
@@ -65,14 +96,13 @@ class Sessions:
         reserved = sorted(RESERVED_TOOL_NAMES & {t["function"]["name"] for t in session.tools})
         if reserved:
             raise HttpError(422, f"the case offers a tool named {', '.join(reserved)}, a name OpenEnv reserves")
-        with self._lock:
-            if len(self._sessions) >= self.limit:
-                raise HttpError(503, f"{self.limit} sessions are open; close one (POST /close) before another reset")
-            session_id = uuid.uuid4().hex
-            self._sessions[session_id] = (session, threading.Lock(), episode_id or session_id)
-        return self._answer(session_id, {"messages": session.messages, "tools": session.tools})
+        session_id = session_id if session_id is not None else self.create()
+        slot = self.slot(session_id)
+        with slot.lock:
+            slot.case, slot.episode_id = session, episode_id or session_id
+        return self._answer(session_id, {"messages": session.messages, "chat_tools": session.tools})
 
-    def get(self, session_id: Any) -> tuple[CaseSession, threading.Lock, str]:
+    def slot(self, session_id: Any) -> Slot:
         if not isinstance(session_id, str) or not session_id:
             raise HttpError(400, "no session_id: give the session_id that POST /reset returned")
         with self._lock:
@@ -80,6 +110,12 @@ class Sessions:
         if found is None:
             raise HttpError(404, f"no session {session_id!r}: it was closed, or never opened (POST /reset opens one)")
         return found
+
+    def get(self, session_id: Any) -> tuple[CaseSession, threading.Lock, str]:
+        slot = self.slot(session_id)
+        if slot.case is None or slot.episode_id is None:
+            raise HttpError(409, f"session {session_id!r} has no episode yet: reset it first")
+        return slot.case, slot.lock, slot.episode_id
 
     def step(self, session_id: Any, action: Any) -> dict[str, Any]:
         session, lock, _ = self.get(session_id)
@@ -89,14 +125,17 @@ class Sessions:
         with lock:
             try:
                 if kind == "list_tools":
-                    return self._answer(session_id, {"tools": session.tools})
+                    tools = [mcp_spec(t) for t in session.tools]
+                    return self._answer(session_id, {"tools": tools, "chat_tools": session.tools})
                 if kind == "call_tool":
                     name, arguments = action.get("tool_name"), action.get("arguments", {})
                     if not isinstance(name, str) or not isinstance(arguments, dict):
                         raise HttpError(400, "call_tool needs tool_name (a string) and arguments (an object)")
                     before = session.revision
                     result = session.call(name, arguments)
-                    return self._answer(session_id, {"result": result, "tools_changed": session.revision != before})
+                    changed = session.revision != before
+                    return self._answer(session_id, {"tool_name": name, "result": result, "error": None,
+                                                     "tools_changed": changed})  # fmt: skip
                 if kind == "answer":
                     content = action.get("content")
                     if not isinstance(content, str):
@@ -123,17 +162,21 @@ class Sessions:
                 "solvable": episode.solvable, "done": True, "steps": len(episode.steps)}  # fmt: skip
 
     def state(self, session_id: Any) -> dict[str, Any]:
-        session, _, episode_id = self.get(session_id)
-        return {"episode_id": episode_id, "session_id": session_id, "step_count": session.calls, "done": session.done}
+        slot = self.slot(session_id)
+        session = slot.case
+        if session is None:
+            return {"episode_id": None, "session_id": session_id, "step_count": 0, "done": False, "tools_revision": 0}
+        return {"episode_id": slot.episode_id, "session_id": session_id, "step_count": session.calls,
+                "done": session.done, "tools_revision": session.revision}  # fmt: skip
 
     def close(self, session_id: Any) -> dict[str, Any]:
-        self.get(session_id)
+        self.slot(session_id)
         with self._lock:
             self._sessions.pop(session_id, None)
         return {"closed": session_id}
 
     def _answer(self, session_id: str, observation: dict[str, Any]) -> dict[str, Any]:
-        session, _, episode_id = self._sessions[session_id]
+        session, _, episode_id = self.get(session_id)
         episode = session.episode
         reward = float(self.reward(episode)) if episode is not None else None
         metadata = {"session_id": session_id, "episode_id": episode_id, "mcp": f"/sessions/{session_id}/mcp"}
@@ -142,149 +185,4 @@ class Sessions:
         return {"observation": observation, "reward": reward, "done": episode is not None, "metadata": metadata}
 
 
-def _mcp_server(sessions: Sessions, name: str) -> Any:
-    import anyio.to_thread
-    import mcp_types
-    from mcp.server import Server
-    from mcp.server.lowlevel.server import NotificationOptions
-
-    from sandbox.proxy.server import mcp_tool, observation_failed
-
-    def session_of(ctx: Any) -> tuple[CaseSession, threading.Lock, str]:
-        sid = ctx.request.path_params.get("session_id") if ctx.request is not None else None
-        try:
-            return sessions.get(sid)
-        except HttpError as exc:
-            raise ValueError(str(exc)) from None
-
-    async def list_tools(ctx: Any, params: Any) -> Any:
-        session, _, _ = session_of(ctx)
-        return mcp_types.ListToolsResult(tools=[mcp_tool(s) for s in session.tools])
-
-    async def call_tool(ctx: Any, params: Any) -> Any:
-        session, lock, _ = session_of(ctx)
-
-        def call() -> tuple[str, bool, bool]:
-            with lock:
-                before = session.revision
-                try:
-                    text = session.call(params.name, dict(params.arguments or {}))
-                except EpisodeOver as exc:
-                    return json.dumps({"error": "episode_over", "message": str(exc)}), True, False
-                return text, observation_failed(text), session.revision != before
-
-        text, failed, changed = await anyio.to_thread.run_sync(call)
-        if changed:
-            await ctx.session.send_notification(mcp_types.ToolListChangedNotification(),
-                                                related_request_id=ctx.request_id)  # fmt: skip
-        return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=text)], is_error=failed)
-
-    server = Server(name, on_list_tools=list_tools, on_call_tool=call_tool)
-    import functools
-
-    server.create_initialization_options = functools.partial(  # type: ignore[method-assign]  # bound for the SDK's own call
-        server.create_initialization_options, notification_options=NotificationOptions(tools_changed=True)
-    )
-    return server
-
-
-def _websocket(sessions: Sessions) -> Callable[[Any], Any]:
-    """OpenEnv's ``/ws``: a connection is one session; ``{"type": "reset"|"step"|"state"|"close", "data": ...}`` in,
-    ``{"type": "observation"|"state"|"error", "data": ...}`` out; ``verify`` (``data``: ``answer``) is ours."""
-    import anyio.to_thread
-
-    async def serve(websocket: Any) -> None:
-        await websocket.accept()
-        sid: str | None = None
-        try:
-            while True:
-                try:
-                    message = json.loads(await websocket.receive_text())
-                    kind, data = message.get("type"), message.get("data") or {}
-                    if kind == "reset":
-                        if sid is not None:
-                            await anyio.to_thread.run_sync(sessions.close, sid)
-                        reply = await anyio.to_thread.run_sync(sessions.reset, data)
-                        sid = reply["metadata"]["session_id"]
-                    elif kind in ("step", "state", "verify") and sid is None:
-                        raise HttpError(409, f"{kind} before reset: send a reset message first")
-                    elif kind == "step":
-                        reply = await anyio.to_thread.run_sync(sessions.step, sid, data)
-                    elif kind == "verify":
-                        reply = await anyio.to_thread.run_sync(sessions.verify, sid, data.get("answer"))
-                    elif kind == "state":
-                        reply = sessions.state(sid)
-                    elif kind == "close":
-                        break
-                    else:
-                        raise HttpError(400, f"unknown message type {kind!r}: reset, step, state, verify or close")
-                    answer = "state" if kind == "state" else "observation"
-                    await websocket.send_text(json.dumps({"type": answer, "data": reply}))
-                except (ValueError, AttributeError):
-                    error: dict[str, Any] = {
-                        "message": "a message is a JSON object with a type and data",
-                        "code": "INVALID_JSON",
-                    }
-                    await websocket.send_text(json.dumps({"type": "error", "data": error}))
-                except HttpError as exc:
-                    error = {"message": str(exc), "code": exc.status}
-                    await websocket.send_text(json.dumps({"type": "error", "data": error}))
-        except Exception:  # the client went away
-            pass
-        finally:
-            if sid is not None:
-                with contextlib.suppress(HttpError):
-                    sessions.close(sid)
-            with contextlib.suppress(Exception):
-                await websocket.close()
-
-    return serve
-
-
-def env_app(sessions: Sessions, name: str, metadata: dict[str, Any], host: str = "127.0.0.1") -> Starlette:
-    """The server as a Starlette app: the HTTP routes above and MCP at ``/sessions/{session_id}/mcp``."""
-    import anyio.to_thread
-    from starlette.requests import Request
-    from starlette.responses import JSONResponse
-    from starlette.routing import BaseRoute, Route, WebSocketRoute
-
-    async def body_of(request: Request) -> dict[str, Any]:
-        raw = await request.body()
-        if not raw.strip():
-            return {}
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            raise HttpError(400, "the request body is not JSON") from None
-        if not isinstance(body, dict):
-            raise HttpError(400, f"the request body must be a JSON object, got {type(body).__name__}")
-        return body
-
-    def endpoint(handle: Callable[[dict[str, Any], Request], Any]) -> Callable[[Request], Any]:
-        async def run(request: Request) -> JSONResponse:
-            try:
-                body = await body_of(request) if request.method == "POST" else dict(request.query_params)
-                return JSONResponse(await anyio.to_thread.run_sync(handle, body, request))
-            except HttpError as exc:
-                return JSONResponse({"error": str(exc)}, status_code=exc.status)
-
-        return run
-
-    routes: list[BaseRoute] = [
-        Route("/health", endpoint(lambda b, r: {"status": "healthy"}), methods=["GET"]),
-        Route("/metadata", endpoint(lambda b, r: metadata), methods=["GET"]),
-        Route("/reset", endpoint(lambda b, r: sessions.reset(b)), methods=["POST"]),
-        Route("/step", endpoint(lambda b, r: sessions.step(b.get("session_id"), b.get("action"))), methods=["POST"]),
-        Route(
-            "/verify", endpoint(lambda b, r: sessions.verify(b.get("session_id"), b.get("answer"))), methods=["POST"]
-        ),
-        Route("/state", endpoint(lambda b, r: sessions.state(b.get("session_id"))), methods=["GET"]),
-        Route("/close", endpoint(lambda b, r: sessions.close(b.get("session_id"))), methods=["POST"]),
-    ]
-    routes.append(WebSocketRoute("/ws", _websocket(sessions)))
-    server = _mcp_server(sessions, name)
-    return server.streamable_http_app(streamable_http_path="/sessions/{session_id}/mcp", host=host,
-                                      custom_starlette_routes=routes)  # fmt: skip
-
-
-__all__ = ["RESERVED_TOOL_NAMES", "HttpError", "Sessions", "env_app"]
+__all__ = ["RESERVED_TOOL_NAMES", "HttpError", "Sessions", "Slot", "mcp_spec"]

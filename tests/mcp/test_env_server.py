@@ -1,5 +1,7 @@
-"""``openagent env-serve``: OpenEnv's reset/step/state over HTTP, verify with the judge's outcome, the tools over MCP
-(driven with the MCP SDK's client and plain HTTP: OpenEnv's own client does not install here), sessions isolated."""
+"""``openagent env-serve``: OpenEnv's reset/step/state over HTTP, verify with the judge's outcome, the tools over MCP,
+sessions isolated. Driven with the MCP SDK's client, plain HTTP and websockets: OpenEnv's own clients (``openenv``
+0.10) do not install beside the project's ``mcp``, so the wire details they read are checked here one by one
+(examples/openenv_client/drive.py runs them; docs/training-at-scale.md has what they did)."""
 
 from __future__ import annotations
 
@@ -46,7 +48,9 @@ def test_a_seeded_reset_shows_the_opening_and_the_tools_and_no_gold(server):
     status, reset = _post(server, "/reset", {"seed": 3})
     assert status == 200 and reset["done"] is False and reset["reward"] is None
     observation = reset["observation"]
-    assert [m["role"] for m in observation["messages"]] == ["system", "user"] and observation["tools"]
+    assert [m["role"] for m in observation["messages"]] == ["system", "user"] and observation["chat_tools"]
+    # no "tools" key: OpenEnv's MCPToolClient reads an observation with one as a tool list and drops the messages
+    assert set(observation) == {"messages", "chat_tools"}
     assert "train" not in json.dumps(observation) and "plan" not in json.dumps(observation)
     again = _post(server, "/reset", {"seed": 3})[1]["observation"]
     assert again == observation  # the seed decides the case
@@ -56,7 +60,7 @@ def test_an_explicit_case_is_played_step_by_step_and_verified_by_the_judge(serve
     task = _book_task()
     _, reset = _post(server, "/reset", {"task": task.id, "stack": ["semantic_renaming:2"]})
     sid = reset["metadata"]["session_id"]
-    names = {t["function"]["name"] for t in reset["observation"]["tools"]}
+    names = {t["function"]["name"] for t in reset["observation"]["chat_tools"]}
     assert "find_place" not in names and "book_place" not in names
     # the gold calls under the renamed tools, as the oracle plays the same case
     from sandbox.case import Case
@@ -178,3 +182,96 @@ def test_every_case_the_server_draws_is_a_train_task_with_train_pool_perturbatio
     drawn += [train_case("medical", {"seed": s, "tier": t}) for s in range(3) for t in ("perception", "reasoning")]
     assert all(c.task.split == "train" for c in drawn)
     assert all(p.pool == "train" for c in drawn for p in c.perturbations) and any(c.perturbations for c in drawn)
+
+
+def _rpc(base: str, method: str, params: dict | None = None) -> dict:
+    status, answer = _post(base, "/mcp", {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}})
+    assert status == 200 and answer["jsonrpc"] == "2.0" and answer["id"] == 1
+    return answer
+
+
+def test_step_observations_in_openenvs_shapes(server):
+    """What OpenEnv's clients parse: a list_tools observation as its ``Tool``s, a call_tool one as its
+    ``CallToolObservation`` (``tool_name``, ``result``, ``error``)."""
+    task = _book_task()
+    sid = _post(server, "/reset", {"task": task.id})[1]["metadata"]["session_id"]
+    listed = _post(server, "/step", {"session_id": sid, "action": {"type": "list_tools"}})[1]["observation"]
+    assert all(set(t) == {"name", "description", "input_schema"} for t in listed["tools"])
+    assert {"find_place", "book_place"} <= {t["name"] for t in listed["tools"]}
+    assert [t["function"]["name"] for t in listed["chat_tools"]] == [t["name"] for t in listed["tools"]]
+    find = task.plan[0]
+    action = {"type": "call_tool", "tool_name": find.tool, "arguments": dict(find.args), "metadata": {}}
+    called = _post(server, "/step", {"session_id": sid, "action": action})[1]["observation"]
+    assert called["tool_name"] == find.tool and called["error"] is None and called["tools_changed"] is False
+    assert json.loads(called["result"])["name"] == find.args["name"]
+
+
+def test_openenvs_mcp_tool_client_sequence(server):
+    """MCPToolClient's wire sequence: ``openenv/session/create`` on ``POST /mcp``, ``/ws?session_id=`` attached to it
+    for reset and step, ``tools/list`` and ``tools/call`` on ``POST /mcp`` with the session's id, the answer as an
+    ``Action``'s dump (with its ``metadata``), then ``openenv/session/close``."""
+    from websockets.sync.client import connect
+
+    def send(ws, message: dict) -> dict:
+        ws.send(json.dumps(message))
+        return json.loads(ws.recv())
+
+    task = _book_task()
+    find = task.plan[0]
+    sid = _rpc(server, "openenv/session/create")["result"]["session_id"]
+    assert "reset it first" in _rpc(server, "tools/list", {"session_id": sid})["error"]["message"]
+    url = server.replace("http", "ws") + f"/ws?session_id={sid}"
+    with connect(url) as ws:
+        reset = send(ws, {"type": "reset", "data": {"task": task.id, "session_id": "not-this-one"}})
+        assert reset["type"] == "observation" and reset["data"]["metadata"]["session_id"] == sid
+        tools = _rpc(server, "tools/list", {"session_id": sid})["result"]["tools"]
+        assert find.tool in {t["name"] for t in tools} and all(t["inputSchema"]["type"] == "object" for t in tools)
+        called = _rpc(server, "tools/call", {"session_id": sid, "name": find.tool, "arguments": dict(find.args)})
+        assert called["result"]["is_error"] is False
+        assert json.loads(called["result"]["data"])["name"] == find.args["name"]
+        over_ws = send(ws, {"type": "mcp", "data": {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {}}})
+        assert over_ws["type"] == "mcp" and over_ws["data"]["id"] == 7 and over_ws["data"]["result"]["tools"] == tools
+        with connect(url) as other:
+            refused = json.loads(other.recv())
+            assert refused["type"] == "error" and "already has a /ws connection" in refused["data"]["message"]
+        assert send(ws, {"type": "state"})["data"]["step_count"] == 1
+        ended = send(ws, {"type": "step", "data": {"metadata": {}, "type": "answer", "content": "I cannot do that."}})
+        assert ended["data"]["done"] is True and ended["data"]["metadata"]["outcome"] == "wrong_refusal"
+        assert ended["data"]["reward"] == 0.0
+    assert _post(server, f"/state?session_id={sid}", method="GET")[0] == 200  # attached: it outlives the connection
+    assert _rpc(server, "openenv/session/close", {"session_id": sid})["result"] == {"session_id": sid, "closed": True}
+    assert _post(server, f"/state?session_id={sid}", method="GET")[0] == 404
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "words"),
+    [
+        ({}, -32600, "a JSON-RPC request is an object with a method"),
+        (b"{not json", -32700, "Parse error"),
+        ({"method": "initialize", "params": {}}, -32601, "Method not found: initialize"),
+        ({"method": "tools/list", "params": {}}, -32602, "no session_id"),
+        ({"method": "tools/call", "params": {"session_id": "nope", "name": "x"}}, -32602, "no session 'nope'"),
+        ({"method": "openenv/session/close", "params": {"session_id": "nope"}}, -32602, "no session 'nope'"),
+        ({"method": "tools/list", "params": []}, -32602, "params must be an object"),
+    ],
+)  # fmt: skip
+def test_openenvs_mcp_endpoint_answers_json_rpc_errors_with_200(server, body, code, words):
+    if isinstance(body, dict) and body:
+        body = {"jsonrpc": "2.0", **body}
+    status, answer = _post(server, "/mcp", body)
+    assert status == 200 and answer["jsonrpc"] == "2.0" and answer["error"]["code"] == code
+    assert words in answer["error"]["message"] and "result" not in answer
+
+
+def test_what_openenv_validate_reads(server):
+    """``openenv validate URL``'s criteria: OpenAPI's version (1.x) and a simulation server's paths, health, the
+    metadata's name and description, the action/observation/state schemas, a JSON-RPC ``/mcp``."""
+    openapi = _post(server, "/openapi.json", method="GET")[1]
+    assert openapi["info"]["version"].startswith("1.") and {"/reset", "/step", "/state"} <= set(openapi["paths"])
+    assert _post(server, "/health", method="GET")[1] == {"status": "healthy"}
+    metadata = _post(server, "/metadata", method="GET")[1]
+    assert isinstance(metadata["name"], str) and isinstance(metadata["description"], str)
+    schema = _post(server, "/schema", method="GET")[1]
+    assert all(isinstance(schema[k], dict) for k in ("action", "observation", "reset_observation", "state"))
+    kinds = {option["properties"]["type"]["const"] for option in schema["action"]["oneOf"]}
+    assert kinds == {"list_tools", "call_tool", "answer"}
