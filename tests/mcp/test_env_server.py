@@ -91,6 +91,7 @@ def test_an_explicit_case_is_played_step_by_step_and_verified_by_the_judge(serve
         ("/step", {"session_id": "nope", "action": {"type": "list_tools"}}, 404, "no session 'nope'"),
         ("/verify", {"session_id": "nope"}, 404, "no session"),
         ("/verify", {}, 400, "no session_id"),
+        ("/reset", {"session_id": "nope", "seed": 1}, 404, "no session 'nope'"),
     ],
 )  # fmt: skip
 def test_bad_input_is_a_4xx_with_a_message(server, path, body, status, words):
@@ -168,7 +169,8 @@ def test_openenvs_websocket_protocol_one_session_a_connection(server):
         assert send(ws, {"type": "state"})["data"]["step_count"] == 1
         verdict = send(ws, {"type": "verify", "data": {"answer": "I cannot do that."}})
         assert verdict["data"]["outcome"] == "wrong_refusal" and verdict["data"]["reward"] == 0.0
-        assert send(ws, {"type": "jump"})["data"]["message"].startswith("unknown message type 'jump'")
+        jump = send(ws, {"type": "jump"})["data"]
+        assert jump["message"].startswith("unknown message type 'jump'") and jump["code"] == "UNKNOWN_TYPE"
         sid = reset["data"]["metadata"]["session_id"]
     status, _ = _post(server, f"/state?session_id={sid}", method="GET")
     assert status == 404  # the connection's session went with it
@@ -239,6 +241,8 @@ def test_openenvs_mcp_tool_client_sequence(server):
         assert ended["data"]["done"] is True and ended["data"]["metadata"]["outcome"] == "wrong_refusal"
         assert ended["data"]["reward"] == 0.0
     assert _post(server, f"/state?session_id={sid}", method="GET")[0] == 200  # attached: it outlives the connection
+    again = _post(server, "/reset", {"session_id": sid, "seed": 1})[1]  # a reset of an open session keeps its id
+    assert again["metadata"]["session_id"] == sid and again["done"] is False
     assert _rpc(server, "openenv/session/close", {"session_id": sid})["result"] == {"session_id": sid, "closed": True}
     assert _post(server, f"/state?session_id={sid}", method="GET")[0] == 404
 
