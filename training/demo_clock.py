@@ -132,7 +132,7 @@ def probe_step_seconds(base: str, say: Callable[[str], None]) -> tuple[float, st
     from training import precision
 
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
-    fp32, bf16 = precision.pass_seconds(model)
+    fp32, bf16 = precision.timings(model)
     use_bf16, _ = precision.choose(model)
     seconds = bf16 if use_bf16 else fp32
     rate = precision.PROBE_TOKENS / seconds
