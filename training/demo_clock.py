@@ -19,15 +19,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-EPISODE_STEPS = 0.055
+EPISODE_STEPS = 0.18
 """Seconds of an evaluated episode (batched) per second of a training step of 8 short-family episodes."""
-SEARCH_EPISODE_STEPS = 0.5
+SEARCH_EPISODE_STEPS = 0.4
 """Seconds of a property test's episode (one at a time) per second of such a training step."""
 STEP_TOKENS = 6000
 """Tokens a training step of 8 short-family episodes computes (the shared prefix once, the rows packed)."""
 PROBE_TO_STEP = 0.55
-"""A LoRA step's seconds per token against the probe's full-model pass on 256 tokens at batch 1: SFT-40 ran
-at 270-470 tokens/s where the probe measured 186, in the same run (docs/experiments.md)."""
+"""A LoRA step's seconds per token against the probe's full-model pass at batch 1 (``training.precision``): SFT-80
+took 11.2 s a step where the probe predicted 10.3 at this factor, alone on a 2-core Xeon (docs/experiments.md)."""
+
+SHARED = 0.15
+"""The share of the machine's CPU time other processes may take before the run says it shared the machine."""
 
 T = TypeVar("T")
 
@@ -48,6 +51,7 @@ class Clock:
     phases: dict[str, Phase] = field(default_factory=dict)
     started: float = field(default_factory=time.perf_counter)
     cpu_started: float = field(default_factory=lambda: _cpu_seconds())
+    machine_started: float | None = field(default_factory=lambda: machine_busy_seconds())
 
     def plan(self, expected: dict[str, float]) -> None:
         for name, seconds in expected.items():
@@ -84,15 +88,20 @@ class Clock:
         lines.append(f"  {'total':<28} {sum(p.expected_s for p in self.phases.values()) / 60:4.1f} min / "
                      f"{wall / 60:.1f} min")  # fmt: skip
         lines.append(f"peak memory: {peak_rss_gib():.1f} GiB (this process or its largest child)")
-        share = (_cpu_seconds() - self.cpu_started) / max(wall, 1e-9) / (os.cpu_count() or 1)
+        capacity = max(wall, 1e-9) * (os.cpu_count() or 1)
+        own = _cpu_seconds() - self.cpu_started
         load = os.getloadavg()
-        lines.append(
-            f"machine: {cpu_name()}, {os.cpu_count()} CPUs; load average at the end {load[0]:.1f} / {load[1]:.1f} / "
-            f"{load[2]:.1f} (1/5/15 min); this run got {100 * share:.0f}% of the CPUs"
-        )
-        if share < 0.7:
+        line = (f"machine: {cpu_name()}, {os.cpu_count()} CPUs; load average at the end {load[0]:.1f} / {load[1]:.1f} "
+                f"/ {load[2]:.1f} (1/5/15 min); this run used {100 * own / capacity:.0f}% of the CPUs")  # fmt: skip
+        busy = machine_busy_seconds()
+        if busy is None or self.machine_started is None:
+            lines.append(line + " (what other processes used is not known here)")
+            return "\n".join(lines)
+        others = max(0.0, busy - self.machine_started - own) / capacity
+        lines.append(line + f", other processes {100 * others:.0f}%")
+        if others > SHARED:
             lines.append(
-                "  the run shared the machine: other processes took the rest of the CPUs, so phases ran longer "
+                "  the run shared the machine: other processes took a share of the CPUs, so phases ran longer "
                 "than planned; alone it takes about the plan's time"
             )
         return "\n".join(lines)
@@ -101,6 +110,18 @@ class Clock:
 def _cpu_seconds() -> float:
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def machine_busy_seconds() -> float | None:
+    """CPU seconds every process on the machine has run since boot (``/proc/stat``: all but idle and I/O wait), or
+    ``None`` where there is no such file."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 def peak_rss_gib() -> float:

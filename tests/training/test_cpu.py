@@ -96,3 +96,31 @@ def test_lora_setup_hides_transformers_deprecation_of_gradient_checkpointing_and
         load_model(SFTConfig(lora=True), tiny)
     messages = [str(w.message) for w in caught if issubclass(w.category, FutureWarning)]
     assert messages == ["something else is deprecated"], messages
+
+
+KEEP = """
+import resource, sys
+from training import cpu
+if sys.argv[1] == "keep":
+    assert cpu.keep_freed_memory()
+faults = []
+for _ in range(3):
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    block = bytearray(256 << 20)  # a training step's activations, freed and taken again each step
+    del block
+    faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+print(faults[-1])
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_freed_memory_is_taken_again_without_faulting_its_pages_in():
+    def faults(setting: str) -> int:
+        done = subprocess.run([sys.executable, "-c", KEEP, setting], capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return int(done.stdout)
+
+    pages = (256 << 20) // 4096
+    assert faults("default") > pages // 2  # glibc hands a block this large back to the kernel when freed
+    assert faults("keep") < pages // 100

@@ -139,3 +139,19 @@ def test_the_quick_loop_ends_with_the_table_and_a_sentence_with_intervals(tmp_pa
     out = capsys.readouterr().out
     assert "SFT-15" in out and "bad calls" in out
     assert "what this run showed: SFT-15 solved 100.0% [" in out and "under tier 1 shifts it lost" in out
+
+
+@pytest.mark.parametrize("others, shared", [(0.05, False), (0.5, True)])
+def test_the_run_says_it_shared_the_machine_only_when_other_processes_took_cpu(monkeypatch, others, shared):
+    """A run that used few of the CPUs alone (generation at small batches, one pytest process) is not a shared
+    machine: what others ran is read from the machine's own count, not guessed from this run's share."""
+    from training import demo_clock
+
+    monkeypatch.setattr(demo_clock.time, "perf_counter", lambda: 200.0)  # 100 s of wall time since the start
+    monkeypatch.setattr(demo_clock.os, "cpu_count", lambda: 2)  # 200 CPU seconds in all
+    monkeypatch.setattr(demo_clock, "_cpu_seconds", lambda: 60.0)  # this run: 60 CPU seconds, 30% of the CPUs
+    monkeypatch.setattr(demo_clock, "machine_busy_seconds", lambda: 1000.0 + 60.0 + others * 200)
+    clock = demo_clock.Clock(say=lambda _: None, started=100.0, cpu_started=0.0, machine_started=1000.0)
+    report = clock.report()
+    assert f"this run used 30% of the CPUs, other processes {round(others * 100)}%" in report
+    assert ("the run shared the machine" in report) is shared
