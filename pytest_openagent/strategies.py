@@ -78,9 +78,6 @@ class _Pick:
         return f"<{len(self.pool)} {self.name} tasks by number of calls>"
 
 
-_all_tasks = tasks
-
-
 @st.composite
 def _build(
     draw: st.DrawFn,
@@ -235,7 +232,9 @@ def cases(
     over which names or texts a seed picks).
 
     The task comes from ``domain``'s ``split``, or from ``tasks``: a strategy, or a list of tasks or task ids
-    of ``domain`` (shrinking in the same order as the domain's pool: solvable first, fewer calls first).
+    of ``domain`` (shrinking in the same order as the domain's pool: solvable first, fewer calls first). From a
+    domain or a list, only the tasks that one of the perturbations changes are drawn (the clean case too), so that
+    a failure shrinks to the shortest task that can carry it; a strategy's tasks are drawn as it gives them.
     """
     if max_stack < 1:
         raise UsageError(f"max_stack must be at least 1, got {max_stack}")
@@ -246,17 +245,36 @@ def cases(
     classes = perturbation_classes(tier, names)
     if drift:
         classes = drifting(classes)
-    if tasks is None:
-        task_strategy = _all_tasks(domain, split)
-    elif isinstance(tasks, st.SearchStrategy):
+    if isinstance(tasks, st.SearchStrategy):
         task_strategy = tasks
     else:
-        task_strategy = _chosen(tasks, domain, split)
+        domains = domain_names(domain)
+        chosen = task_pool(domains, split) if tasks is None else _chosen(tasks, domains, split)
+        name = "+".join(domains)
+        task_strategy = _sample(_fitting(chosen, classes, drift, name, split), name, split, None, None)
     return _cases(task_strategy, classes, pool, max_stack, min_stack, drift, seed)
 
 
-def _chosen(tasks: Sequence[Task | str], domain: DomainSpec, split: str) -> st.SearchStrategy[Task]:
-    names = domain_names(domain)
+def _fitting(
+    pool: Sequence[Task], classes: tuple[type[Perturbation], ...], drift: bool, name: str, split: str
+) -> list[Task]:
+    """The tasks of ``pool`` that one of ``classes`` changes (from a later turn, with ``drift``), in pool order.
+    Only those can carry a perturbed case: drawing the others was only ever rejected, and a wall of them below a
+    failing task kept the shrinker from reaching a shorter one (it stopped where the start left it, issue #45)."""
+    if drift:
+        found = [t for t in pool if drift_applicable(classes, t)]
+    else:  # the first class that applies will do: a pool of 880 tasks is not checked against all 34 classes here
+        found = [t for t in pool if any(applies(c, t) for c in classes)]
+    if not found:
+        after = " after the first turn" if drift else ""
+        raise UsageError(
+            f"none of {', '.join(c.name for c in classes)} changes a {split} task of {name!r}{after} "
+            f"({len(pool)} tasks); pick perturbations that apply to them, or other tasks"
+        )
+    return found
+
+
+def _chosen(tasks: Sequence[Task | str], names: tuple[str, ...], split: str) -> list[Task]:
     pool = task_pool(names, split)
     by_id = {t.id: t for t in pool}
     wanted = []
@@ -269,4 +287,4 @@ def _chosen(tasks: Sequence[Task | str], domain: DomainSpec, split: str) -> st.S
             raise UnknownName(f"{'+'.join(names)} {split} task", str(t), list(by_id))
     keep = set(wanted)
     extra = [t for t in tasks if isinstance(t, Task) and t.id not in by_id]
-    return _sample([t for t in pool if t.id in keep] + extra, "+".join(names), split, None, None)
+    return [t for t in pool if t.id in keep] + extra

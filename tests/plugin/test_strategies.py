@@ -1,11 +1,18 @@
 """Strategies: exports, validation, and shrinking toward the simplest case."""
 
+import random
+import zlib
+from collections.abc import Iterator
+
 import pytest
 from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
 import pytest_openagent as openagent
 from pytest_openagent import strategies
+from sandbox.evaluation.draw import task_pool
+from sandbox.perturbations import Perturbation, registry
+from tests import toys
 
 pytestmark = pytest.mark.usefixtures("toy_perturbations")
 TOYS = ["toy_shout", "toy_pad"]
@@ -99,3 +106,51 @@ def test_a_failure_that_needs_one_perturbation_of_a_stack_shrinks_to_it_alone(k)
         settings=settings(max_examples=2000, database=None, suppress_health_check=list(HealthCheck)),
     )  # fmt: skip
     assert [p.name for p in found] == ["rate_limit"]
+
+
+class Picky(Perturbation):
+    """Changes one task in four, scattered over the pool, and which ones depends on its seed (as a deceptive
+    result's seed picks the other requests whose answers it tells)."""
+
+    name = "toy_picky"
+    tier = "interaction"
+    shift = "observation"
+    max_severity = 3
+
+    def applies_to(self, task):
+        return _picks(task, self.seed)
+
+    def apply(self, env):
+        return toys._Pad(env)
+
+
+def _picks(task, seed: int) -> bool:
+    return zlib.crc32(f"{task.id}/{seed}".encode()) % 4 == 0
+
+
+@pytest.fixture
+def toy_picky() -> Iterator[None]:
+    registry.register(Picky)
+    try:
+        yield
+    finally:
+        registry._REGISTRY.pop("toy_picky", None)
+
+
+@pytest.mark.parametrize("min_stack", [1, 0])
+@pytest.mark.parametrize("k", range(3))
+def test_a_case_shrinks_past_the_tasks_its_perturbations_leave_alone(toy_picky, min_stack, k):
+    """Issue #45: a deceptive case shrank to severity 1 on the shortest task from some starts only, so the test files
+    a run had imported decided the result (Hypothesis mixes constants from the loaded modules' code into its draws,
+    derandomized too). Tasks that the perturbation leaves alone at seed 0 but changes at another seed lay among the
+    others: the shrinker stopped wherever its start left it. Only tasks the mildest instance changes are drawn now,
+    so every start (each stream k) shrinks to the first of them, at seed 0."""
+    found = find(strategies.cases(names="toy_picky", min_stack=min_stack), lambda c: bool(c.perturbations),
+                 settings=FIND, random=random.Random(k))  # fmt: skip
+    first = next(t for t in task_pool(("poi",), "test") if _picks(t, 0))
+    assert (found.task.id, [(p.severity, p.seed) for p in found.perturbations]) == (first.id, [(1, 0)])
+
+
+def test_perturbations_that_change_no_task_of_the_domain_are_refused(toy_picky):
+    with pytest.raises(ValueError, match=r"none of toy_picky changes a test task of 'poi' \(1 tasks\)"):
+        strategies.cases(names="toy_picky", tasks=[next(t for t in task_pool(("poi",), "test") if not _picks(t, 0))])
