@@ -74,8 +74,8 @@ def prepare() -> str:
 def keep_freed_memory() -> bool:
     """Let glibc's malloc keep freed blocks for reuse instead of handing each large one back to the kernel: a
     training step frees and reallocates its activations (hundreds of MB) every step, and returning them costs a
-    page fault per 4 KiB at the next step (SFT on the demo's families: 8% faster a step, half the system time,
-    2.3× fewer page faults; ``benchmarks/bench_malloc.py``). Whether it was set (glibc on Linux only)."""
+    page fault per 4 KiB at the next step (``benchmarks/bench_malloc.py`` measures it). Whether it was set (glibc
+    on Linux only)."""
     if not sys.platform.startswith("linux"):
         return False
     import ctypes

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-PROBE_TOKENS = 512  # at 256 the matrices are too small for bf16's gain to show steadily (1.06-1.35×, 1.5× at 512)
+PROBE_TOKENS = 512  # below this the matrices are too small for bf16's gain to show steadily (docs/experiments.md)
 PROBE_REPEATS = 2
 MARGIN = 0.9  # bf16 must be at least this much faster: a near tie is noise, and fp32 is the exact one
 
