@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import pytest
-from hypothesis import HealthCheck, Phase, assume, event, given, settings
+from hypothesis import HealthCheck, Phase, assume, event, given, reject, settings
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
+from hypothesis.errors import UnsatisfiedAssumption
 
 from pytest_openagent.strategies import DomainSpec, TierSpec, cases
 from sandbox.agent import fingerprint
@@ -22,7 +23,7 @@ from sandbox.evaluation.cache import DEFAULT_CACHE_DIR, EpisodeCache
 from sandbox.evaluation.degradation import perturbation_seed
 from sandbox.evaluation.draw import domain_label
 from sandbox.evaluation.report import Record
-from sandbox.evaluation.runner import Runner
+from sandbox.evaluation.runner import EpisodeBudgetSpent, Runner
 from sandbox.task import Task
 
 if TYPE_CHECKING:
@@ -78,6 +79,38 @@ class Search:
 
     mode: str = "default"
     seed: int = 0
+
+
+class _Budget:
+    """A runner in front of the installed one that runs no more than ``limit`` new episodes in the test (episodes
+    the cache holds cost nothing): past it, the case is rejected, so that Hypothesis ends its search and its
+    shrinking on what it has found."""
+
+    def __init__(self, inner: Any, limit: int) -> None:
+        self.inner = inner
+        self.limit = limit
+
+    def run(self, agent: Any, case: Case, max_steps: int | None = None) -> tuple[Episode, Episode]:
+        if not isinstance(self.inner, Runner):  # a runner of the user's own: it keeps its own costs
+            return self.inner.run(agent, case, max_steps)
+        return self.inner.run(agent, case, max_steps, budget=self.limit)
+
+    def cached(self, agent: Any, case: Case, max_steps: int | None = None) -> Episode | None:
+        return self.inner.cached(agent, case, max_steps) if isinstance(self.inner, Runner) else None
+
+
+@contextlib.contextmanager
+def _budgeted(limit: int | None) -> Iterator[None]:
+    """Within it, cases run under the test's episode budget (``max_episodes``); a case past it is rejected."""
+    previous = install_runner(_Budget(current_runner(), limit)) if limit is not None else None
+    try:
+        yield
+    except EpisodeBudgetSpent:
+        event("episode budget spent")
+        reject()
+    finally:
+        if limit is not None:
+            install_runner(previous)
 
 
 def _events(case: Case) -> None:
@@ -136,6 +169,7 @@ def perturb(
     max_stack: int = 1,
     relation: Relation | None = None,
     drift: bool | None = None,
+    max_episodes: int | None = None,
 ) -> Callable[[F], F]:
     """Make a test a property over perturbed cases: the test takes ``case`` (and usually ``agent``).
 
@@ -148,12 +182,19 @@ def perturb(
     way); ``tasks`` narrows its tasks (a strategy, or tasks or task ids), however few.
     ``relation="invariant"`` keeps only tasks the agent solves clean and asserts that it also
     solves the perturbed twin (a metamorphic test): each agent the body runs on the case, else the
-    ``agent`` fixture; the test body may add its own checks.
+    ``agent`` fixture; the test body may add its own checks. A task the agent is already known (from the episode
+    cache) to fail clean is rejected without running the perturbed case.
+
+    ``max_episodes`` bounds the new episodes (cases and clean twins not in the episode cache) one run of the test
+    may cost, its search and its shrinking together: past it, Hypothesis ends on what it found, the smallest
+    failure so far, or a pass on the examples it tried. ``None``: no bound but ``max_examples``.
     """
     if relation is not None and relation not in RELATIONS:
         raise UsageError(f"relation={relation!r} is not known; use None or one of {RELATIONS}")
     if not isinstance(max_examples, int) or max_examples < 1:
         raise UsageError(f"max_examples must be a positive int, got {max_examples!r}")
+    if max_episodes is not None and (not isinstance(max_episodes, int) or max_episodes < 1):
+        raise UsageError(f"max_episodes must be a positive int or None (no bound), got {max_episodes!r}")
     # The clean case is drawn too (rarely), so that a failure the agent shows with no perturbation shrinks to it; an
     # invariant keeps only tasks the agent solves clean, so its cases are all perturbed.
     min_stack = 1 if relation == "invariant" else 0
@@ -175,7 +216,7 @@ def perturb(
                 f"@openagent.perturb: {fn.__qualname__} must take a 'case' argument: def {fn.__name__}(agent, case)"
             )
         if relation == "invariant":
-            body = _invariant(fn, signature)
+            body = _invariant(fn, signature, max_episodes)
         else:
 
             @functools.wraps(fn)
@@ -184,7 +225,7 @@ def perturb(
                 # Hypothesis passes the case by keyword (given(case=...)); bind only when it did not.
                 case = kwargs["case"] if "case" in kwargs else signature.bind(*args, **kwargs).arguments["case"]
                 _events(case)
-                with _runner():
+                with _runner(), _budgeted(max_episodes):
                     if Search.mode != "worst":
                         return fn(*args, **kwargs)
                     watch = _Watch(current_runner(), case)
@@ -202,11 +243,17 @@ def perturb(
             deadline=None,
             database=DATABASE,
             phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink),
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+            # An invariant rejects the tasks an agent fails clean, a budget the cases past it: neither is a strategy
+            # that filters too much.
+            suppress_health_check=[
+                HealthCheck.too_slow,
+                HealthCheck.function_scoped_fixture,
+                HealthCheck.filter_too_much,
+            ],
         )(test)
         mark = pytest.mark.openagent(
             tier=tier, names=names, domain=domain_label(domain), max_examples=max_examples, max_stack=max_stack,
-            relation=relation, drift=drift,
+            relation=relation, drift=drift, max_episodes=max_episodes,
         )  # fmt: skip
         return mark(test)
 
@@ -217,14 +264,21 @@ class _Watch:
     """A runner in front of the installed one that keeps the runs of one case: which agent, its episode and its
     clean twin's. The invariant relation checks the agents the test body ran, not the ``agent`` fixture."""
 
-    def __init__(self, inner: Any, case: Case) -> None:
+    def __init__(self, inner: Any, case: Case, solved_clean: bool = False) -> None:
         self.inner = inner
         self.case = case
+        self.solved_clean = solved_clean
+        """Reject the case, before running it, for an agent the cache knows fails its clean twin (an invariant)."""
         self.runs: list[tuple[Any, Episode, Episode]] = []
 
     def run(self, agent: Any, case: Case, max_steps: int | None = None) -> tuple[Episode, Episode]:
+        ours = case is self.case or case.key() == self.case.key()
+        if ours and self.solved_clean and case.perturbations and hasattr(self.inner, "cached"):
+            twin = self.inner.cached(agent, case.clean(), max_steps)
+            if twin is not None and not twin.success:
+                reject()
         episode, clean = self.inner.run(agent, case, max_steps)
-        if case is self.case or case.key() == self.case.key():
+        if ours:
             self.runs.append((agent, episode, clean))
         return episode, clean
 
@@ -240,7 +294,7 @@ def _aim(case: Case, runs: list[tuple[Any, Episode, Episode]]) -> None:
     aim(max(records, key=degradation))
 
 
-def _invariant(fn: Callable[..., Any], signature: inspect.Signature) -> Callable[..., Any]:
+def _invariant(fn: Callable[..., Any], signature: inspect.Signature, max_episodes: int | None) -> Callable[..., Any]:
     wants_agent = "agent" in signature.parameters
     if not wants_agent:
         agent = inspect.Parameter("agent", inspect.Parameter.KEYWORD_ONLY)
@@ -255,20 +309,24 @@ def _invariant(fn: Callable[..., Any], signature: inspect.Signature) -> Callable
         case: Case = bound.arguments["case"]
         fixture = bound.arguments["agent"] if wants_agent else bound.arguments.pop("agent")
         _events(case)
-        with _runner():
-            watch = _Watch(current_runner(), case)
+        with _runner(), _budgeted(max_episodes):
+            watch = _Watch(current_runner(), case, solved_clean=True)
             previous = install_runner(watch)
             try:
                 result = fn(*bound.args, **bound.kwargs)
+                if not watch.runs:  # a body that runs no agent on the case leaves the relation to the ``agent`` fixture
+                    case.run_with_clean(fixture)
+            except (EpisodeBudgetSpent, UnsatisfiedAssumption):  # the case is rejected, not run
+                raise
             except Exception:
                 # A case that an agent of the body fails clean is outside the relation, whatever the body asserted.
-                assume(all(clean.success for _, _, clean in watch.runs or [(fixture, *case.run_with_clean(fixture))]))
+                if not watch.runs:
+                    case.run_with_clean(fixture)
+                assume(all(clean.success for _, _, clean in watch.runs))
                 raise
             finally:
                 install_runner(previous)
-            # A body that runs no agent on the case leaves the relation to the ``agent`` fixture.
-            runs = watch.runs or [(fixture, *case.run_with_clean(fixture))]
-        for agent, episode, clean in runs:
+        for agent, episode, clean in watch.runs:
             assume(clean.success)
             who = "" if agent is fixture else f" (agent {fingerprint(agent)})"
             assert episode.success, (
@@ -276,7 +334,7 @@ def _invariant(fn: Callable[..., Any], signature: inspect.Signature) -> Callable
                 f"{' + '.join(p.label() for p in case.perturbations)}{who}\n{episode.explain()}"
             )
         if Search.mode == "worst":
-            _aim(case, runs)
+            _aim(case, watch.runs)
         return result
 
     body.__signature__ = outer  # type: ignore[attr-defined]  # functions take __signature__, which Callable does not declare

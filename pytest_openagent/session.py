@@ -76,6 +76,8 @@ class OpenAgentSession:
         self._agent: Any = None
         self._agent_fingerprint: str | None = None
         self.search: Report | None = None
+        self.budget_ended: dict[str, int] = {}
+        """Tests whose episode budget (``max_episodes``) ended their search, with the new episodes they ran."""
         self.report: Report | None = None
         self.gate: GateResult | None = None
         self.problem: str | None = None
@@ -147,9 +149,7 @@ class OpenAgentSession:
         if not self._prepared and not self.options.no_cache and _runs_agents(item):
             prepare(self.options.cache_dir)
             self._prepared = True
-        self.runner.test = item.nodeid
-        self.runner.episodes_this_test = []
-        self.runner.last = None
+        self.runner.begin(item.nodeid)
         try:
             return (yield)
         except Exception as exc:
@@ -166,6 +166,8 @@ class OpenAgentSession:
         finally:
             self.cache.flush()
             ran = self.runner.episodes_this_test
+            if self.runner.budget_spent:
+                self.budget_ended[item.nodeid] = self.runner.new_this_test
             if ran:
                 item.user_properties.append(("openagent_episodes", len(ran)))
                 item.user_properties.append(("openagent_successes", sum(r.success for r in ran)))
@@ -357,6 +359,11 @@ class OpenAgentSession:
                     f"search: {len(records)} cases the property tests explored{who} (not gated: Hypothesis chose them)"
                 )
                 tr.write_line(Report(records).table())
+            for test, spent in self.budget_ended.items():
+                tr.write_line(
+                    f"search: {test} spent its episode budget (max_episodes) after {spent} new episodes and ended "
+                    "there; a rerun goes on from the cache and the example database"
+                )
             if self.search.worst and self.report is self.search:
                 ran = {r.agent for r in self.search.records}  # the means of one agent, or of none
                 means = {row.scope: row.perturbed for row in self.search.rows() if row.kind == "tier" and len(ran) == 1}

@@ -99,7 +99,7 @@ class DemoConfig:
     )  # fmt: skip
     loop_steps: int = field(default=80, metadata={"help": "the loop: SFT steps of the checkpoint the gate tests"})
     more_steps: int = field(
-        default=20, metadata={"help": "the loop: steps of each arm (PAFT on the failures, SFT continued) from it"}
+        default=16, metadata={"help": "the loop: steps of each arm (PAFT on the failures, SFT continued) from it"}
     )
     loop_episodes: int = field(default=320, metadata={"help": "the loop: distinct training tasks of its SFT"})
     gate_n: int = field(default=12, metadata={"help": "the loop: cases per tier of the gate's fixed measurement"})

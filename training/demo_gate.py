@@ -34,7 +34,9 @@ Rerun it yourself against any checkpoint (the gate is in pyproject.toml beside t
 
 Each test is a property over perturbed cases of one tier, on tasks of the demo's families: the agent must
 solve the perturbed twin of a task it solves clean. When it does not, Hypothesis shrinks the case to the
-smallest perturbation that still breaks it, and pytest prints that case.
+smallest perturbation that still breaks it, and pytest prints that case. Each test runs at most EPISODES new
+episodes (its search and its shrinking together; the episode cache's cost nothing), so that a weak checkpoint,
+which fails many tasks clean and runs to its step limit, costs no more than a strong one.
 """
 
 import pytest_openagent as openagent
@@ -43,11 +45,12 @@ from sandbox import tasks
 FAMILIES = {families!r}
 TASKS = [t.id for t in tasks("poi", "test", 40, 0, FAMILIES)]
 EXAMPLES = {examples}
+EPISODES = {episodes}
 {tests}'''
 
 TEST = """
 
-@openagent.perturb(tier="{tier}", tasks=TASKS, max_examples=EXAMPLES, relation="invariant")
+@openagent.perturb(tier="{tier}", tasks=TASKS, max_examples=EXAMPLES, max_episodes=EPISODES, relation="invariant")
 def test_{tier}_shift_keeps_what_it_solves(agent, case):
     case.run(agent)
 """
@@ -64,11 +67,20 @@ n = {n}
 """
 
 
+def episodes_per_test(examples: int) -> int:
+    """The new episodes each property test of the suite may run: two for each example (a case and its clean twin)
+    and one more each for shrinking the failure it finds."""
+    return 3 * examples
+
+
 def write_suite(folder: Path, families: Sequence[str], gate: Sequence[str], n: int, examples: int) -> Path:
     """Write the suite and its gate into ``folder`` (atomically); the test file."""
     folder.mkdir(parents=True, exist_ok=True)
     tests = "".join(TEST.format(tier=tier) for tier in GATE_TIERS)
-    suite = SUITE.format(folder=folder, example="../sft", families=list(families), examples=examples, tests=tests)
+    suite = SUITE.format(
+        folder=folder, example="../sft", families=list(families), examples=examples,
+        episodes=episodes_per_test(examples), tests=tests,
+    )  # fmt: skip
     write_text(folder / "test_agent_robustness.py", suite)
     toml = PYPROJECT.format(
         gate=json.dumps(list(gate)),

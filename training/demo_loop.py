@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from training import demo_gate
 from training.config import SFTConfig
 from training.demo_clock import EPISODE_STEPS, SEARCH_EPISODE_STEPS, Clock
 
@@ -56,8 +57,9 @@ def gate_criteria(threshold: float) -> tuple[str, ...]:
 
 def expected_seconds(plan: LoopPlan, step_s: float) -> dict[str, float]:
     """Each phase's expected seconds from a training step's measured cost (``training.demo_clock``)."""
-    episodes = 2 * len(("perception", "interaction")) * plan.n  # cases and their clean twins
-    session = episodes * EPISODE_STEPS * step_s + 4 * plan.examples * 2 * SEARCH_EPISODE_STEPS * step_s
+    episodes = 2 * len(demo_gate.GATE_TIERS) * plan.n  # cases and their clean twins
+    search = len(demo_gate.GATE_TIERS) * demo_gate.episodes_per_test(plan.examples)
+    session = episodes * EPISODE_STEPS * step_s + search * SEARCH_EPISODE_STEPS * step_s
     phases = {
         f"SFT-{plan.sft_steps}": plan.sft_steps * step_s + 20,
         "gate on SFT (pytest)": session + 15,
@@ -73,7 +75,6 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
              show: Any) -> dict[str, Any]:  # fmt: skip
     """Run the loop in ``root`` and return what the table, figure and summary need."""
     from sandbox.evaluation.report import Report
-    from training import demo_gate
 
     suite = demo_gate.write_suite(root / "gate", plan.families, plan.gate, plan.n, plan.examples)
     say(f"the gate's suite is {suite} (its gate in {suite.parent / 'pyproject.toml'}): read it, rerun it")
@@ -159,7 +160,6 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
 def measure(agent: str, plan: LoopPlan, cache: Path) -> Any:
     """The gate session's fixed measurement (same tiers, families, n and seed) without its property tests."""
     from sandbox.evaluation.evaluate import evaluate
-    from training import demo_gate
 
     return evaluate(
         agent, list(demo_gate.GATE_TIERS), n=plan.n, seed=plan.fresh_seed, domain="poi", cache_dir=cache,

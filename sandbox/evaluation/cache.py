@@ -134,6 +134,11 @@ class EpisodeCache:
             blob = earlier.pop() if earlier else None
         return None
 
+    def find(self, agent: Any, case: Case, max_steps: int | None = None) -> Episode | None:
+        """The episode of ``agent`` on ``case`` if the cache holds it (the key :meth:`run` would use), else ``None``."""
+        fp = fingerprint(agent)
+        return self.get(self.key(fp, case, _budget(case, max_steps)), fp)
+
     def put(self, key: str, episode: Episode, agent_fingerprint: str = "") -> None:
         """Keep ``episode`` in memory and append it to this process's pack; never raises for a bad episode."""
         if episode.outcome in _NOT_CACHED:

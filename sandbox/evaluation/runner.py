@@ -92,6 +92,10 @@ class Health:
         )
 
 
+class EpisodeBudgetSpent(OpenAgentError):
+    """A case would run more new episodes than the test's budget (:meth:`Runner.run`'s ``budget``) has left."""
+
+
 class Runner:
     """Runs cases through a cache and hands one :class:`Record` per case (with its clean twin) to ``record``."""
 
@@ -104,21 +108,45 @@ class Runner:
         """The step limit of every episode it runs where a call names none (``None``: each case's own)."""
         self.test = ""
         self.episodes_this_test: list[Record] = []
+        self.new_this_test = 0
+        """Episodes run (not read back from the cache) since :meth:`begin`."""
+        self.budget_spent = False
+        """Whether a case was refused since :meth:`begin` for want of budget (:class:`EpisodeBudgetSpent`)."""
         self.last: Episode | None = None
         """The perturbed episode of the last case :meth:`run` ran (what a failed test ended on)."""
         self.health = Health()
         self.cache_hits: dict[str, set[str]] = {"cases": set(), "twins": set()}
         self._twins_run: set[str] = set()
 
-    def run(self, agent: Any, case: Case, max_steps: int | None = None) -> tuple[Episode, Episode]:
-        """One case: its episode and its clean twin's, run in one batch."""
+    def begin(self, test: str) -> None:
+        """Start counting for ``test``: its records, the new episodes it ran, the last case it ran."""
+        self.test = test
+        self.episodes_this_test = []
+        self.new_this_test = 0
+        self.budget_spent = False
+        self.last = None
+
+    def cached(self, agent: Any, case: Case, max_steps: int | None = None) -> Episode | None:
+        """The episode :meth:`run` would read back for ``case`` (not its twin) from the cache, else ``None``."""
+        return self.cache.find(agent, case, self.max_steps if max_steps is None else max_steps)
+
+    def run(
+        self, agent: Any, case: Case, max_steps: int | None = None, budget: int | None = None
+    ) -> tuple[Episode, Episode]:
+        """One case: its episode and its clean twin's, run in one batch. With a ``budget``, raises
+        :class:`EpisodeBudgetSpent` instead of running more than ``budget`` new episodes since :meth:`begin`
+        (episodes the cache holds cost nothing)."""
+        cases = [case, case.clean()] if case.perturbations else [case]
+        if budget is not None:
+            new = sum(self.cached(agent, c, max_steps) is None for c in cases)
+            if new and self.new_this_test + new > budget:
+                self.budget_spent = True
+                raise EpisodeBudgetSpent(f"{self.new_this_test} new episodes run of a budget of {budget}")
         max_steps = self.max_steps if max_steps is None else max_steps
-        if case.perturbations:
-            episode, clean = self.cache.run(agent, [case, case.clean()], max_steps)
-            self.health.add([episode, clean])
-        else:
-            episode = clean = self.cache.run(agent, [case], max_steps)[0]
-            self.health.add([episode])
+        episodes = self.cache.run(agent, cases, max_steps)
+        self.new_this_test += sum(not e.cached for e in {id(e): e for e in episodes}.values())
+        self.health.add(episodes)
+        episode, clean = episodes[0], episodes[-1]
         broken = [e for e in (episode, clean) if e.outcome == "world_error"]
         if broken:  # a test must not pass or fail on what the world did
             counted: Counter[str] = Counter([next((s.error for s in reversed(broken[0].steps) if s.error), "")])

@@ -1,6 +1,7 @@
 """The must-holds, as a user meets them: a failing perturb test shrinks to a minimal case and replays."""
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -143,6 +144,66 @@ def test_invariant_relation_leaves_out_cases_an_agent_of_the_body_fails_clean(pr
         """
     )
     project.runpytest("--openagent-agent", "oracle").assert_outcomes(passed=1)
+
+
+def _episodes_run(project) -> list[dict]:
+    """The episodes the session ran (not read back), as the episode cache stored them on disk."""
+    packs = (project.path / ".openagent_cache" / "episodes").rglob("pack-*.jsonl")
+    return [json.loads(line.split("\t", 1)[1]) for pack in packs for line in pack.read_text().splitlines()]
+
+
+BUDGETED = """
+import pytest_openagent as openagent
+
+@openagent.perturb(tier="perception", names="toy_shout", max_examples=40, max_episodes={budget})
+def test_agent_reads_a_shouted_query(agent, case):
+    assert case.run(agent).success
+"""
+
+
+def test_an_episode_budget_bounds_search_and_shrinking_and_keeps_the_failure(project, toy_perturbations):
+    project.makepyfile(test_user=BUDGETED.format(budget=None))
+    project.runpytest("--openagent-agent", "conftest:Fragile").assert_outcomes(failed=1)
+    unbounded = len(_episodes_run(project))
+    shutil.rmtree(project.path / ".openagent_cache")
+
+    project.makepyfile(test_user=BUDGETED.format(budget=8))
+    result = project.runpytest("--openagent-agent", "conftest:Fragile")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*case=Case(poi-test-* | toy_shout(s=*", "search: *spent its episode budget*"])
+    assert len(_episodes_run(project)) <= 8 < unbounded
+    # The next run replays the failure from the cache and the database: the budget is spent on new episodes only.
+    project.runpytest("--openagent-agent", "conftest:Fragile").assert_outcomes(failed=1)
+
+
+def test_an_episode_budget_must_be_a_positive_int(toy_perturbations):
+    import pytest_openagent as openagent
+
+    with pytest.raises(ValueError, match="max_episodes must be a positive int or None"):
+        openagent.perturb(tier="perception", max_episodes=0)
+
+
+def test_an_invariant_never_runs_a_perturbed_case_of_a_task_known_failed_clean(project):
+    project.makepyfile(
+        test_inv="""
+        import pytest_openagent as openagent
+        from sandbox import tasks
+
+        ONE_CALL = next(t.id for t in tasks("poi", "test", 40) if t.n_calls == 1)
+        TWO_CALLS = next(t.id for t in tasks("poi", "test", 40) if t.n_calls == 2)
+
+        @openagent.perturb(names=["toy_pad"], tasks=[ONE_CALL, TWO_CALLS], relation="invariant", max_examples=15)
+        def test_twin(case):
+            pass
+        """
+    )
+    project.runpytest("--openagent-agent", "conftest:Stubborn").assert_outcomes(passed=1)
+    run = _episodes_run(project)
+    clean = [e for e in run if e["perturbation"] == e["task"]["id"]]  # a clean episode is labelled by its task
+    failed_clean = {e["task"]["id"] for e in clean if e["outcome"] != "success"}
+    assert failed_clean, "the agent was meant to fail its two-call task clean"
+    perturbed = [e for e in run if e not in clean and e["task"]["id"] in failed_clean]
+    assert len(perturbed) <= len(failed_clean)  # only beside the twin's first run, in its batch
 
 
 def test_events_name_each_perturbation_for_hypothesis_statistics(project):
