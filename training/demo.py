@@ -122,7 +122,7 @@ class DemoConfig:
             families = self.task_families or list(QUICK_FAMILIES)
             if self.quick:
                 return dataclasses.replace(
-                    self, loop_steps=15, loop_episodes=120, gate_n=4, examples=2, task_families=families
+                    self, loop_steps=15, loop_episodes=120, gate_n=4, examples=1, task_families=families
                 )
             return dataclasses.replace(self, task_families=families)
         if not self.quick:

@@ -112,6 +112,7 @@ class Runner:
         """Episodes run (not read back from the cache) since :meth:`begin`."""
         self.budget_spent = False
         """Whether a case was refused since :meth:`begin` for want of budget (:class:`EpisodeBudgetSpent`)."""
+        self._ran_this_test: set[tuple[str, str]] = set()
         self.last: Episode | None = None
         """The perturbed episode of the last case :meth:`run` ran (what a failed test ended on)."""
         self.health = Health()
@@ -124,6 +125,7 @@ class Runner:
         self.episodes_this_test = []
         self.new_this_test = 0
         self.budget_spent = False
+        self._ran_this_test = set()
         self.last = None
 
     def cached(self, agent: Any, case: Case, max_steps: int | None = None) -> Episode | None:
@@ -135,9 +137,11 @@ class Runner:
     ) -> tuple[Episode, Episode]:
         """One case: its episode and its clean twin's, run in one batch. With a ``budget``, raises
         :class:`EpisodeBudgetSpent` instead of running more than ``budget`` new episodes since :meth:`begin`
-        (episodes the cache holds cost nothing)."""
+        (episodes the cache holds cost nothing, nor do those it would not keep, run again: Hypothesis replays
+        the failure it ends on)."""
         cases = [case, case.clean()] if case.perturbations else [case]
-        if budget is not None:
+        ran = {(fingerprint(agent), c.key()) for c in cases}
+        if budget is not None and not ran <= self._ran_this_test:
             new = sum(self.cached(agent, c, max_steps) is None for c in cases)
             if new and self.new_this_test + new > budget:
                 self.budget_spent = True
@@ -145,6 +149,7 @@ class Runner:
         max_steps = self.max_steps if max_steps is None else max_steps
         episodes = self.cache.run(agent, cases, max_steps)
         self.new_this_test += sum(not e.cached for e in {id(e): e for e in episodes}.values())
+        self._ran_this_test |= ran
         self.health.add(episodes)
         episode, clean = episodes[0], episodes[-1]
         broken = [e for e in (episode, clean) if e.outcome == "world_error"]

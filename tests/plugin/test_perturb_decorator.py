@@ -176,6 +176,35 @@ def test_an_episode_budget_bounds_search_and_shrinking_and_keeps_the_failure(pro
     project.runpytest("--openagent-agent", "conftest:Fragile").assert_outcomes(failed=1)
 
 
+def test_a_budget_spent_still_replays_a_failure_the_cache_does_not_keep(project, toy_perturbations):
+    # An agent_error episode is never cached, so Hypothesis' replay of the failure runs it again past the budget.
+    project.makepyfile(
+        test_user="""
+        import pytest_openagent as openagent
+        from sandbox.agents import OracleAgent
+
+        class Erring(OracleAgent):
+            def fingerprint(self):
+                return "erring-v1"
+
+            def reply(self, turn):
+                if "!!" in turn.messages[1]["content"]:
+                    raise RuntimeError("the shouting broke me")
+                return super().reply(turn)
+
+        AGENT = Erring()
+
+        @openagent.perturb(tier="perception", names="toy_shout", max_examples=40, max_episodes=5)
+        def test_agent_reads_a_shouted_query(case):
+            assert case.run(AGENT).success
+        """
+    )
+    result = project.runpytest("--openagent-agent", "oracle")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*Episode(agent_error, poi-test-*shout*"])
+    assert "Flaky" not in result.stdout.str() and "Unreliable" not in result.stdout.str()
+
+
 def test_an_episode_budget_must_be_a_positive_int(toy_perturbations):
     import pytest_openagent as openagent
 

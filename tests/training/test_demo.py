@@ -95,7 +95,7 @@ def test_quick_scales_everything_down_and_leaves_out_the_slow_rows():
     assert {"base", "paft", "rl"}.isdisjoint(quick.agents) and "sft" in quick.agents
     assert DemoConfig(table=True).scaled() == DemoConfig(table=True)
     loop = DemoConfig(quick=True).scaled()  # the loop's first half: a shorter SFT, a smaller gate
-    assert (loop.loop_steps, loop.loop_episodes, loop.gate_n, loop.examples) == (15, 120, 4, 2)
+    assert (loop.loop_steps, loop.loop_episodes, loop.gate_n, loop.examples) == (15, 120, 4, 1)
     assert DemoConfig().scaled().task_families == list(QUICK_FAMILIES)
     paper = DemoConfig(paper=True).scaled()
     assert paper.table and paper.full and paper.sft_steps == [50, 100] and paper.paft_from == 100
