@@ -47,6 +47,13 @@ def _runs_agents(item: pytest.Item) -> bool:
     return item.get_closest_marker("openagent") is not None or "agent" in getattr(item, "fixturenames", ())
 
 
+def _unsatisfied(exc: BaseException) -> bool:
+    """Whether ``exc`` is Hypothesis' ``Unsatisfiable``: no example met the test's assumptions."""
+    from hypothesis.errors import Unsatisfiable
+
+    return isinstance(exc, Unsatisfiable)
+
+
 def _without_wrappers(tb: TracebackType | None) -> TracebackType | None:
     """``tb`` without the frames of ``@openagent.perturb``'s wrapper (its own, and the one Hypothesis builds in its
     place), so that a failing test's traceback starts in the test; ``--fulltrace`` keeps them."""
@@ -157,6 +164,12 @@ class OpenAgentSession:
                 self.problem = str(exc)
                 item.session.shouldstop = f"openagent: {exc}"
                 raise
+            if self.runner.budget_spent and _unsatisfied(exc):
+                raise pytest.skip.Exception(
+                    f"openagent: the episode budget (max_episodes) was spent after {self.runner.new_this_test} new "
+                    "episodes before any case met the test's assumptions (an invariant: a task the agent solves "
+                    "clean): nothing was checked; a rerun goes on from the cache, or raise max_episodes"
+                ) from None
             if not self.config.getoption("fulltrace", False):
                 exc.__traceback__ = _without_wrappers(exc.__traceback__)
             ran = self.runner.episodes_this_test

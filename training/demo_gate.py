@@ -94,13 +94,15 @@ def write_suite(folder: Path, families: Sequence[str], gate: Sequence[str], n: i
 
 def run_session(
     folder: Path, agent: str, report: Path, seed: int, cache: Path, say: Callable[[str], None],
-    show: Callable[[str], None],
+    show: Callable[[str], None], search: bool = True,
 ) -> int:  # fmt: skip
     """``pytest`` on the suite in ``folder`` against ``agent`` (the fixed measurement at ``seed`` written to
-    ``report``), its output shown line by line as it comes; pytest's exit code."""
+    ``report``), its output shown line by line as it comes; pytest's exit code. Without ``search``, the property
+    tests (marked ``openagent``) are deselected: the session measures and gates only."""
     command = [
         "pytest", str(folder), "--rootdir", str(folder), "-q", "-p", "no:randomly", "--openagent-agent", agent,
         "--openagent-seed", str(seed), "--openagent-report", str(report), "--openagent-cache-dir", str(cache),
+        *([] if search else ["-m", "not openagent"]),
     ]  # fmt: skip
     say("$ " + " ".join(command))
     lines: queue.Queue[str | None] = queue.Queue()

@@ -205,6 +205,24 @@ def test_a_budget_spent_still_replays_a_failure_the_cache_does_not_keep(project,
     assert "Flaky" not in result.stdout.str() and "Unreliable" not in result.stdout.str()
 
 
+def test_a_budget_spent_before_any_case_met_the_invariant_skips_the_test(project):
+    project.makepyfile(
+        test_inv="""
+        import pytest_openagent as openagent
+        from sandbox import tasks
+
+        TWO_CALLS = [t.id for t in tasks("poi", "test", 40) if t.n_calls == 2]
+
+        @openagent.perturb(names=["toy_pad"], tasks=TWO_CALLS, relation="invariant", max_examples=5, max_episodes=4)
+        def test_twin(case):
+            pass
+        """
+    )
+    result = project.runpytest("--openagent-agent", "conftest:Stubborn", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*episode budget (max_episodes) was spent after 4 new episodes before any case met*"])
+
+
 def test_an_episode_budget_must_be_a_positive_int(toy_perturbations):
     import pytest_openagent as openagent
 

@@ -45,6 +45,19 @@ def test_the_written_suite_gates_in_pytest_and_shrinks_the_failing_tiers_case(st
     assert shrunk is not None and f"test_{tier}_shift_keeps_what_it_solves shrank its failure to" in shrunk
 
 
+def test_a_session_without_search_measures_and_gates_only(static_session, tmp_path):
+    from sandbox.evaluation.report import Report
+    from training import demo_gate
+
+    suite, _, _, _ = static_session
+    report, lines = tmp_path / "static.json", []
+    demo_gate.run_session(suite.parent, "static", report, 1, tmp_path / ".cache", lines.append, lines.append, False)
+    assert any("openagent gate " in line for line in lines), "\n".join(lines)
+    assert any("2 deselected" in line for line in lines), "\n".join(lines)
+    measured = Report.load(report)
+    assert measured.meta["seed"] == 1 and measured.records and not measured.failures
+
+
 def test_the_reports_failures_become_rows_that_paft_trains_on(static_session, tiny_base, tmp_path):
     from training.config import SFTConfig
     from training.from_report import from_report
