@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_openagent.console import at_least
@@ -23,6 +24,14 @@ def configure(p: argparse.ArgumentParser) -> None:
         "completion)",
     )  # fmt: skip
     p.add_argument("--max-sessions", type=at_least(1), default=1024, help="sessions open at once (default 1024)")
+    p.add_argument(
+        "--write-rows", metavar="FILE", type=Path,
+        help="write NeMo Gym dataset rows (JSONL: responses_create_params and openagent_case, what POST /seed_session "
+        "takes) of --rows cases drawn from --seed on, and exit without serving",
+    )  # fmt: skip
+    p.add_argument("--rows", type=at_least(1), default=64, help="how many rows --write-rows writes (default 64)")
+    p.add_argument("--seed", type=at_least(0), default=0, help="the first row's seed (default 0)")
+    p.add_argument("--tier", default=None, help="draw the rows' perturbations from this tier (default: all)")
 
 
 def app_for(domain: str, reward: str = "completion", max_sessions: int = 1024, host: str = "127.0.0.1") -> Starlette:
@@ -51,9 +60,31 @@ def app_for(domain: str, reward: str = "completion", max_sessions: int = 1024, h
     return env_app(sessions, f"openagent-{name}", metadata, host)
 
 
+def write_rows(domain: str, path: Path, count: int, seed: int = 0, tier: str | None = None) -> int:
+    """Write ``count`` NeMo Gym dataset rows of ``domain``'s train split to ``path``; how many were written."""
+    import json
+
+    from sandbox.domains import get_domain
+    from sandbox.evaluation.train_draw import train_case
+    from sandbox.files import write_atomically
+    from sandbox.perturbations import registry
+    from sandbox.proxy.env_nemo_gym import dataset_rows
+
+    name = get_domain(domain).name
+    if tier is not None:
+        registry.normalize_tiers(tier)
+    rows = dataset_rows(lambda body: train_case(name, body), count, seed, tier)
+    write_atomically(path, "".join(json.dumps(row) + "\n" for row in rows))
+    return len(rows)
+
+
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
+    if args.write_rows is not None:
+        count = write_rows(args.domain, args.write_rows, args.rows, args.seed, args.tier)
+        print(f"openagent env-serve: {count} NeMo Gym rows of {args.domain} in {args.write_rows}", file=sys.stderr)
+        return 0
     app = app_for(args.domain, args.reward, args.max_sessions, args.host)
     print(f"openagent env-serve: {args.domain} at http://{args.host}:{args.port} (POST /reset to start)",
           file=sys.stderr)  # fmt: skip

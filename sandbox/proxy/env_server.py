@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 RESERVED_TOOL_NAMES = frozenset({"reset", "step", "state", "close"})
 """OpenEnv's reserved names (``openenv.core.env_server.mcp_types.RESERVED_TOOL_NAMES``)."""
+NEMO_GYM_TOOL_NAMES = frozenset({"verify", "seed_session", "close_session", "aggregate_metrics", "mcp"})
+"""NeMo Gym's (``nemo_gym.base_resources_server.RESERVED_MCP_TOOL_NAMES``): its routes, a tool being ``POST /NAME``."""
 
 Draw = Callable[[dict[str, Any]], "Case"]
 """``draw(request)``: the case a ``/reset`` body asks for (``seed``, ``task``, ``tier``, ``stack``, ``severity``);
@@ -79,7 +81,11 @@ class Sessions:
             self._sessions[session_id] = Slot()
         return session_id
 
-    def reset(self, body: dict[str, Any], session_id: str | None = None) -> dict[str, Any]:
+    def reset(
+        self, body: dict[str, Any], session_id: str | None = None, check: Callable[[CaseSession], None] | None = None
+    ) -> dict[str, Any]:
+        """Start the episode ``body`` asks for in session ``session_id`` (a new one by default); ``check`` may
+        refuse the drawn case with an :class:`HttpError` before any session holds it."""
         body = dict(body)
         requested = body.pop("session_id", None)
         session_id = session_id or requested
@@ -93,9 +99,15 @@ class Sessions:
         except UsageError as exc:
             raise HttpError(400, str(exc)) from None
         session = CaseSession(case)
-        reserved = sorted(RESERVED_TOOL_NAMES & {t["function"]["name"] for t in session.tools})
+        reserved = sorted((RESERVED_TOOL_NAMES | NEMO_GYM_TOOL_NAMES) & {t["function"]["name"] for t in session.tools})
         if reserved:
-            raise HttpError(422, f"the case offers a tool named {', '.join(reserved)}, a name OpenEnv reserves")
+            raise HttpError(
+                422,
+                f"the case offers a tool named {', '.join(reserved)}, a name OpenEnv or NeMo Gym "
+                "reserves for a route of its own",
+            )
+        if check is not None:
+            check(session)
         session_id = session_id if session_id is not None else self.create()
         slot = self.slot(session_id)
         with slot.lock:
@@ -185,4 +197,4 @@ class Sessions:
         return {"observation": observation, "reward": reward, "done": episode is not None, "metadata": metadata}
 
 
-__all__ = ["RESERVED_TOOL_NAMES", "HttpError", "Sessions", "Slot", "mcp_spec"]
+__all__ = ["NEMO_GYM_TOOL_NAMES", "RESERVED_TOOL_NAMES", "HttpError", "Sessions", "Slot", "mcp_spec"]
