@@ -28,19 +28,18 @@ from unittest import mock
 
 import httpx
 import uvicorn
-from fastapi import FastAPI, Request
-from omegaconf import OmegaConf
-
 from environment_servers.single_agent_turn.app import (
     SingleAgentTurnEnvironmentServer,
     SingleAgentTurnEnvironmentServerConfig,
 )
+from fastapi import FastAPI, Request
 from nemo_gym.base_resources_server import ResourcesSeedSessionRequest
 from nemo_gym.config_types import AgentServerRef, BaseServerConfig, ModelServerRef, ResourcesServerRef
 from nemo_gym.episode_types import EpisodeId, TaskId
 from nemo_gym.server_utils import GlobalAIOHTTPAsyncClientConfig, ServerClient, set_global_aiohttp_client
 from nemo_gym.single_agent_turn_types import SingleAgentTurnRequest
 from nemo_gym.testing.session_conformance import check_resources_session_contract
+from omegaconf import OmegaConf
 from responses_api_agents.simple_agent.app import SimpleAgent, SimpleAgentConfig, SimpleAgentVerifyResponse
 
 HOST = "127.0.0.1"
@@ -49,7 +48,8 @@ HOST = "127.0.0.1"
 def policy(body: dict[str, Any], args: argparse.Namespace) -> list[dict[str, Any]]:
     """Your model goes here: the next output items for a Responses API request (one tool call a turn, then the
     answer)."""
-    done = sum(1 for item in body.get("input", []) if isinstance(item, dict) and item.get("type") == "function_call_output")
+    items = body.get("input", [])
+    done = sum(1 for item in items if isinstance(item, dict) and item.get("type") == "function_call_output")
     if done < len(args.call):
         name, arguments = args.call[done]
         return [{"type": "function_call", "id": f"fc_{done}", "call_id": f"call_{done}", "name": name,
