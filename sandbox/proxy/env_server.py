@@ -12,9 +12,9 @@ tools as a chat template takes them (``chat_tools``); ``POST /step`` takes an ``
 Beside them, ``POST /verify`` answers the judge's outcome and the reward, and the episode's tools are served over MCP
 (streamable HTTP) at ``/sessions/{session_id}/mcp``, where ``tools/list`` gives the case's perturbed surface and a
 drift sends ``notifications/tools/list_changed``. Every HTTP request names its session (the ``session_id`` that
-``/reset`` returned, where OpenEnv's HTTP routes are stateless); sessions share nothing. OpenEnv reserves the tool
-names ``reset``, ``step``, ``state`` and ``close``: a case offering one is refused. Misuse is an HTTP 4xx with
-``{"error": message}``, never a traceback.
+``/reset`` returned, where OpenEnv's HTTP routes are stateless); sessions share nothing. NeMo Gym's protocol, over
+the same sessions, is in ``sandbox.proxy.env_nemo_gym``. OpenEnv and NeMo Gym reserve tool names for routes of
+their own: a case offering one is refused. Misuse is an HTTP 4xx with ``{"error": message}``, never a traceback.
 """
 
 from __future__ import annotations

@@ -217,3 +217,14 @@ def test_final_text_is_the_assistants_text_after_the_last_tool_call():
               said("Booked.")]  # fmt: skip
     assert final_text(output) == "Booked."
     assert final_text(output[:3]) == ""
+
+
+def test_write_rows_refuses_an_unknown_tier_with_exit_2(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", "from pytest_openagent.cli import main; main()", "env-serve", "poi",
+                           "--write-rows", str(tmp_path / "rows.jsonl"), "--tier", "nosuch"],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 2 and "Unknown tier 'nosuch'" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "rows.jsonl").exists()
