@@ -68,7 +68,7 @@ class NemoGym:
         self.sessions, self.name = sessions, name
         self._typed: dict[str, tuple[str, Any]] = {}  # resources_session_id -> (session id, episode_id)
         self._closed: set[str] = set()
-        self._by_row: set[str] = set()
+        self._by_row: dict[str, None] = {}  # row-seeded sessions still open, oldest first
         self._lock = threading.Lock()
 
     def mcp(self, session_id: str) -> dict[str, Any]:
@@ -81,10 +81,26 @@ class NemoGym:
         if "resources_session_id" in body:
             return self._seed_typed(body)
         open_session = cookie if cookie and self._is_open(cookie) else None
-        session_id = self._start(body, open_session)
+        try:
+            session_id = self._start(body, open_session)
+        except HttpError as exc:
+            if exc.status != 503 or not self._close_oldest_row():
+                raise
+            session_id = self._start(body, open_session)
         with self._lock:
-            self._by_row.add(session_id)
+            self._by_row[session_id] = None
         return {"mcp": self.mcp(session_id)}, session_id
+
+    def _close_oldest_row(self) -> bool:
+        """Close the oldest row-seeded session (NeMo Gym's Agents close none: one whose rollout failed before its
+        verify would hold its place for good); whether there was one."""
+        with self._lock:
+            oldest = next(iter(self._by_row), None)
+            if oldest is not None:
+                del self._by_row[oldest]
+        if oldest is not None and self._is_open(oldest):
+            self.sessions.close(oldest)
+        return oldest is not None
 
     def _seed_typed(self, body: dict[str, Any]) -> tuple[dict[str, Any], str]:
         extra = sorted(set(body) - _TYPED_KEYS)
@@ -145,16 +161,16 @@ class NemoGym:
             return False
         return True
 
-    def _session(self, cookie: str | None) -> tuple[CaseSession, threading.Lock]:
+    def _session(self, cookie: str | None) -> tuple[str, CaseSession, threading.Lock]:
         if not cookie:
             raise HttpError(400, f"no {COOKIE} cookie: POST /seed_session first and send the cookie it sets")
         session, lock, _ = self.sessions.get(cookie)
-        return session, lock
+        return cookie, session, lock
 
     def tool(self, name: str, arguments: dict[str, Any], cookie: str | None) -> str:
         """``POST /NAME``: the observation of calling the session's tool ``name`` (an error observation where the
         call fails, as the episode records it)."""
-        session, lock = self._session(cookie)
+        _, session, lock = self._session(cookie)
         with lock:
             try:
                 return session.call(name, arguments)
@@ -163,7 +179,7 @@ class NemoGym:
 
     def verify(self, body: dict[str, Any], cookie: str | None) -> dict[str, Any]:
         """``POST /verify``: the row and the policy's ``response`` back, with ``reward`` and the judge's outcome."""
-        session, lock = self._session(cookie)
+        session_id, session, lock = self._session(cookie)
         response = body.get("response")
         if "responses_create_params" not in body or not isinstance(response, dict):
             raise HttpError(422, "verify takes the row (with responses_create_params) and the policy's response")
@@ -178,10 +194,12 @@ class NemoGym:
                     raise HttpError(409, "the task has another user turn, which a NeMo Gym verify cannot play")
             episode, calls = session.episode, session.calls
         assert episode is not None
-        if cookie in self._by_row:
-            with self._lock:
-                self._by_row.discard(cookie)
-            self.sessions.close(cookie)
+        with self._lock:
+            by_row = session_id in self._by_row
+            if by_row:
+                del self._by_row[session_id]
+        if by_row:
+            self.sessions.close(session_id)
         return {**body, "reward": float(self.sessions.reward(episode)), "outcome": episode.outcome,
                 "success": episode.success, "ending": episode.ending, "solvable": episode.solvable,
                 "tool_calls": calls, "mask_sample": False}  # fmt: skip

@@ -228,3 +228,15 @@ def test_write_rows_refuses_an_unknown_tier_with_exit_2(tmp_path):
                           capture_output=True, text=True)  # fmt: skip
     assert done.returncode == 2 and "Unknown tier 'nosuch'" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "rows.jsonl").exists()
+
+
+def test_a_row_seed_at_the_session_limit_closes_the_oldest_row_seeded_session():
+    """NeMo Gym's Agents never close a session: one whose rollout died before its verify gives its place up."""
+    with HttpThread(None, app=app_for("poi", max_sessions=2)) as served:
+        base = f"http://127.0.0.1:{served.port}"
+        cookies = [httpx.post(base + "/seed_session", json={"openagent_case": {"seed": s}}).cookies[COOKIE]
+                   for s in range(3)]  # fmt: skip
+        shown = [httpx.get(f"{base}/state", params={"session_id": c}).status_code for c in cookies]
+        assert shown == [404, 200, 200]
+        reset = httpx.post(base + "/reset", json={"seed": 0})  # OpenEnv's sessions are never closed for it
+        assert reset.status_code == 503 and "sessions are open" in reset.json()["error"]
