@@ -46,6 +46,7 @@ class LoopPlan:
     gate: tuple[str, ...]
     seed: int
     train_arms: bool
+    retrain: bool = False
 
     @property
     def fresh_seed(self) -> int:
@@ -79,9 +80,10 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
 
     suite = demo_gate.write_suite(root / "gate", plan.families, plan.gate, plan.n, plan.examples)
     say(f"the gate's suite is {suite} (its gate in {suite.parent / 'pyproject.toml'}): read it, rerun it")
-    sft = _train(clock, f"SFT-{plan.sft_steps}", SFTConfig(
-        out=str(root / "sft"), base=base, steps=plan.sft_steps, **train_settings,
-    ), say)  # fmt: skip
+    sft_cfg = SFTConfig(out=str(root / "sft"), base=base, steps=plan.sft_steps, **train_settings)
+    say(f"SFT-{plan.sft_steps}: {sft_cfg.steps} steps × {sft_cfg.batch_size} episodes of the families "
+        f"{', '.join(sft_cfg.task_families)}")  # fmt: skip
+    sft = clock.run(f"SFT-{plan.sft_steps}", lambda: _fit(sft_cfg, f"SFT-{plan.sft_steps}", say, plan.retrain))
 
     reports_dir = root / "reports"
     reports_dir.mkdir(exist_ok=True)
@@ -128,14 +130,11 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
     cont_cfg = SFTConfig(out=str(root / "sft-continued"), **{**common, "episodes": total})
 
     def arms() -> tuple[Path, Path]:
-        from training.sft import train
-
         paths = []
         for label, cfg in (("PAFT", paft_cfg), ("SFT-continued", cont_cfg)):
             data = f" ({summary['rows']} of them the failures' rows)" if cfg.rows else " (clean episodes)"
             say(f"{label}: {cfg.steps} steps × {cfg.batch_size} episodes from SFT-{plan.sft_steps}{data}")
-            cfg.resume, cfg.overwrite = True, True
-            paths.append(train(cfg))
+            paths.append(_fit(cfg, label, say, plan.retrain, after=rows_file))  # the rows came after SFT
         return paths[0], paths[1]
 
     paft, cont = clock.run("PAFT and SFT-continued", arms)
@@ -169,12 +168,19 @@ def measure(agent: str, plan: LoopPlan, cache: Path) -> Any:
     )  # fmt: skip
 
 
-def _train(clock: Clock, phase: str, cfg: SFTConfig, say: Any) -> Path:
+def _fit(cfg: SFTConfig, label: str, say: Any, retrain: bool, after: Path | None = None) -> Path:
+    """Train ``cfg``, or reuse the finished run in its folder: one of these options, newer than ``after`` (what it
+    starts from). A finished run of other options, an older one or ``retrain`` is replaced; an unfinished one of
+    these options resumes from its checkpoints."""
+    from training.runs import META_FILE, finished_run
     from training.sft import train
 
-    cfg.resume, cfg.overwrite = True, True
-    say(f"{phase}: {cfg.steps} steps × {cfg.batch_size} episodes of the families {', '.join(cfg.task_families)}")
-    return clock.run(phase, lambda: train(cfg))
+    out = Path(cfg.out)
+    if not retrain and finished_run(out, cfg.to_dict()) and (after is None or _newer(out / META_FILE, after)):
+        say(f"{label}: reusing {out}, a finished run of these options (--retrain starts over)")
+        return out
+    cfg.resume, cfg.overwrite = not retrain, True  # the demo owns its folder
+    return train(cfg)
 
 
 def _rows(report: Path, rows: Path, seed: int, say: Any) -> dict[str, Any]:

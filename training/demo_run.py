@@ -76,6 +76,7 @@ def run_loop_demo(cfg: Any, root: Path) -> int:
         families=tuple(cfg.task_families), sft_steps=cfg.loop_steps, more_steps=cfg.more_steps,
         episodes=cfg.loop_episodes, batch_size=cfg.batch_size, n=cfg.gate_n, examples=cfg.examples,
         gate=gate_criteria(cfg.clean_target), seed=cfg.seed, train_arms=not cfg.quick,
+        retrain=cfg.retrain,
     )  # fmt: skip
     clock = Clock(say)
     say(f"working in {root} (seed {cfg.seed}); a rerun continues where this one stops")

@@ -168,3 +168,28 @@ def test_the_run_says_it_shared_the_machine_only_when_other_processes_took_cpu(m
     report = clock.report()
     assert f"this run used 30% of the CPUs, other processes {round(others * 100)}%" in report
     assert ("the run shared the machine" in report) is shared
+
+
+def test_a_rerun_reuses_a_finished_training_and_replaces_a_stale_one(tiny_base, tmp_path):
+    import os
+
+    from training.config import SFTConfig
+    from training.demo_loop import _fit
+    from training.runs import META_FILE
+
+    said: list[str] = []
+    cfg = lambda: SFTConfig(out=str(tmp_path / "sft"), base=str(tiny_base), steps=1, batch_size=2, episodes=2,
+                            task_families=list(FAMILIES), threads=1, save_every=0)  # fmt: skip
+    meta = _fit(cfg(), "SFT", said.append, retrain=False) / META_FILE
+    first = meta.stat().st_mtime_ns
+    assert _fit(cfg(), "SFT", said.append, retrain=False) / META_FILE == meta
+    assert meta.stat().st_mtime_ns == first and "reusing" in said[-1]  # nothing trained again
+
+    later = tmp_path / "rows.jsonl"  # what the run starts from, written after it finished
+    later.write_text("")
+    os.utime(later, ns=(first + 10**9, first + 10**9))
+    _fit(cfg(), "SFT", said.append, retrain=False, after=later)
+    assert meta.stat().st_mtime_ns > first, "a run older than what it starts from was reused"
+    again = meta.stat().st_mtime_ns
+    _fit(cfg(), "SFT", said.append, retrain=True)
+    assert meta.stat().st_mtime_ns > again, "--retrain reused the finished run"
