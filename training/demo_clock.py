@@ -19,15 +19,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-EPISODE_STEPS = 0.18
+EPISODE_STEPS = 0.2
 """Seconds of an evaluated episode (batched) per second of a training step of 8 short-family episodes."""
-SEARCH_EPISODE_STEPS = 0.4
+SEARCH_EPISODE_STEPS = 0.25
 """Seconds of a property test's episode (one at a time) per second of such a training step."""
 STEP_TOKENS = 6000
 """Tokens a training step of 8 short-family episodes computes (the shared prefix once, the rows packed)."""
-PROBE_TO_STEP = 0.55
+PROBE_TO_STEP = 0.64
 """A LoRA step's seconds per token against the probe's full-model pass at batch 1 (``training.precision``): SFT-80
-took 11.2 s a step where the probe predicted 10.3 at this factor, alone on a 2-core Xeon (docs/experiments.md)."""
+took 11.3 s a step where the probe predicted 9.7 at 0.55, twice alone on a 2-core Xeon (docs/experiments.md)."""
 
 SHARED = 0.15
 """The share of the machine's CPU time other processes may take before the run says it shared the machine."""
