@@ -232,8 +232,11 @@ ORACLE_READS = {
         "a domain's vocabulary (its finder and the tools that take the finder's id)",
     "sandbox.agents.oracle.planner -> sandbox.perturbations.vocab":
         "a domain's vocabulary (its finder and the tools that take the finder's id)",
-    "sandbox.agents.oracle.observations -> sandbox.perturbations.echo":
+    "sandbox.agents.oracle.cross_check -> sandbox.perturbations.echo":
         "the echo rule deceptive_result lies by: the oracle compares an answer's echo with what it asked",
+    "sandbox.agents.oracle.cross_check -> sandbox.perturbations.witness":
+        "the witness rule deceptive_record lies by: the oracle compares a record with an earlier answer about the "
+        "same entity",
 }  # fmt: skip
 """The reference agents' deliberate reads below their floor's rule, each with why: the oracle proves every
 perturbation keeps a task solvable, so it reads what the perturbations write, never the task's answer; the static

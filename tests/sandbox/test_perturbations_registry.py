@@ -24,7 +24,8 @@ TIER_OF = {
                    "description_rewrite", "param_case_style", "param_added", "enum_widened", "tool_deprecated",
                    "tool_split", "description_release"},
     "interaction": {"missing_values", "format_shift", "runtime_error", "rate_limit", "tool_redirection",
-                    "verification_code_shift", "behaviour_change", "result_field_renamed", "deceptive_result"},
+                    "verification_code_shift", "behaviour_change", "result_field_renamed", "deceptive_result",
+                    "deceptive_record"},
     "reasoning": {"dependency_merge", "dependency_split", "logic_inversion", "argument_restructuring"},
     "internalization": {"domain_transfer", "missing_capability", "nonexistent_entity", "fatal_error"},
 }  # fmt: skip

@@ -40,7 +40,7 @@ class OracleAgent(Briefed):
     name = "oracle"
 
     def fingerprint(self) -> str:
-        return "oracle-v12"
+        return "oracle-v13"
 
     def act(self, turns: Sequence[Turn]) -> list[Reply]:
         return [self.reply(turn) for turn in turns]

@@ -15,12 +15,10 @@ from functools import lru_cache
 from typing import Any
 
 from sandbox.agent import ToolSpec, Turn
-from sandbox.budget import user_turns
+from sandbox.agents.oracle.cross_check import cross_check
 from sandbox.domains import EAGER, get_domain
-from sandbox.gold_plan import may_write
 from sandbox.identifiers import rename_keys
 from sandbox.perturbations import vocab
-from sandbox.perturbations.echo import contradicts
 from sandbox.perturbations.formats import parse_lines
 from sandbox.task import Task, read_path
 from sandbox.vocabulary import DomainVocabulary, Pools
@@ -193,7 +191,8 @@ class Attempt:
     """Whether the call's result came back (a tool may answer ``null``: ``result`` cannot tell)."""
     suspect: bool = False
     """Whether the answer's echo of the request names another entity than the call asked about (see
-    :func:`sandbox.perturbations.echo.contradicts`): it is not read, and the call is asked again."""
+    :func:`sandbox.perturbations.echo.contradicts`), or that an earlier answer about the same entity contradicts
+    (:mod:`sandbox.agents.oracle.cross_check`): it is not read, and the call is asked again."""
 
 
 @lru_cache(maxsize=1024)
@@ -254,26 +253,8 @@ class View:
                 attempt.answered = True
         for reply in replies:
             view._unordered(reply)
-        view._cross_check()
+        cross_check(task, view.attempts, view.done)
         return view
-
-    def _cross_check(self) -> None:
-        """Mark the answers of reads whose echo contradicts the request (:attr:`Attempt.suspect`). One the tool
-        gives twice in a row is how the world answers that request, and is read; a write's is never doubted (asking
-        again would write again), nor one of a task of several user turns (this turn's part of it would stand for
-        the whole task in the replay that tells the writes)."""
-        if user_turns(self.task) is not None:
-            return
-        writing = may_write(get_domain(self.task.domain), self.task)
-        asked = {c.id: c.args for c in self.task.plan if c.tool not in writing}
-        for step, tries in self.attempts.items():
-            args, before = asked.get(step), None
-            for attempt in tries:
-                if args is not None and attempt.answered and isinstance(attempt.normalized, dict):
-                    attempt.suspect = contradicts(args, attempt.normalized) and not (
-                        before is not None and before.answered and before.result == attempt.result
-                    )
-                before = attempt
 
     def _unordered(self, reply: list[tuple[str, Attempt]]) -> None:
         """Forget the calls of ``reply`` that failed after a call they depend on failed before them in the same

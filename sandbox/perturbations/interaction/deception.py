@@ -29,6 +29,8 @@ MAX_TRIED = 6
 """Other requests tried per call when looking for a lie that changes what the task needs."""
 LIES = {1: 1, 2: 1, 3: 2}
 """Wrong answers in a row per lying call, by severity, before the tool tells the truth."""
+EXTRA_TURNS = {0: 0, 1: 1, 2: 2, 3: 4}
+"""Turns a perfect agent needs beyond the clean plan to ask again, by severity."""
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,8 @@ def _needed(task: Task, call: Call) -> list[str] | None:
     return paths
 
 
-def _changes(task: Task, call: Call, truth: Any, told: Any) -> bool:
+def changes_reading(task: Task, call: Call, truth: Any, told: Any) -> bool:
+    """Whether an answer ``told`` in place of ``truth`` changes what ``task`` reads from ``call``'s answer."""
     paths = _needed(task, call)
     if paths is None:
         echoed = {k for _, k in echoes(call.args, truth)}
@@ -67,7 +70,9 @@ def _changes(task: Task, call: Call, truth: Any, told: Any) -> bool:
     return any(not same(read_path(truth, p), read_path(told, p)) for p in paths if read_path(truth, p) is not None)
 
 
-def _others(task: Task, call: Call, seed: int, pool: str) -> list[dict[str, Any]]:
+def other_requests(
+    task: Task, call: Call, seed: int, pool: str, family: str = "deceptive_result"
+) -> list[dict[str, Any]]:
     """Other requests of the same tool the world knows of: those of the domain's other tasks of the same split, in
     an order drawn from the seed. Never the task's own (a second place it asks about): a value only a wrong answer
     holds is one the task never gives, so the judge can tell an agent that took it."""
@@ -84,7 +89,7 @@ def _others(task: Task, call: Call, seed: int, pool: str) -> list[dict[str, Any]
                 seen.add(_key(c.args))
                 rest.append(c.args)
     rest.sort(key=_key)
-    rng(seed, "deceptive_result", pool, task.id, call.id).shuffle(rest)
+    rng(seed, family, pool, task.id, call.id).shuffle(rest)
     return rest[:MAX_TRIED]
 
 
@@ -108,10 +113,10 @@ def lies(task: Task, seed: int = 0, pool: str = "eval") -> tuple[Lie, ...]:
                 truth = results.get(call.id)
                 if call.tool not in writing and truth is not None and truth.ok and echoes(call.args, truth.content):
                     instead = []
-                    for other in _others(task, call, seed, pool):
+                    for other in other_requests(task, call, seed, pool):
                         told = env.call(call.tool, other)
                         lying = told.ok and contradicts(call.args, told.content)
-                        if lying and _changes(task, call, truth.content, told.content):
+                        if lying and changes_reading(task, call, truth.content, told.content):
                             instead.append(other)
                         if len(instead) == 2:
                             break
@@ -137,7 +142,7 @@ def told_values(truth: Any, told: Any) -> tuple[tuple[Any, Any], ...]:
     return tuple(out)
 
 
-class _Deceive(CallWrapper):
+class Deceive(CallWrapper):
     def call(self, name: str, arguments: Any) -> ToolResult:
         lie = self._lie(name, arguments)
         if lie is None:
@@ -147,12 +152,21 @@ class _Deceive(CallWrapper):
         if not truth.ok:
             return truth
         told = self.env.call(name, lie.instead[told_n])
-        if not told.ok or not contradicts(arguments, told.content):
+        content = self.tell(arguments, truth.content, told)
+        if content is None:
             return truth
         self.scratch[lie.call] = told_n + 1
         state = self.state
-        state.deceptions.append(Deception(name, state.turn, told_values(truth.content, told.content)))
-        return told.model_copy(update={"name": name})
+        state.deceptions.append(Deception(name, state.turn, told_values(truth.content, content)))
+        return told.model_copy(update={"name": name, "content": content})
+
+    def tell(self, arguments: dict[str, Any], truth: Any, told: ToolResult) -> Any:
+        """What is served in place of ``truth``, from the world's answer to another request; ``None``: the truth."""
+        return told.content if told.ok and contradicts(arguments, told.content) else None
+
+    def found(self) -> tuple[Lie, ...]:
+        """The calls of the task's gold plan that may lie."""
+        return lies(self.task, self.spec.seed, self.spec.pool)
 
     def _lie(self, name: str, arguments: Any) -> Lie | None:
         if not isinstance(arguments, dict):
@@ -166,7 +180,7 @@ class _Deceive(CallWrapper):
         return None
 
     def _chosen(self) -> tuple[Lie, ...]:
-        found = lies(self.task, self.spec.seed, self.spec.pool)
+        found = self.found()
         if self.spec.severity >= 2 or len(found) <= 1:
             return found
         return (self.rng("lying call").choice(found),)
@@ -193,10 +207,10 @@ class DeceptiveResult(Perturbation):
     layer = "deception"
 
     needs_calls = True
-    wrapper = _Deceive
+    wrapper = Deceive
 
     def applies_to(self, task: Task) -> bool:
         return bool(task.plan) and (self.severity == 0 or bool(lies(task, self.seed, self.pool)))
 
     def extra_turns(self) -> int:
-        return {0: 0, 1: 1, 2: 2, 3: 4}[self.severity]
+        return EXTRA_TURNS[self.severity]
