@@ -64,7 +64,7 @@ Outcome = Literal[
     "agent_error",  # the agent raised or returned something that is not a reply
     "world_error",  # the world failed under the episode (a tool server died): no verdict on the agent
     "repeated_write",  # a write done more often than the gold plan does it, whatever the answer or the check says
-    "deceived",  # failed after reporting or acting on a wrong value a tool told (``deceptive_result``)
+    "deceived",  # failed after reporting or acting on a wrong value a tool told (``deceptive_result``/``_record``)
 ]
 OUTCOMES: tuple[Outcome, ...] = Outcome.__args__  # type: ignore[attr-defined]  # a Literal's __args__, which typing does not declare
 GOOD_OUTCOMES: frozenset[Outcome] = frozenset({"success", "refused"})

@@ -31,8 +31,8 @@ class Write:
 
 @dataclass(frozen=True)
 class Deception:
-    """A plausible but wrong answer a perturbation served (``deceptive_result``): the tool, the turn it came in,
-    and each value it told in place of the true one, as ``(told, truth)`` pairs."""
+    """A plausible but wrong answer a perturbation served (``deceptive_result``, ``deceptive_record``): the tool, the
+    turn it came in, and each value it told in place of the true one, as ``(told, truth)`` pairs."""
 
     tool: str
     turn: int

@@ -41,8 +41,8 @@ class Episode(BaseModel):
     """Where the case injected faults into the agent's own model: what the LLM proxy did, turn by turn, and whether
     the harness asked its model again after the last fault (sandbox.perturbations.model)."""
     deceptions: list[dict[str, Any]] = Field(default_factory=list)
-    """The wrong answers tools served (``deceptive_result``): tool, turn, and ``values`` as (told, true) pairs.
-    Left out of the JSON when empty, so an episode without any keeps the form it always had."""
+    """The wrong answers tools served (``deceptive_result``, ``deceptive_record``): tool, turn, and ``values`` as
+    (told, true) pairs. Left out of the JSON when empty, so an episode without any keeps the form it always had."""
     meta: list[dict[str, Any]] = Field(default_factory=list, exclude=True)
     """Per-turn data from the agent (token ids, log-probabilities), kept in memory only."""
     usage: dict[str, Any] | None = None

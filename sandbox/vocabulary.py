@@ -54,6 +54,10 @@ class DomainVocabulary:
     """The two arguments ``argument_restructuring`` joins at severity 2 (as the perturbations' ``SLOT_PARAMS``)."""
     transfer: str | None = None
     """The held-out domain ``domain_transfer`` swaps this one's tasks for."""
+    same_fields: Mapping[str, str] = field(default_factory=dict)
+    """A field of a tool's answer → the field of an earlier lookup's record that holds the same fact under another
+    name (``{"book_title": "title"}``): a second source ``deceptive_record`` and the oracle compare, beyond the
+    fields both name alike (sandbox.perturbations.witness)."""
 
     def pooled(self) -> dict[str, Mapping[str, Pools]]:
         """Its tables of pooled words, by field (what must keep the ``train`` and ``eval`` pools apart)."""

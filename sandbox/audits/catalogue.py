@@ -110,25 +110,53 @@ model got, and `asked_again`, whether the harness asked its model again after th
 DECEPTION = """
 ## Deceptive results: where the world holds the cross-check
 
-`deceptive_result` lies only where the world itself lets a reader notice, and no rule names a domain's tools:
+Two kinds of plausible lie, each served only where the world itself lets a reader notice, and no rule names a
+domain's tools. Both are read off the gold plan replayed on the clean tools; both tell the truth when asked again.
 
-- **Which answers echo their request** is read off the gold plan replayed on the clean tools: a read (no write,
-  no tool of unknown role) whose answer has a top-level field named after a parameter (the same name, or its
-  last `_` word: `id` for `place_id`) holding the argument's value (`sandbox.perturbations.echo`). That echo is
-  the cross-check: an answer whose echo holds another value is about another entity than the one asked for.
+**Ask again (`deceptive_result`): the answer's echo of the request shows it.**
+
+- **Which answers echo their request**: a read (no write, no tool of unknown role) whose answer has a top-level
+  field named after a parameter (the same name, or its last `_` word: `id` for `place_id`) holding the argument's
+  value (`sandbox.perturbations.echo`). That echo is the cross-check: an answer whose echo holds another value is
+  about another entity than the one asked for.
 - **The lie is the world's own answer to another request**: the same tool asked with the arguments of one of
   its calls in the domain's other tasks of the split (in a seeded order), kept only where that answer is about
   another entity and changes what the task reads from the call (an answer's source, an id a later call takes).
   It is plausible by construction: real values, the right shape; and a value only it holds is one the task
   never gives, so the judge can tell an agent that took it.
-- **The truth is a second call away**: asked again, the tool answers truly (severity 3: after a second, different
-  wrong answer). A tool whose answers echo nothing, a write, or a task of several user turns is never lied about.
-- **Proof**: the oracle compares each answer's echo with what it asked (`View._cross_check`), asks again on a
-  mismatch, and reads an answer only once it matches (or once the tool gives it twice in a row); `check-domain`
-  runs it on every applied case.
-- **Judged apart**: a failed episode whose agent reported a value only a wrong answer held, or sent one in a later
-  call, is `deceived` (a gate reads `interaction.deceived<=0.05` by its interval); one that recovered is a
-  `success`; whether it noticed (asked again, or said so) is counted in the report's detection table.
+- **Proof**: the oracle compares each answer's echo with what it asked, asks again on a mismatch, and reads an
+  answer only once it matches (or once the tool gives it twice in a row).
+
+**A second tool (`deceptive_record`): an earlier answer about the same entity contradicts it.**
+
+- **Which answers have a second source**: a read that takes a value an earlier call of the plan returned (the
+  plan's dependencies: `get_place_details(place_id)` after `find_place`, `get_book(book_id)` after a search's
+  rows) and whose clean answer shares a field with the earlier answer's *record* of that entity (the object
+  holding the value: the whole answer, or one row), a field that agrees in the clean world: `name` and `city` of
+  a place, `name` and `rating` of a search row, `name` and `birth_year` of a patient
+  (`sandbox.perturbations.witness`). Fields are matched by name; the key itself and the fields that echo the
+  request are left out. **A user declares** a second source whose fields are named otherwise in the domain's
+  vocabulary: `DomainVocabulary(same_fields={"book_title": "title"})` (answer field → the earlier record's
+  field); and one that is not on the gold path by putting its call there (a lookup the task's plan makes first).
+- **The lie is another entity's record filed under the key asked for**: the world's answer to another request of
+  the same tool (as above), with the fields that echo the request set to what was asked, so its echo agrees and
+  asking "is this what I asked about?" tells nothing; kept only where the earlier record contradicts it and it
+  changes what the task reads. A cache keyed wrong, a join on the wrong row.
+- **Proof**: the oracle compares each such answer with the earlier answer's record of the same entity
+  (`sandbox.agents.oracle.cross_check`), asks again where a shared field disagrees, and reads it once it agrees
+  (or once the tool gives it twice in a row); with the echo rule alone it is deceived on every case (a test
+  shows it). On the clean worlds checked (POI, medical, the library) neither rule fires: no clean episode gains a
+  call.
+
+**Both**: severity 1 lies once on one drawn call, 2 once on every such call, 3 twice in a row (two different
+wrong answers); a write, or a task of several user turns, is never lied about. `check-domain` runs the oracle on
+every applied case. A failed episode whose agent reported a value only a wrong answer held, or sent one in a
+later call, is `deceived` (a gate reads `interaction.deceived<=0.05` by its interval); one that recovered is a
+`success`; whether it noticed (asked again, or said so) is counted in the report's detection table. Where a told
+value is one the task itself gives (a drug its query names), the judge cannot tell it from the agent's own, and a
+wrong answer stays `wrong_answer`. `deceptive_result` joins PAFT's error-feedback data; `deceptive_record` stays
+out of it (`paft_family=""`), so that it measures whether checking echoes, once trained, carries over to checking
+a second source.
 """
 
 EVOLUTION = """

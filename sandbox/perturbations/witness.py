@@ -7,12 +7,14 @@ one row of a search's results), and the later call's answer. Where both carry a 
 ``rating``, ``birth_year``), they must agree; an answer that holds another value there is another entity's record
 filed under the key asked for, whatever its echo of the request says. That is how an agent notices a
 plausible but wrong record (``deceptive_record``), and how the oracle does. The rule reads names and values
-only: the key is the value the later call was given, and the fields compared are those both answers name,
-less the key and the fields that echo the later call's own request.
+only: the key is the value the later call was given, and the fields compared are those both answers name (or a
+domain declares to hold the same fact, ``DomainVocabulary.same_fields``), less the key and the fields that echo
+the later call's own request.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,28 +47,43 @@ def records(content: Any, key: Any) -> list[dict[str, Any]]:
     return own + [r for v in content.values() if isinstance(v, dict | list) for r in records(v, key)]
 
 
-def shared(record: dict[str, Any], args: dict[str, Any], answer: Any, key: Any) -> list[str]:
-    """The fields that ``record`` and ``answer`` (the answer to ``args``) both hold as plain values, less those
-    holding ``key`` in either and those the answer echoes from its request: the fields they must agree on."""
+def shared(
+    record: dict[str, Any], args: dict[str, Any], answer: Any, key: Any, same_as: Mapping[str, str] | None = None
+) -> list[tuple[str, str]]:
+    """(answer field, record field) for each fact that ``record`` and ``answer`` (the answer to ``args``) both
+    hold as plain values: a field both name, or one ``same_as`` declares (answer field → record field); less those
+    holding ``key`` in either and those the answer echoes from its request. The facts they must agree on."""
     if not isinstance(answer, dict):
         return []
     echoed = {k for _, k in echo_pairs(args, answer)}
-    return [
-        k for k, v in answer.items()
-        if k in record and k not in echoed and _plain(v) and _plain(record[k])
-        and not same(v, key) and not same(record[k], key)
-    ]  # fmt: skip
+    out = []
+    for k, v in answer.items():
+        theirs = (same_as or {}).get(k, k)
+        if theirs not in record or k in echoed or not _plain(v) or not _plain(record[theirs]):
+            continue
+        if not same(v, key) and not same(record[theirs], key):
+            out.append((k, theirs))
+    return out
 
 
-def disagree(record: dict[str, Any], args: dict[str, Any], answer: Any, key: Any) -> list[str]:
-    """The :func:`shared` fields where ``answer`` holds another value than ``record``: where the second source
+def disagree(
+    record: dict[str, Any], args: dict[str, Any], answer: Any, key: Any, same_as: Mapping[str, str] | None = None
+) -> list[tuple[str, str]]:
+    """The :func:`shared` facts where ``answer`` holds another value than ``record``: where the second source
     contradicts it."""
-    return [k for k in shared(record, args, answer, key) if not same(record[k], answer[k])]
+    return [(k, r) for k, r in shared(record, args, answer, key, same_as) if not same(record[r], answer[k])]
 
 
-def contradicted(earlier: Any, args: dict[str, Any], answer: Any, key: Any) -> bool:
+def contradicted(
+    earlier: Any, args: dict[str, Any], answer: Any, key: Any, same_as: Mapping[str, str] | None = None
+) -> bool:
     """Whether an earlier answer holds a record of ``key`` that ``answer`` (to ``args``) contradicts."""
-    return any(disagree(r, args, answer, key) for r in records(earlier, key))
+    return any(disagree(r, args, answer, key, same_as) for r in records(earlier, key))
+
+
+def declared(domain: Domain) -> Mapping[str, str]:
+    """The fields a domain declares to hold the same fact under other names (``DomainVocabulary.same_fields``)."""
+    return domain.vocabulary.same_fields if domain.vocabulary is not None else {}
 
 
 @dataclass(frozen=True)

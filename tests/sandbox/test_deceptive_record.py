@@ -18,6 +18,7 @@ from sandbox.perturbations import get
 from sandbox.perturbations.echo import contradicts
 from sandbox.perturbations.interaction.misfiled import DeceptiveRecord, misfilings, refile
 from sandbox.perturbations.witness import contradicted, disagree, records, shared
+from sandbox.vocabulary import DomainVocabulary
 
 ORACLE = OracleAgent()
 BOOKSHOP = Path(__file__).resolve().parents[2] / "examples" / "own_tools" / "bookshop.py"
@@ -37,13 +38,16 @@ def test_the_witness_rule_reads_names_and_values_only() -> None:
     assert records({"n": 7, "room_id": 7}, 7) and not records({"n": 7}, 7)  # a bare number names no entity
     args = {"place_id": "P2"}
     true = {"id": "P2", "name": "Elm", "rating": 3.0, "phone": "555"}
-    assert shared(records(found, "P2")[0], args, true, "P2") == ["name", "rating"]  # the key and echoes aside
+    pairs = [("name", "name"), ("rating", "rating")]
+    assert shared(records(found, "P2")[0], args, true, "P2") == pairs  # the key and echoes aside
     assert not contradicted(found, args, true, "P2")
     told = {"id": "P2", "name": "Birch", "rating": 4.9, "phone": "556"}
-    assert disagree(records(found, "P2")[0], args, told, "P2") == ["name", "rating"]
+    assert disagree(records(found, "P2")[0], args, told, "P2") == pairs
     assert contradicted(found, args, told, "P2") and not contradicts(args, told)  # its echo agrees: only a witness
     assert not contradicted(found, args, {"id": "P2", "phone": "556"}, "P2")  # no field in common: nothing to tell
     assert refile({"place_id": "P2"}, true, {"id": "P9", "name": "Birch"}) == {"id": "P2", "name": "Birch"}
+    renamed = {"id": "P2", "title": "Birch"}  # the same fact under another name: compared only where declared
+    assert not contradicted(found, args, renamed, "P2") and contradicted(found, args, renamed, "P2", {"title": "name"})
 
 
 def test_it_applies_only_where_an_earlier_answer_witnesses_the_record() -> None:
@@ -132,6 +136,9 @@ class _Shelf:
     seed: int
 
 
+_BOOKS = {"b1": ("Dune", "Frank Herbert"), "b2": ("Emma", "Jane Austen"), "b3": ("Persuasion", "Jane Austen")}
+
+
 @sandbox.tool
 def list_ids(shelf: _Shelf, author: str) -> dict:
     """The ids of an author's books.
@@ -143,34 +150,66 @@ def list_ids(shelf: _Shelf, author: str) -> dict:
 
 
 @sandbox.tool
-def book(shelf: _Shelf, book_id: str) -> dict:
-    """One book.
+def list_books(shelf: _Shelf, author: str) -> dict:
+    """An author's books, each with its id and its name.
 
     Args:
-        book_id: a book id from list_ids
+        author: the author's full name
+    """
+    return {"rows": [{"id": i, "name": t} for i, (t, a) in _BOOKS.items() if a == author]}
+
+
+@sandbox.tool
+def get_book(shelf: _Shelf, book_id: str) -> dict:
+    """One book's title and author.
+
+    Args:
+        book_id: a book id from list_ids or list_books
     """
     return {"book_id": book_id, "title": _BOOKS[book_id][0], "author": _BOOKS[book_id][1]}
 
 
-_BOOKS = {"b1": ("Dune", "Frank Herbert"), "b2": ("Emma", "Jane Austen"), "b3": ("Persuasion", "Jane Austen")}
+def _shelf(lookup: str, vocabulary: DomainVocabulary | None = None) -> sandbox.Domain:
+    def plan(author: str, book_id: str) -> list[Call]:
+        return [Call(id="s", tool=lookup, args={"author": author}),
+                Call(id="g", tool="get_book", args={"book_id": book_id}, after=("s",))]  # fmt: skip
+
+    shelf = sandbox.define_domain(
+        f"shelf_{lookup}",
+        tools=[list_ids, list_books, get_book],
+        state=_Shelf,
+        vocabulary=vocabulary,
+        tasks=[UserTask("Who wrote Jane Austen's first book? Its author field.", id="a", plan=plan("Jane Austen", "b2"),
+                        sources={"author": "g.author"}),
+               UserTask("Title of Frank Herbert's first book?", id="b", plan=plan("Frank Herbert", "b1"),
+                        sources={"title": "g.title"})],
+    )  # fmt: skip
+    return register_domain(shelf, replace=True)
 
 
 def test_a_world_without_a_second_source_gets_no_case() -> None:
-    chain = [Call(id="s", tool="list_ids", args={"author": "Jane Austen"}),
-             Call(id="g", tool="book", args={"book_id": "b2"}, after=("s",))]  # fmt: skip
-    other = [Call(id="s", tool="list_ids", args={"author": "Frank Herbert"}),
-             Call(id="g", tool="book", args={"book_id": "b1"}, after=("s",))]  # fmt: skip
-    shelf = sandbox.define_domain(
-        "shelf_without_witness",
-        tools=[list_ids, book],
-        state=_Shelf,
-        tasks=[UserTask("Title of Jane Austen's first book?", id="a", plan=chain, sources={"title": "g.title"}),
-               UserTask("Title of Frank Herbert's first book?", id="b", plan=other, sources={"title": "g.title"})],
-    )  # fmt: skip
-    shelf = register_domain(shelf, replace=True)
+    shelf = _shelf("list_ids")
     try:
         tasks = shelf.tasks("test")
         assert tasks and all(get("deceptive_result")().applies_to(t) for t in tasks)  # its echo: the other kind
         assert not any(DeceptiveRecord(severity=s).applies_to(t) for t in tasks for s in (1, 2, 3))  # ids only
+    finally:
+        DOMAINS.pop(shelf.name, None)
+
+
+def test_a_user_declares_a_second_source_that_names_the_fact_otherwise() -> None:
+    shelf = _shelf("list_books")  # its rows call the title "name"
+    try:
+        assert not any(DeceptiveRecord().applies_to(t) for t in shelf.tasks("test"))  # nothing named alike
+    finally:
+        DOMAINS.pop(shelf.name, None)
+    shelf = _shelf("list_books", DomainVocabulary(same_fields={"title": "name"}))
+    try:
+        spec = DeceptiveRecord(severity=1)
+        cases = [Case(t, (spec,)) for t in shelf.tasks("test")]
+        assert all(spec.applies_to(c.task) for c in cases) and cases
+        for episode in run_cases(ORACLE, cases):
+            assert episode.deceptions and episode.outcome == "success", episode.explain()
+        assert {e.outcome for e in run_cases(StaticAgent(), cases)} == {"deceived"}
     finally:
         DOMAINS.pop(shelf.name, None)

@@ -17,7 +17,7 @@ from sandbox.budget import user_turns
 from sandbox.domains import get_domain
 from sandbox.gold_plan import may_write
 from sandbox.perturbations.echo import contradicts
-from sandbox.perturbations.witness import contradicted, witnesses
+from sandbox.perturbations.witness import contradicted, declared, witnesses
 from sandbox.task import Task
 
 
@@ -45,17 +45,20 @@ def cross_check(task: Task, attempts: Mapping[str, Sequence[Attempt]], done: Cal
         args = asked.get(step)
         if args is not None:
             _doubt(tries, partial(contradicts, args))
+    same_as = declared(domain)
     for w in witnesses(domain, task):
         args = asked.get(w.call)
         # the lookup's answer as read (its pages too), once it stands: the second source
         earlier = tuple(e for s in attempts if s == w.lookup or s.startswith(f"{w.lookup}~p")
                         if (e := done(s)) is not None)  # fmt: skip
         if args is not None and earlier:
-            _doubt(attempts.get(w.call, ()), partial(_witnessed_wrong, earlier, args, w.key))
+            _doubt(attempts.get(w.call, ()), partial(_witnessed_wrong, earlier, args, w.key, same_as))
 
 
-def _witnessed_wrong(earlier: tuple[Any, ...], args: dict[str, Any], key: Any, answer: Any) -> bool:
-    return any(contradicted(e, args, answer, key) for e in earlier)
+def _witnessed_wrong(
+    earlier: tuple[Any, ...], args: dict[str, Any], key: Any, same_as: Mapping[str, str], answer: Any
+) -> bool:
+    return any(contradicted(e, args, answer, key, same_as) for e in earlier)
 
 
 def _doubt(tries: Sequence[Attempt], wrong: Callable[[dict[str, Any]], bool]) -> None:

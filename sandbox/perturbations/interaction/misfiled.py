@@ -22,7 +22,7 @@ from sandbox.perturbations.base import Perturbation
 from sandbox.perturbations.echo import contradicts, same
 from sandbox.perturbations.interaction.deception import EXTRA_TURNS, Deceive, Lie, changes_reading, other_requests
 from sandbox.perturbations.registry import register
-from sandbox.perturbations.witness import disagree, records, shared, witnesses
+from sandbox.perturbations.witness import declared, disagree, records, shared, witnesses
 from sandbox.perturbations.wrappers import clone
 from sandbox.task import Call, Task
 from sandbox.tools import ToolResult
@@ -33,7 +33,8 @@ FAMILY = "deceptive_record"
 @dataclass(frozen=True)
 class Misfiled(Lie):
     """A read of the gold plan that may answer with another entity's record: ``witness`` is the earlier call whose
-    answer holds the entity's record, ``fields`` those both answers name (they agree in the clean world)."""
+    answer holds the entity's record, ``fields`` the answer's fields that record also holds (they agree in the clean
+    world)."""
 
     witness: str
     fields: tuple[str, ...]
@@ -88,14 +89,15 @@ def _misfiling(
     task: Task, call: Call, truth: dict[str, Any], results: dict[str, ToolResult], env: Env, seed: int, pool: str
 ) -> Misfiled | None:
     checks = []
+    same_as = declared(domain_of(task))
     for w in witnesses(domain_of(task), task):
         earlier = results.get(w.lookup)
         if w.call != call.id or earlier is None or not earlier.ok:
             continue
         for record in records(earlier.content, w.key):
-            fields = shared(record, call.args, truth, w.key)
-            if fields and not disagree(record, call.args, truth, w.key):
-                checks.append((w, record, tuple(fields)))
+            fields = shared(record, call.args, truth, w.key, same_as)
+            if fields and not disagree(record, call.args, truth, w.key, same_as):
+                checks.append((w, record, tuple(k for k, _ in fields)))
     if not checks:
         return None
     instead = []
@@ -106,7 +108,7 @@ def _misfiling(
             told is not None
             and told != truth
             and not contradicts(call.args, told)
-            and any(disagree(record, call.args, told, w.key) for w, record, _ in checks)
+            and any(disagree(record, call.args, told, w.key, same_as) for w, record, _ in checks)
             and changes_reading(task, call, truth, told)
         ):
             instead.append(other)
