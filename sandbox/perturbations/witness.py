@@ -1,14 +1,14 @@
 """Witnesses: an earlier answer about the same entity, the world's second source for a record.
 
-A plan that looks an entity up and then asks another tool about it (``find_place`` gives ``{"id": "P332",
-"name": "Old Maple Books"}``, then ``get_place_details(place_id="P332")``) holds two answers about one entity:
-the object of the lookup's answer that holds the value the later call takes (its *record*: a whole answer, or
-one row of a search's results), and the later call's answer. Where both carry a field of the same name (``name``,
-``rating``, ``birth_year``), they must agree; an answer that holds another value there is another entity's record
-filed under the key asked for, whatever its echo of the request says. That is how an agent notices a
-plausible but wrong record (``deceptive_record``), and how the oracle does. The rule reads names and values
-only: the key is the value the later call was given, and the fields compared are those both answers name (or a
-domain declares to hold the same fact, ``DomainVocabulary.same_fields``), less the key and the fields that echo
+A plan that looks an entity up and then asks another tool about it (a search gives the row ``{"book_id": "b2",
+"title": "Emma"}``, then ``get_book(book_id="b2")`` answers ``{"book_id": "b2", "title": "Emma", ...}``) holds two
+answers about one entity: the object of the lookup's answer that holds the value the later call takes (its
+*record*: a whole answer, or one row of a search's results), and the later call's answer. Where both carry a field
+of the same name (``title``, ``rating``, ``birth_year``), they must agree; an answer that holds another value there
+is another entity's record filed under the key asked for, whatever its echo of the request says. That is how an
+agent notices a plausible but wrong record (``deceptive_record``), and how the oracle does. The rule reads names and
+values only: the key is the value the later call was given, and the fields compared are those both answers name (or
+a domain declares to hold the same fact, ``DomainVocabulary.same_fields``), less the key and the fields that echo
 the later call's own request.
 """
 
