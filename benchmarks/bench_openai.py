@@ -165,7 +165,7 @@ def main() -> None:
     parser.add_argument("--retry-after", default="1", help="the throttling server's Retry-After, in seconds")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--clients", default="threaded,async", choices=["threaded,async", "async"],
+        "--clients", default="threaded,async", choices=["threaded,async", "async"], metavar="threaded,async|async",
         help="the clients measured in flight: both side by side, or the asynchronous agent alone (the threaded one "
         "takes about 10 ms of CPU a request at 256 in flight, minutes at many rounds)",
     )  # fmt: skip
