@@ -20,7 +20,7 @@ from typing import Any
 from sandbox.budget import user_turns
 from sandbox.domain import Domain, StartFailure
 from sandbox.env import clean_env
-from sandbox.task import Task
+from sandbox.task import Task, read_path
 from sandbox.tools import ToolResult
 
 SCORED_BY_TURN = (
@@ -161,6 +161,21 @@ def _dependencies(domain: Domain, task: Task) -> tuple[Dependency, ...]:
                 if path is not None and not taken and value not in dep.args.values():
                     out.append(Dependency(call.tool, dep.tool, param, path))
     return tuple(out)
+
+
+def every_use_carries(domain: Domain, task: Task, d: Dependency) -> bool:
+    """Whether every call of ``d.consumer`` in the gold plan takes in ``d.param`` the value at ``d.path`` of what a
+    call of ``d.lookup`` before it returned: only then can a tool that runs the lookup and reads that path make each
+    of them (one that takes another row, the user's own value or one computed from results cannot be made)."""
+    results, before = gold_results(domain, task), []
+    for call in task.plan:
+        if call.tool == d.consumer:
+            value = call.args.get(d.param)
+            answers = [r for r in (results.get(b.id) for b in before if b.tool == d.lookup) if r is not None and r.ok]
+            if value is None or not any(read_path(r.content, d.path) == value for r in answers):
+                return False
+        before.append(call)
+    return True
 
 
 def asked(task: Task) -> set[str]:

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from sandbox.budget import user_turns
 from sandbox.domains import domain_of
-from sandbox.gold_plan import Dependency, dependencies, writes
+from sandbox.gold_plan import Dependency, dependencies, every_use_carries, writes
 from sandbox.perturbations import vocab
 from sandbox.perturbations.base import Perturbation
 from sandbox.perturbations.registry import register
@@ -53,19 +53,23 @@ def _clash(task: Task, d: Dependency) -> bool:
 def _plan_links(task: Task, deps: tuple[Dependency, ...], merging: bool) -> tuple[Dependency, ...]:
     """The dependencies that a new tool carries as the request says: the value is the first row's where it is in a
     list (the top result; one from a later row was picked by what the rows hold, an argmax or a set difference,
-    which a tool given only the lookup's arguments cannot know), and, to merge, the lookup takes arguments."""
+    which a tool given only the lookup's arguments cannot know), every call of the consumer takes its value so
+    (:func:`~sandbox.gold_plan.every_use_carries`), and, to merge, the lookup takes arguments."""
 
     def carried(d: Dependency) -> bool:
-        if any(part.isdigit() and part != "0" for part in d.path.split(".")):
-            return False
-        return not (merging and any(not c.args for c in task.plan if c.tool == d.lookup))
+        return (
+            not any(part.isdigit() and part != "0" for part in d.path.split("."))
+            and every_use_carries(domain_of(task), task, d)
+            and not (merging and any(not c.args for c in task.plan if c.tool == d.lookup))
+        )
 
     return tuple(d for d in deps if carried(d))
 
 
 def _turn_links(task: Task, deps: tuple[Dependency, ...], merging: bool) -> tuple[Dependency, ...]:
     """The dependencies of a task of several user turns that a new tool carries as the request says (PLAN_LINKS):
-    every call of the consumer comes right after a call of the lookup in the same turn, the lookup writes nothing
+    every call of the consumer comes right after a call of the lookup in the same turn and takes its value from one
+    (:func:`~sandbox.gold_plan.every_use_carries`), the lookup writes nothing
     (and, to merge, takes arguments), and the value is not taken by its place in a list."""
     turns, writing = user_turns(task) or [], writes(domain_of(task), task)
     plan = list(zip(task.plan, turns, strict=True))
@@ -76,6 +80,7 @@ def _turn_links(task: Task, deps: tuple[Dependency, ...], merging: bool) -> tupl
             d.lookup not in writing
             and not any(p.isdigit() for p in d.path.split("."))
             and all(i > 0 and plan[i - 1][0].tool == d.lookup and plan[i - 1][1] == plan[i][1] for i in uses)
+            and every_use_carries(domain_of(task), task, d)
             and not (merging and any(not plan[i - 1][0].args for i in uses))
         )
 
@@ -85,7 +90,9 @@ def _turn_links(task: Task, deps: tuple[Dependency, ...], merging: bool) -> tupl
 PLAN_LINKS = (
     "a task whose gold plan shows no call taking a value that a call before it returned, other than one taken from "
     "a row after the first of a list (picked by what the rows hold, an argmax or a set difference: the new tool "
-    "would pick by place, not by what the user names). On a task of several user turns (bfcl), also one whose only "
+    "would pick by place, not by what the user names) or one taken by a tool that another call of the plan gives a "
+    "value no answer of the lookup holds there (another row, the user's own, one computed from results: the new "
+    "tool could not make that call). On a task of several user turns (bfcl), also one whose only "
     "such values are the id a write returned (a booking's, a post's: the write would run again), an entry taken by "
     "its place in a list (`ls`'s first), or a value a lookup of an earlier turn returned (the new tool would need "
     "that turn's request again)"

@@ -12,13 +12,13 @@ from typing import Literal
 import pytest
 
 import sandbox
-from sandbox import Call, OracleAgent, ToolFailure, UserTask
+from sandbox import Call, Computed, OracleAgent, ToolFailure, UserTask
 from sandbox.case import Case, run_cases
 from sandbox.domains import DOMAINS
 from sandbox.perturbations import POOLS, get, names
 
 ORACLE = OracleAgent()
-WORLDS = ("oracle-notes", "oracle-rooms", "oracle-mail", "oracle-awards", "oracle-inbox", "oracle-desk")
+WORLDS = ("oracle-notes", "oracle-rooms", "oracle-mail", "oracle-awards", "oracle-inbox", "oracle-desk", "oracle-trips")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -412,4 +412,133 @@ def test_a_split_tool_whose_description_names_it_is_split_not_moved() -> None:
     )  # fmt: skip
     sandbox.register_domain(domain, replace=True)
     wrong = _wrong(domain, ("tool_split",))
+    assert not wrong, "\n\n".join(wrong[:2])
+
+
+NIGHTLY = {"h1": 120, "h2": 95, "h3": 150, "h4": 80}
+HOTELS = {"Paris": ("h1", "h2", "h3"), "Rome": ("h4",)}
+RATINGS = {"h1": 4.8, "h2": 4.1, "h3": 3.9, "h4": 4.5}
+
+
+@sandbox.tool
+def find_hotels(building: Building, city: str) -> dict:
+    """The hotels of a city with their nightly price in US dollars.
+
+    Args:
+        city: the city, e.g. Paris
+    """
+    if city not in HOTELS:
+        raise ToolFailure("not_found", f"no hotels in {city!r}")
+    return {"city": city, "hotels": [{"hotel_id": h, "nightly": NIGHTLY[h]} for h in HOTELS[city]]}
+
+
+@sandbox.tool
+def get_rating(building: Building, hotel_id: str) -> dict:
+    """A hotel's guest rating out of 5.
+
+    Args:
+        hotel_id: the hotel's id, from find_hotels
+    """
+    if hotel_id not in RATINGS:
+        raise ToolFailure("not_found", f"no hotel {hotel_id!r}")
+    return {"hotel_id": hotel_id, "rating": RATINGS[hotel_id]}
+
+
+@sandbox.tool
+def quote_stay(building: Building, hotel_id: str, nights: int) -> dict:
+    """What a stay at a hotel costs, in US dollars.
+
+    Args:
+        hotel_id: the hotel's id, from find_hotels
+        nights: how many nights
+    """
+    if hotel_id not in NIGHTLY:
+        raise ToolFailure("not_found", f"no hotel {hotel_id!r}")
+    return {"hotel_id": hotel_id, "nights": nights, "total_usd": NIGHTLY[hotel_id] * nights}
+
+
+@sandbox.tool
+def usd_rate(building: Building, currency: str) -> dict:
+    """How much of a currency one US dollar buys.
+
+    Args:
+        currency: the currency's code, e.g. EUR
+    """
+    return {"currency": currency, "rate": {"EUR": 0.9}[currency]}
+
+
+def in_euros(results: dict) -> float:
+    return round(results["q"]["total_usd"] * results["r"]["rate"], 2)
+
+
+def gap(results: dict) -> int:
+    return results["q1"]["total_usd"] - results["q2"]["total_usd"]
+
+
+def _stay(call_id: str, hotel: str, nights: int, after: tuple[str, ...]) -> Call:
+    return Call(id=call_id, tool="quote_stay", args={"hotel_id": hotel, "nights": nights}, after=after)
+
+
+def _trips() -> sandbox.Domain:
+    """Answers computed from what a stay's quote returned (a conversion, a difference), on plans that carry a hotel
+    id from ``find_hotels`` into ``quote_stay`` or ``get_rating``."""
+    paris, rome = (Call(id=i, tool="find_hotels", args={"city": c}) for i, c in (("f", "Paris"), ("g", "Rome")))
+    rate = Call(id="r", tool="usd_rate", args={"currency": "EUR"})
+    rated = [Call(id=f"s{n}", tool="get_rating", args={"hotel_id": f"h{n}"}, after=("f",)) for n in (1, 2, 3)]
+    domain = sandbox.define_domain(
+        "oracle-trips", tools=[find_hotels, get_rating, quote_stay, usd_rate], state=lambda seed: Building(seed),
+        tasks=[
+            UserTask("What do 3 nights at the first hotel listed in Paris cost, in euros?", id="first",
+                     plan=[paris, _stay("q", "h1", 3, ("f",)), rate], sources={"total": Computed(in_euros)}),
+            UserTask("How much more do 2 nights cost at the first hotel listed in Paris than at the second?",
+                     id="two-rows", plan=[paris, _stay("q1", "h1", 2, ("f",)), _stay("q2", "h2", 2, ("f",))],
+                     sources={"gap": Computed(gap, calls=("q1", "q2"))}),
+            UserTask("How much more do 2 nights cost at the first hotel listed in Paris than at hotel h3?",
+                     id="own-id", plan=[paris, _stay("q1", "h1", 2, ("f",)), _stay("q2", "h3", 2, ())],
+                     sources={"gap": Computed(gap, calls=("q1", "q2"))}),
+            UserTask("How much more do 2 nights cost at the first hotel listed in Paris than at the first in Rome?",
+                     id="two-lookups", plan=[paris, _stay("q1", "h1", 2, ("f",)), rome, _stay("q2", "h4", 2, ("g",))],
+                     sources={"gap": Computed(gap, calls=("q1", "q2"))}),
+            UserTask("How much more do 3 nights cost than 2 at the first hotel listed in Paris?", id="same-row",
+                     plan=[paris, _stay("q1", "h1", 3, ("f",)), _stay("q2", "h1", 2, ("f",))],
+                     sources={"gap": Computed(gap, calls=("q1", "q2"))}),
+            UserTask("What do 3 nights at the best-rated hotel in Paris cost, in euros?", id="best",
+                     plan=[paris, *rated, _stay("q", "h1", 3, ("f", "s1", "s2", "s3")), rate],
+                     sources={"total": Computed(in_euros, calls=("q", "r"))}),
+        ],
+    )  # fmt: skip
+    sandbox.register_domain(domain, replace=True)
+    return domain
+
+
+@pytest.mark.parametrize(
+    ("task_id", "changed"),
+    [
+        ("first", True),  # the first row into the one quote
+        ("two-rows", False),  # the second quote takes the second row: a tool that reads the first cannot make it
+        ("own-id", False),  # the second quote takes the user's own id: a tool that takes no id cannot make it
+        ("two-lookups", True),  # each quote takes the first row of its own lookup: the new tool makes both
+        ("same-row", True),  # both take the first row
+        ("best", True),  # the quote's id is the first row (chosen by ratings, and the new tool picks it too)
+    ],
+)
+def test_a_dependency_changes_only_where_every_call_of_its_tool_carries_the_value(task_id: str, changed: bool) -> None:
+    """A computed answer (a difference of two quotes) may need the same tool called with a value the lookup's first
+    row does not hold; a merged or inverted tool, which reads that row, can make only the calls that take it."""
+    task = _task(_trips(), task_id)
+    for name in ("dependency_merge", "logic_inversion"):
+        assert get(name)(severity=1).applies_to(task) is changed, name
+
+
+def test_ratings_of_every_row_keep_their_own_tool_where_a_quote_of_the_first_is_merged() -> None:
+    """``best`` compares the ratings of all three hotels: ``get_rating`` is called for rows 1-3, so only the quote,
+    whose id is the first row, is merged; the ratings stay askable."""
+    task = _task(_trips(), "best")
+    spec = get("dependency_merge")(severity=1)
+    tools = {t["function"]["name"] for t in Case(task, (spec,)).env().tool_specs()}
+    assert "get_rating" in tools and "quote_stay" not in tools, tools
+
+
+def test_the_oracle_solves_every_dependency_change_on_computed_answers() -> None:
+    wrong = _wrong(_trips(), ("dependency_merge", "logic_inversion"))
     assert not wrong, "\n\n".join(wrong[:2])
