@@ -47,7 +47,7 @@ class LockedInFlight:
 class ThreadedOpenAIAgent(OpenAIAgent):
     """The old client: ``act`` sends each turn from a thread of its own; no ``submit``."""
 
-    submit = None  # type: ignore[assignment]
+    submit = None  # type: ignore[assignment]  # the old client has no submit: the runner then calls act
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -55,7 +55,7 @@ class ThreadedOpenAIAgent(OpenAIAgent):
         self._client: Any = None
         self._client_lock = threading.Lock()
 
-    def act(self, turns: Sequence[Turn]) -> list[Reply | RequestFailed]:  # type: ignore[override]
+    def act(self, turns: Sequence[Turn]) -> list[Reply | RequestFailed]:
         if len(turns) <= 1 or self.concurrency <= 1:
             return [self._reply_sync(t) for t in turns]
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(turns))) as pool:

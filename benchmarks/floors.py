@@ -13,14 +13,16 @@ import importlib.util
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parents[1]
 
 
 def _test_imports(root: Path):
     spec = importlib.util.spec_from_file_location("floors_test_imports", HERE / "tests" / "test_imports.py")
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    assert spec is not None and spec.loader is not None  # a .py file that exists: a loader is found
+    module: Any = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
     module.ROOT = root
     return module
 
