@@ -20,7 +20,7 @@ from typing import Any
 from sandbox.budget import user_turns
 from sandbox.domain import Domain, StartFailure
 from sandbox.env import clean_env
-from sandbox.task import Task, read_path
+from sandbox.task import Call, Task, read_path
 from sandbox.tools import ToolResult
 
 SCORED_BY_TURN = (
@@ -78,8 +78,8 @@ def gold_results(domain: Domain, task: Task) -> dict[str, ToolResult]:
             env.reset()
         except StartFailure:  # no episode of the task starts, each ends saying why: no results to know
             return {}
-        turns = user_turns(task)  # in plan order, a plan of several turns being one chain
-        calls = list(task.plan) if turns is not None else [call for wave in task.waves() for call in wave]
+        turns = user_turns(task)
+        calls = replayed(task)
         hit, wrote, turn = {}, set(), 0
         for call, at in zip(calls, turns or [0] * len(calls), strict=True):
             while turn < at:
@@ -94,6 +94,12 @@ def gold_results(domain: Domain, task: Task) -> dict[str, ToolResult]:
             _WROTE.clear()
         _RESULTS[_key(domain, task)], _WROTE[_key(domain, task)] = hit, frozenset(wrote)
     return hit
+
+
+def replayed(task: Task) -> list[Call]:
+    """The gold plan's calls in the order :func:`gold_results` makes them: wave by wave, or in plan order where the
+    task has several user turns (a plan of several turns being one chain)."""
+    return list(task.plan) if user_turns(task) is not None else [call for wave in task.waves() for call in wave]
 
 
 def gold_writes(domain: Domain, task: Task) -> frozenset[str]:
@@ -168,7 +174,7 @@ def every_use_carries(domain: Domain, task: Task, d: Dependency) -> bool:
     call of ``d.lookup`` before it returned: only then can a tool that runs the lookup and reads that path make each
     of them (one that takes another row, the user's own value or one computed from results cannot be made)."""
     results, before = gold_results(domain, task), []
-    for call in task.plan:
+    for call in replayed(task):
         if call.tool == d.consumer:
             value = call.args.get(d.param)
             answers = [r for r in (results.get(b.id) for b in before if b.tool == d.lookup) if r is not None and r.ok]
