@@ -86,7 +86,7 @@ def coarse_grid(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def sequential_verdict(rates: dict[str, float], gate: str, seed: int) -> tuple[str, int]:
     runner = Scripted(rates, seed)
-    records, meta = run_sequential(runner, None, CASES, parse_gate(gate), lambda r, c: check(r, [c]).checks[0])  # type: ignore[arg-type]
+    records, meta = run_sequential(runner, None, CASES, parse_gate(gate), lambda r, c: check(r, [c]).checks[0])  # type: ignore[arg-type]  # a scripted runner stands in for Runner
     report = Report(records, {"sequential": meta})
     return check(report, gate).verdict, runner.ran
 

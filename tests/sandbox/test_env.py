@@ -87,7 +87,7 @@ def test_a_layer_is_one_of_the_named_layers():
         name: ClassVar[str] = "nowhere"
         tier = "perception"
         shift = "query"
-        layer = "basement"  # type: ignore[assignment]
+        layer = "basement"  # type: ignore[assignment]  # a layer that is not one: what the class must refuse
 
     with pytest.raises(TypeError, match="layer must be one of"):
         register(Nowhere)

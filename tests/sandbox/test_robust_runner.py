@@ -79,9 +79,9 @@ class Loud:
         pytest.param(call('{"query": 1e999}'), "parse_error", id="1e999 overflows to inf"),
         pytest.param(Reply(tool_calls=[{"name": "find_place", "arguments": {"q": float("nan")}}]), "parse_error",
                      id="nan in structured call"),
-        pytest.param(Reply(tool_calls=5), "parse_error", id="tool_calls=5"),  # type: ignore[arg-type]
-        pytest.param(Reply(tool_calls="find_place"), "parse_error", id="tool_calls a string"),  # type: ignore[arg-type]
-        pytest.param(Reply(tool_calls={"name": "find_place"}), "parse_error", id="tool_calls a dict"),  # type: ignore[arg-type]
+        pytest.param(Reply(tool_calls=5), "parse_error", id="tool_calls=5"),  # type: ignore[arg-type]  # a wrong type on purpose
+        pytest.param(Reply(tool_calls="find_place"), "parse_error", id="tool_calls a string"),  # type: ignore[arg-type]  # a wrong type on purpose
+        pytest.param(Reply(tool_calls={"name": "find_place"}), "parse_error", id="tool_calls a dict"),  # type: ignore[arg-type]  # a wrong type on purpose
         pytest.param(Reply(tool_calls=[5, None]), "parse_error", id="calls that are not objects"),
         pytest.param(Reply(tool_calls=[{"id": 7, "function": {"name": "find_place"}}]), "parse_error", id="int id"),
         pytest.param(Reply(tool_calls=[{"name": "find_place", "arguments": {1: "x"}}]), "parse_error", id="int key"),
@@ -90,9 +90,9 @@ class Loud:
         pytest.param(Reply(tool_calls=[{"name": "find_place", "arguments": {"q": Loud()}}]), "parse_error",
                      id="an object"),
         pytest.param(Reply(tool_calls=[{"name": "find_place", "arguments": b"{}"}]), "parse_error", id="bytes"),
-        pytest.param(Reply(text=5), "parse_error", id="text an int"),  # type: ignore[arg-type]
-        pytest.param(Reply(text=None), "parse_error", id="text None"),  # type: ignore[arg-type]
-        pytest.param(Reply(text=b"hi"), "parse_error", id="text bytes"),  # type: ignore[arg-type]
+        pytest.param(Reply(text=5), "parse_error", id="text an int"),  # type: ignore[arg-type]  # a wrong type on purpose
+        pytest.param(Reply(text=None), "parse_error", id="text None"),  # type: ignore[arg-type]  # a wrong type on purpose
+        pytest.param(Reply(text=b"hi"), "parse_error", id="text bytes"),  # type: ignore[arg-type]  # a wrong type on purpose
         pytest.param("".join(call("{}") for _ in range(MAX_CALLS + 1)), "parse_error", id="too many calls"),
         pytest.param("x" * (MAX_REPLY_CHARS + 1), "parse_error", id="a reply over the cap"),
         pytest.param(call('{"query": "' + "A" * 10_000_000 + '"}'), "parse_error", id="a 10 MB argument"),
@@ -122,7 +122,7 @@ def test_a_reply_that_cannot_be_read_ends_its_own_episode(fault, outcome):
         pytest.param(Reply(tool_calls=[{"name": "find_place", "arguments": {"query": "\udcff\ud83d\ude00"}}]),
                      id="lone surrogate in a structured call"),
         pytest.param(call("{}", name="nope\ud800"), id="surrogate in the tool name"),
-        pytest.param(Reply(text="thinking", meta=5), id="meta not a dict"),  # type: ignore[arg-type]
+        pytest.param(Reply(text="thinking", meta=5), id="meta not a dict"),  # type: ignore[arg-type]  # a wrong type on purpose
     ],
 )  # fmt: skip
 def test_odd_arguments_reach_the_tools_and_come_back_as_observations(fault):

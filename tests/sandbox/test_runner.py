@@ -140,7 +140,7 @@ garbage_replies = st.one_of(
     garbage_text,
     st.builds(Reply, text=garbage_text),
     st.lists(st.fixed_dictionaries({"function": calls}) | json_values, max_size=3).map(
-        lambda cs: Reply(tool_calls=cs)  # type: ignore[arg-type]
+        lambda cs: Reply(tool_calls=cs)  # type: ignore[arg-type]  # garbage on purpose: what a model may return
     ),
     json_values,  # not even a reply
 )
