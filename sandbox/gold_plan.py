@@ -173,7 +173,8 @@ def every_use_carries(domain: Domain, task: Task, d: Dependency) -> bool:
     """Whether every call of ``d.consumer`` in the gold plan takes in ``d.param`` the value at ``d.path`` of what a
     call of ``d.lookup`` before it returned: only then can a tool that runs the lookup and reads that path make each
     of them (one that takes another row, the user's own value or one computed from results cannot be made)."""
-    results, before = gold_results(domain, task), []
+    results = gold_results(domain, task)
+    before: list[Call] = []
     for call in replayed(task):
         if call.tool == d.consumer:
             value = call.args.get(d.param)
