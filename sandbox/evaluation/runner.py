@@ -140,16 +140,16 @@ class Runner:
         (episodes the cache holds cost nothing, nor do those it would not keep, run again: Hypothesis replays
         the failure it ends on)."""
         cases = [case, case.clean()] if case.perturbations else [case]
-        ran = {(fingerprint(agent), c.key()) for c in cases}
-        if budget is not None and not ran <= self._ran_this_test:
-            new = sum(self.cached(agent, c, max_steps) is None for c in cases)
+        if budget is not None:  # only a budgeted test pays for the agent's key and the cache lookups here
+            ran = {(fingerprint(agent), c.key()) for c in cases}
+            new = 0 if ran <= self._ran_this_test else sum(self.cached(agent, c, max_steps) is None for c in cases)
             if new and self.new_this_test + new > budget:
                 self.budget_spent = True
                 raise EpisodeBudgetSpent(f"{self.new_this_test} new episodes run of a budget of {budget}")
+            self._ran_this_test |= ran
         max_steps = self.max_steps if max_steps is None else max_steps
         episodes = self.cache.run(agent, cases, max_steps)
         self.new_this_test += sum(not e.cached for e in {id(e): e for e in episodes}.values())
-        self._ran_this_test |= ran
         self.health.add(episodes)
         episode, clean = episodes[0], episodes[-1]
         broken = [e for e in (episode, clean) if e.outcome == "world_error"]
