@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.processes import run
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -18,4 +20,4 @@ def openagent(*argv: str, cwd: Path, env: dict[str, str] | None = None) -> subpr
     paths = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
     environ = {**os.environ, **(env or {}), "PYTHONPATH": os.pathsep.join(paths), "HF_HUB_OFFLINE": "1"}
     command = [sys.executable, "-P", "-m", "pytest_openagent.cli", *argv]
-    return subprocess.run(command, cwd=cwd, env=environ, capture_output=True, text=True, timeout=300)
+    return run(command, cwd=cwd, env=environ)

@@ -3,11 +3,12 @@
 import ast
 import importlib.util
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.processes import run
 
 ROOT = Path(__file__).parent.parent
 SCRIPTS = sorted(p for p in (ROOT / "benchmarks").glob("*.py") if not p.name.startswith("_"))
@@ -45,6 +46,6 @@ def test_benchmark_names_only_what_exists(script: Path):
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
 def test_benchmark_answers_help(script: Path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    done = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, env=env, timeout=120)
+    done = run([sys.executable, str(script), "--help"], env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("usage:"), done.stdout[:500]

@@ -3,7 +3,6 @@ the report's (the JSON's rows, dose-response points and gate verdicts)."""
 
 import json
 import shutil
-import subprocess
 from html.parser import HTMLParser
 
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from sandbox.evaluation import check, evaluate
 from sandbox.evaluation.html_report import write_html
 from tests import toys
+from tests.processes import run
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 FLAGS = (
@@ -72,7 +72,7 @@ def test_chromium_renders_the_page_and_its_numbers_are_the_reports(tmp_path):
     page = write_html(report, tmp_path / "report.html", gate, figures=figures)
     data = json.loads(report.to_json())
     command = [browser, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    done = run(command)
     assert done.returncode == 0, done.stderr[-2000:]
 
     dom = _Cells()

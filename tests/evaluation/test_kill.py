@@ -15,6 +15,7 @@ from sandbox import tasks
 from sandbox.agents import OracleAgent
 from sandbox.case import Case
 from tests.commands import ROOT
+from tests.processes import communicate
 
 SLOW_ORACLE = '''
 import os
@@ -54,7 +55,7 @@ def _eval(folder: Path, cache: str, pause: float, ended: str) -> subprocess.Pope
 
 
 def _finish(run: subprocess.Popen) -> dict:
-    out, _ = run.communicate(timeout=300)
+    out, _ = communicate(run)
     assert run.returncode == 0, out[-3000:]
     return json.loads(Path(run.args[-1]).read_text())
 
@@ -70,7 +71,7 @@ def test_a_killed_eval_is_resumed_redoing_only_the_episodes_in_flight(tmp_path):
     while _lines(tmp_path / "ended-killed") < 6 * BATCH and killed.poll() is None:  # readiness, however slow
         time.sleep(0.01)
     os.kill(killed.pid, signal.SIGKILL)  # well past the first batch (2 * BATCH episodes): the rest is in flight
-    killed.communicate(timeout=60)
+    communicate(killed)
     ended_before_kill = _lines(tmp_path / "ended-killed")
 
     resumed = _finish(_eval(tmp_path, "cache", 0, "ended-resumed"))

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import run
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "own_tools"
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "worlds" / "bookshop.md"
 
@@ -56,7 +58,7 @@ def _project(tmp_path: Path) -> Path:
 
 
 def _run(project: Path, *argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *argv], cwd=project, capture_output=True, text=True, timeout=300)
+    return run([sys.executable, *argv], cwd=project)
 
 
 def test_the_oracle_passes_the_examples_tests_and_gate(tmp_path):

@@ -6,13 +6,13 @@ collector off (so nothing is freed but what is closed)."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from sandbox.agents.frameworks.played import FRAMEWORKS
+from tests import processes
 from tests.frameworks.test_adapters import _framework
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,7 +36,7 @@ print(json.dumps({{"outcomes": [e.outcome for e in episodes], "errors": [e.steps
 
 def run(framework: str, n: int, limit: int, window: int) -> dict:
     code = RUN.format(framework=framework, n=n, limit=limit, window=window)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=900)
+    done = processes.run([sys.executable, "-c", code], cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.splitlines()[-1])
 

@@ -19,6 +19,7 @@ import hypothesis.database  # noqa: F401
 import pytest
 
 import pytest_openagent.decorator  # noqa: F401
+from tests.processes import cpu_seconds
 
 HERE = Path(__file__).parent
 SERVER = HERE / "notes_server.py"
@@ -39,27 +40,19 @@ def stdio(*args: str) -> str:
 def wait_for_port(port: int, process: subprocess.Popen, stall: float = 120) -> None:
     """Until something listens on ``port``: as long as ``process`` lives and keeps using CPU (a loaded machine only
     slows it down); it exiting, or ``stall`` seconds with no CPU used, is an error."""
-    seen, since = _cpu(process), time.monotonic()
+    seen, since = cpu_seconds(process.pid), time.monotonic()
     while True:
         if process.poll() is not None:
             raise RuntimeError(f"the server exited with {process.returncode}: {process.stderr.read()[-2000:]}")
         with contextlib.closing(socket.socket()) as s:
             if s.connect_ex(("127.0.0.1", port)) == 0:
                 return
-        now = _cpu(process)
+        now = cpu_seconds(process.pid)
         if now != seen:
             seen, since = now, time.monotonic()
         elif time.monotonic() - since > stall:
             raise RuntimeError(f"nothing listens on port {port}, and the server used no CPU for {stall:g}s")
         time.sleep(0.05)
-
-
-def _cpu(process: subprocess.Popen) -> int:
-    try:
-        fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])
-    except (OSError, IndexError, ValueError):
-        return 0
 
 
 @contextlib.contextmanager

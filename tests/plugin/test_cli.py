@@ -10,6 +10,7 @@ from fnmatch import fnmatch
 import pytest
 
 from pytest_openagent.cli import main
+from tests.processes import communicate, run
 
 
 @pytest.mark.usefixtures("toy_perturbations")
@@ -76,7 +77,7 @@ def test_a_dead_agent_is_broken_at_any_n(capsys):
 
 def _openagent(*argv: str, cwd=None) -> subprocess.CompletedProcess:
     code = "import sys; from pytest_openagent.cli import main; sys.exit(main(sys.argv[1:]))"
-    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=cwd, timeout=120)
+    return run([sys.executable, "-c", code, *argv], cwd=cwd)
 
 
 @pytest.mark.parametrize(
@@ -186,7 +187,7 @@ def test_a_closed_stdout_does_not_lose_the_report(tmp_path):
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
                                env=env)  # fmt: skip
     process.stdout.close()  # the reader is gone before the first line, as `| head -1` is soon after it
-    _, err = process.communicate(timeout=300)
+    _, err = communicate(process)
     assert "Traceback" not in err and "BrokenPipe" not in err, err
     assert process.returncode == 0 and len(json.loads(out.read_text())["records"]) > 0
 

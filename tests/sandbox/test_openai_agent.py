@@ -134,7 +134,9 @@ def test_a_slow_or_hung_server_is_cut_at_the_deadline_and_not_retried(raw, handl
     [reply] = agent.act([HELLO])
     elapsed = time.monotonic() - start
     assert isinstance(reply, RequestFailed) and "1 s deadline" in reply.error
-    assert 0.9 < elapsed < 3.0, elapsed  # one deadline (1 s, plus slack for a loaded CI machine), not one per read
+    # one deadline for the whole request: a deadline per read would never end while the server trickles, and a
+    # retry would open a second connection; the bound stays below the hung server's 30 s and leaves load its room
+    assert 0.9 < elapsed < 20, elapsed
     assert server.connections == 1
 
 
