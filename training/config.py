@@ -100,6 +100,15 @@ class SFTConfig(TrainConfig):
         default_factory=list,
         metadata={"help": "also export a full model at these steps, into OUT/step-N (the demo's SFT-N)"},
     )
+    until_success: float = field(
+        default=0.0,
+        metadata={"help": "stop before STEPS once the model in training solves dev-split tasks of its task families "
+                  "at this rate, judged as a gate judges: by the lower bound of the 95 percent interval (0: train "
+                  "every step)"},
+    )  # fmt: skip
+    check_every: int = field(default=10, metadata={"help": "steps between two checks of --until-success"})
+    check_from: int = field(default=0, metadata={"help": "the step of the first check (0: --check-every)"})
+    check_tasks: int = field(default=20, metadata={"help": "dev-split tasks a check plays (greedy, clean)"})
     rename_cities: float = field(
         default=0.5,
         metadata={"help": "share of training episodes whose city is renamed to one outside the sandbox "

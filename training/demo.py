@@ -97,7 +97,11 @@ class DemoConfig:
                   "error-feedback PAFT-30 from SFT-100, the two RL agents (boundary blindness), 20 cases a tier; "
                   "hours on 2 cores (docs/experiments.md), resumable"},
     )  # fmt: skip
-    loop_steps: int = field(default=80, metadata={"help": "the loop: SFT steps of the checkpoint the gate tests"})
+    loop_steps: int = field(
+        default=80,
+        metadata={"help": "the loop: at most this many SFT steps for the checkpoint the gate tests; it stops earlier "
+                  "once it solves dev-split tasks at --clean-target (checked every 10 steps from half of them)"},
+    )  # fmt: skip
     more_steps: int = field(
         default=16, metadata={"help": "the loop: steps of each arm (PAFT on the failures, SFT continued) from it"}
     )

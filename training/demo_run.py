@@ -76,7 +76,7 @@ def run_loop_demo(cfg: Any, root: Path) -> int:
         families=tuple(cfg.task_families), sft_steps=cfg.loop_steps, more_steps=cfg.more_steps,
         episodes=cfg.loop_episodes, batch_size=cfg.batch_size, n=cfg.gate_n, examples=cfg.examples,
         gate=gate_criteria(cfg.clean_target), seed=cfg.seed, train_arms=not cfg.quick,
-        retrain=cfg.retrain,
+        until=0.0 if cfg.quick else cfg.clean_target, retrain=cfg.retrain,
     )  # fmt: skip
     clock = Clock(say)
     say(f"working in {root} (seed {cfg.seed}); a rerun continues where this one stops")
@@ -92,7 +92,7 @@ def run_loop_demo(cfg: Any, root: Path) -> int:
 
     sft_clean = result["sft_report"].row("clean").clean
     reached = "reached" if sft_clean.value >= cfg.clean_target else "NOT reached"
-    say(f"SFT-{plan.sft_steps} solved {pct(sft_clean.value)} of the clean twins ({sft_clean}), the "
+    say(f"SFT-{result['sft_steps']} solved {pct(sft_clean.value)} of the clean twins ({sft_clean}), the "
         f"{pct(cfg.clean_target)} target {reached}")  # fmt: skip
     table = _finish(cfg, plan, result, root)
     show(clock.report())
@@ -123,14 +123,14 @@ def _finish(cfg: Any, plan: Any, result: dict[str, Any], root: Path) -> dict[str
     from training.figure import SCOPES
     from training.paired import paired
 
-    tier = result["tier"]
+    tier, sft = result["tier"], f"SFT-{result['sft_steps']}"
     names = dict(SCOPES)
     if "fresh" not in result:
         report = result["sft_report"]
-        rows = {f"SFT-{plan.sft_steps}": summarize(report)}
+        rows = {sft: summarize(report)}
         show(format_table(rows))
         clean = report.row("clean").clean
-        found = f"what this run showed: SFT-{plan.sft_steps} solved {clean} of the clean twins"
+        found = f"what this run showed: {sft} solved {clean} of the clean twins"
         if tier is not None and report.row(tier) is not None:
             found += f"; under {names.get(tier, tier)} shifts it lost {report.row(tier).delta} points on the same tasks"
         show(f"{found} (95% intervals); the gate: {result['sft_gate'].verdict}.")
@@ -138,10 +138,11 @@ def _finish(cfg: Any, plan: Any, result: dict[str, Any], root: Path) -> dict[str
             f"--quick) trains on them and gates again")  # fmt: skip
         return {"rows": rows}
     reports = result["fresh"]
-    order = ["SFT-" + str(plan.sft_steps), "SFT-continued", "PAFT", "oracle", "static"]
+    order = [sft, "SFT-continued", "PAFT", "oracle", "static"]
     rows = {label: summarize(reports[label]) for label in order}
-    for label, steps in ((order[0], plan.sft_steps), ("SFT-continued", plan.sft_steps + plan.more_steps),
-                         ("PAFT", plan.sft_steps + plan.more_steps)):  # fmt: skip
+    steps_of = {sft: result["sft_steps"], "SFT-continued": result["sft_steps"] + plan.more_steps,
+                "PAFT": result["sft_steps"] + plan.more_steps}  # fmt: skip
+    for label, steps in steps_of.items():
         rows[label]["steps"] = steps
     show(f"on a fresh sample (seed {plan.fresh_seed}, {plan.n} cases per tier and their clean twins, families "
          f"{', '.join(plan.families)}):")  # fmt: skip

@@ -61,26 +61,15 @@ def rollout(
 ) -> tuple[list[Episode], dict[str, Any]]:
     """``group`` sampled episodes of each case, all in one lockstep batch; the agent's stats."""
     from sandbox.episode import run_episodes
+    from training.generating import generating
     from training.inference.model_agent import HFAgent
 
-    generator_model = model.get_base_model() if hasattr(model, "get_base_model") else model
-    agent = HFAgent(
-        model=generator_model, tokenizer=tokenizer, max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
-        top_k=cfg.top_k, seed=child_seed(cfg.seed, "rollout", step), name="rl-policy",
-    )  # fmt: skip
     envs = [case.env() for case in cases for _ in range(cfg.group)]
     max_steps = min(cfg.max_turns, max(case.max_steps for case in cases))
-    was_training = model.training
-    model.eval()
-    # Decoding runs one token at a time, where LoRA's extra small matmuls cost more than their
-    # FLOPs: merge the adapters into the weights for the rollout (unmerging is exact to fp32 rounding).
-    merge = hasattr(model, "merge_adapter")
-    if merge:
-        model.merge_adapter()
-    try:
+    with generating(model) as generator_model:
+        agent = HFAgent(
+            model=generator_model, tokenizer=tokenizer, max_new_tokens=cfg.max_new_tokens,
+            temperature=cfg.temperature, top_k=cfg.top_k, seed=child_seed(cfg.seed, "rollout", step), name="rl-policy",
+        )  # fmt: skip
         episodes = run_episodes(agent, envs, max_steps)
-    finally:
-        if merge:
-            model.unmerge_adapter()
-        model.train(was_training)
     return episodes, dict(agent.stats)

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from training import cpu, runs
+from training import cpu, dev_check, runs
 from training.config import SFTConfig
 from training.loop import Loop, begin, load_model
 
@@ -134,6 +134,7 @@ def train(cfg: SFTConfig, examples: list | None = None, data_meta: dict | None =
         examples, data_meta = build_examples(cfg, tokenizer)
         runs.say(f"{len(examples)} examples in {time.perf_counter() - t_data:.1f} s")
     plan = plan_batches(examples, cfg.batch_size, cfg.steps, cfg.seed)
+    checked = dev_check.check_tasks(cfg) if cfg.until_success > 0 else []
     schedule = lambda s: lr_at(s, cfg)
     loop = Loop.prepare(cfg, model, loss_module(model), schedule, (0.9, 0.95), cfg.weight_decay, point)
     start, history = loop.resume(point, model, "openagent train")
@@ -167,13 +168,21 @@ def train(cfg: SFTConfig, examples: list | None = None, data_meta: dict | None =
         if done in cfg.export_at and done != cfg.steps:
             export_meta = {**meta, "steps": done, "history": history, "segments": loop.segments}
             runs.export(model, tokenizer, out / f"step-{done}", export_meta)
+        if dev_check.due(cfg, done):
+            result = dev_check.check(model, tokenizer, checked, done)
+            history[-1]["check"] = result
+            runs.say(f"{cfg.kind}: step {done}, dev-split check: {result['solved']}/{result['n']} solved, 95% "
+                     f"interval [{result['low']:.3f}, {result['high']:.3f}], target {cfg.until_success}")  # fmt: skip
+            if dev_check.reached(result, cfg.until_success):
+                runs.say(f"{cfg.kind}: the target is reached at step {done} of {cfg.steps}: stopping here")
+                break
         loop.checkpoint(done, model, history, config)
     if bar is not None:
         bar.close()
 
     elapsed = time.perf_counter() - t_start
     meta.update(
-        steps=cfg.steps, history=history, train_seconds=round(elapsed, 1),
+        steps=history[-1]["step"] if history else cfg.steps, history=history, train_seconds=round(elapsed, 1),
         tokens_per_second=round(tokens_done / elapsed, 1) if elapsed and tokens_done else None,
         label_tokens_per_second=round(label_done / elapsed, 1) if elapsed and label_done else None,
     )  # fmt: skip
@@ -190,12 +199,15 @@ def check_config(cfg: SFTConfig) -> None:
         f"{name} must be at least {low}, got {value}"
         for name, value, low in (("steps", cfg.steps, 1), ("batch_size", cfg.batch_size, 1),
                                  ("episodes", cfg.episodes, 1), ("save_every", cfg.save_every, 0),
-                                 ("warmup", cfg.warmup, 0))
+                                 ("warmup", cfg.warmup, 0), ("check_every", cfg.check_every, 1),
+                                 ("check_from", cfg.check_from, 0), ("check_tasks", cfg.check_tasks, 1))
         if value < low
     ]  # fmt: skip
     if not cfg.lr > 0:
         problems.append(f"lr must be positive, got {cfg.lr}")
     if not 0 <= cfg.alpha <= 1:
         problems.append(f"alpha must be in [0, 1], got {cfg.alpha}")
+    if not 0 <= cfg.until_success <= 1:
+        problems.append(f"until_success must be in [0, 1], got {cfg.until_success}")
     if problems:
         raise UsageError(f"SFTConfig: {'; '.join(problems)}")

@@ -147,11 +147,21 @@ def test_the_quick_loop_ends_with_the_table_and_a_sentence_with_intervals(tmp_pa
     gate = gate_criteria(0.8)
     plan = LoopPlan(FAMILIES, 15, 20, 120, 8, 4, 2, gate, 0, train_arms=False)
     result = {"sft_report": report, "sft_gate": demo_gate.verdicts(report, gate), "tier": "perception",
-              "rows": {"rows": 3}}  # fmt: skip
+              "rows": {"rows": 3}, "sft_steps": 15}  # fmt: skip
     _finish(DemoConfig(quick=True), plan, result, tmp_path)
     out = capsys.readouterr().out
     assert "SFT-15" in out and "bad calls" in out
     assert "what this run showed: SFT-15 solved 100.0% [" in out and "under tier 1 shifts it lost" in out
+
+
+def test_the_plan_names_the_sft_by_its_cap_and_counts_its_checks():
+    from training.demo_loop import LoopPlan, expected_seconds, gate_criteria
+
+    plan = LoopPlan(FAMILIES, 80, 16, 320, 8, 12, 4, gate_criteria(0.8), 0, train_arms=True, until=0.8)
+    checked = expected_seconds(plan, step_s=10.0)
+    assert plan.check_from == 40 and checked["SFT (at most 80 steps)"] == (80 + 4 * 1.2) * 10 + 20  # 40, 50, 60, 70
+    unchecked = expected_seconds(LoopPlan(FAMILIES, 15, 16, 120, 8, 4, 1, plan.gate, 0, train_arms=False), 10.0)
+    assert unchecked["SFT-15"] == 15 * 10 + 20
 
 
 @pytest.mark.parametrize("others, shared", [(0.05, False), (0.5, True)])
