@@ -211,8 +211,10 @@ def trained_steps(model: Path) -> int:
     """The optimizer steps a finished run took (fewer than its options' when a check stopped it)."""
     from training.runs import read_meta
 
-    meta = read_meta(model) or {}
-    return int(meta.get("steps") or meta["config"]["steps"])
+    meta = read_meta(model)
+    if meta is None:
+        raise RuntimeError(f"{model}: no finished training there")
+    return int(meta["steps"])
 
 
 def _rows(report: Path, rows: Path, seed: int, say: Any) -> dict[str, Any]:
