@@ -1,18 +1,22 @@
-"""What OpenMP's wait policy does to the model agent's decoding on this machine: the same scripted
-episodes (``bench_model_agent``'s: 3 turns, greedy) run in fresh processes that alternate between
-OpenMP's default (threads spin between parallel regions; what ``training.inference`` did before it set
-the policy) and ``OMP_WAIT_POLICY=PASSIVE`` (what it sets now, before torch loads), one pair after another
-so that both see the same load. Greedy replies must be the same in both (checked). Prints wall and CPU
-seconds, ms a decoding step, episodes/s and the load average beside each run; writes
-benchmarks/results/decode_threads.json.
+"""How the model agent's generation fares on this machine's cores under three thread policies, alone and with a
+second generating process beside it: the same scripted episodes (``bench_model_agent``'s: 3 turns, greedy) in
+fresh processes, one after another, each policy in the same run.
 
-    .venv/bin/python benchmarks/bench_decode_threads.py [--episodes 4] [--batch 4] [--pairs 2]
+- ``passive``: ``OMP_WAIT_POLICY=PASSIVE`` (idle OpenMP threads sleep) and torch's thread count, fixed: what
+  ``training.inference`` set before generation timed its threads;
+- ``spin``: OpenMP's default (idle threads spin a while) and the same fixed count;
+- ``tuned``: OpenMP's default, the count chosen by timing decoding steps (``training.inference.threads``): now.
+
+"beside itself" runs two processes of the policy at once (both are reported). Greedy replies must be the same in
+every run (checked). Prints wall and CPU seconds, ms a decoding step, episodes/s, the load average and the
+threads the run ended on; writes benchmarks/results/decode_threads.json.
+
+    .venv/bin/python benchmarks/bench_decode_threads.py [--episodes 4] [--batch 4] [--rounds 1]
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import platform
@@ -26,22 +30,22 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 RESULTS = Path(__file__).parent / "results" / "decode_threads.json"
-MODES = ("spin", "passive")
+MODES = ("passive", "spin", "tuned")
+SCENARIOS = ("alone", "beside itself")
 
 
 def child(mode: str, args: argparse.Namespace) -> dict:
-    """One measurement in this process. ``spin`` loads torch before ``training.inference`` can set the policy."""
-    if mode == "spin":
-        importlib.import_module("torch")
-    importlib.import_module("training.inference")  # sets the policy, unless torch is already loaded
+    """One measurement in this process (its OpenMP policy came with its environment)."""
     import torch
 
     from training.inference.model_agent import HFAgent
+    from training.inference.threads import ThreadTuner
 
     sys.path.insert(0, str(Path(__file__).parent))
     from bench_model_agent import run, scripted_episodes
 
     agent = HFAgent(args.model, dtype=args.dtype, max_new_tokens=args.max_new_tokens)
+    agent.generator.threads = ThreadTuner(torch.get_num_threads(), tune=mode == "tuned")
     episodes = scripted_episodes("poi", args.episodes, args.seed)
     load = os.getloadavg()[0]
     cpu = time.process_time()
@@ -49,10 +53,22 @@ def child(mode: str, args: argparse.Namespace) -> dict:
     result["cpu_s"] = round(time.process_time() - cpu, 2)
     result["ms_per_decode_step"] = round(1000 * result["decode_s"] / max(1, result["decode_steps"]), 1)
     result["load_average"] = load
-    result["omp_wait_policy"] = os.environ.get("OMP_WAIT_POLICY", "(default)")
-    result["threads"] = torch.get_num_threads()
-    result["dtype"] = str(agent.generator.dtype)
+    result["threads"] = agent.generator.threads.chosen
+    result["trials"] = agent.generator.threads.trials
     return result
+
+
+def launch(mode: str, env: dict[str, str]) -> subprocess.Popen:
+    policy = {"OMP_WAIT_POLICY": "PASSIVE"} if mode == "passive" else {}
+    command = [sys.executable, __file__, *sys.argv[1:], "--child", mode]
+    return subprocess.Popen(command, env={**env, **policy}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(process: subprocess.Popen, mode: str) -> dict:
+    out, err = process.communicate()
+    if process.returncode != 0:
+        sys.exit(f"the {mode} run failed:\n{err[-2000:]}")
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -63,7 +79,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--max-new-tokens", type=int, default=32)
-    parser.add_argument("--pairs", type=int, default=2, help="spin/passive pairs, alternated (default 2)")
+    parser.add_argument("--rounds", type=int, default=1, help="measurements of each cell, interleaved")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(RESULTS))
     parser.add_argument("--child", choices=MODES, help=argparse.SUPPRESS)
@@ -73,47 +89,41 @@ def main() -> None:
         print(json.dumps(child(args.child, args)))
         return
 
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")}
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
-    runs: dict[str, list[dict]] = {mode: [] for mode in MODES}
+    runs: dict[str, dict[str, list[dict]]] = {m: {s: [] for s in SCENARIOS} for m in MODES}
     print(
         f"{args.episodes} scripted POI episodes, {args.turns} turns, batch {args.batch}, greedy, "
         f"at most {args.max_new_tokens} new tokens a turn; {os.cpu_count()} CPUs",
         flush=True,
     )
-    for _ in range(args.pairs):
-        for mode in MODES:
-            command = [sys.executable, __file__, *sys.argv[1:], "--child", mode]
-            done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                sys.exit(f"the {mode} run failed:\n{done.stderr[-2000:]}")
-            result = json.loads(done.stdout.strip().splitlines()[-1])
-            runs[mode].append(result)
-            print(
-                f"  {mode:<8} {result['dtype']:<15} threads {result['threads']}  {result['seconds']:>7.1f} s wall  "
-                f"{result['cpu_s']:>7.1f} s CPU  {result['ms_per_decode_step']:>7.1f} ms/step  "
-                f"{result['episodes_per_s']:.3f} episodes/s  load {result['load_average']:.1f}",
-                flush=True,
-            )
+    for _ in range(args.rounds):
+        for scenario in SCENARIOS:
+            for mode in MODES:
+                processes = [launch(mode, env) for _ in range(1 if scenario == "alone" else 2)]
+                for result in [finish(p, mode) for p in processes]:
+                    runs[mode][scenario].append(result)
+                    print(
+                        f"  {mode:<8} {scenario:<14} {result['seconds']:>7.1f} s wall {result['cpu_s']:>7.1f} s CPU "
+                        f"{result['ms_per_decode_step']:>7.1f} ms/step {result['episodes_per_s']:.3f} episodes/s "
+                        f"load {result['load_average']:.1f}, ended on {result['threads']} thread(s)",
+                        flush=True,
+                    )
 
-    replies = [r.pop("_replies") for mode in MODES for r in runs[mode]]
+    replies = [r.pop("_replies") for m in MODES for s in SCENARIOS for r in runs[m][s]]
     same = all(other == replies[0] for other in replies[1:])
-    median = {mode: statistics.median(r["episodes_per_s"] for r in runs[mode]) for mode in MODES}
-    ratios = [p["episodes_per_s"] / s["episodes_per_s"] for s, p in zip(runs["spin"], runs["passive"], strict=True)]
-    summary = {
-        "episodes_per_s_median": median,
-        "passive_over_spin_per_pair": [round(r, 2) for r in ratios],
-        "same_replies": same,
-    }
-    print(
-        f"episodes/s, median: spin {median['spin']:.3f}, passive {median['passive']:.3f}; passive/spin per pair "
-        f"{', '.join(f'{r:.2f}x' for r in ratios)}; same replies: {same}"
-    )
+    rate = {
+        m: {s: statistics.median(r["episodes_per_s"] for r in runs[m][s]) for s in SCENARIOS} for m in MODES
+    }  # fmt: skip
+    ratios = {f"tuned/{m} {s}": round(rate["tuned"][s] / rate[m][s], 2) for m in ("passive", "spin") for s in SCENARIOS}
+    print("episodes/s, median: " + "; ".join(f"{m} {rate[m]['alone']:.3f} alone, {rate[m]['beside itself']:.3f} "
+                                             "beside itself" for m in MODES))  # fmt: skip
+    print("ratios: " + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()) + f"; same replies: {same}")
     report = {
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
         "arguments": {k: v for k, v in vars(args).items() if k != "child"},
         "runs": runs,
-        "summary": summary,
+        "summary": {"episodes_per_s_median": rate, "ratios": ratios, "same_replies": same},
     }
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -41,6 +41,8 @@ up to 32 MiB)."""
 
 _wait: str | None = None
 """How this process's OpenMP threads wait, as fixed when torch loaded (``None`` before :func:`prepare`)."""
+_set: list[str] = []
+"""The variables :func:`prepare` set in the environment for this process's own OpenMP."""
 
 
 def policy() -> str:
@@ -63,12 +65,21 @@ def prepare() -> str:
         _wait = f"OMP_WAIT_POLICY={env}" if env else "OpenMP's default (torch had loaded before training began)"
     elif chosen == "shared":
         for key, value in PASSIVE_WAIT.items():
-            os.environ.setdefault(key, value)
+            if key not in os.environ:
+                os.environ[key] = value
+                _set.append(key)
         keep_freed_memory()
         _wait = "passive" if os.environ["OMP_WAIT_POLICY"].upper() == "PASSIVE" else f"OMP_WAIT_POLICY={env}"
     else:
         _wait = f"OMP_WAIT_POLICY={env}" if env else "OpenMP's default"
     return _wait
+
+
+def child_environment() -> dict[str, str]:
+    """This process's environment without the wait policy :func:`prepare` set for its own training: a child that
+    generates with a model (the demo's pytest session) does better choosing its own threads
+    (``training.inference.threads``) with OpenMP's default, which sleeping threads slow down on idle cores."""
+    return {key: value for key, value in os.environ.items() if key not in _set}
 
 
 def keep_freed_memory() -> bool:

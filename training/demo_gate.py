@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from training import cpu
 from training.runs import write_text
 
 HEARTBEAT = 30.0
@@ -108,7 +109,7 @@ def run_session(
     lines: queue.Queue[str | None] = queue.Queue()
     with subprocess.Popen(
         [sys.executable, "-u", "-m", *command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        cwd=folder, bufsize=1,
+        cwd=folder, bufsize=1, env=cpu.child_environment(),
     ) as process:  # fmt: skip
         assert process.stdout is not None
         threading.Thread(target=_pump, args=(process.stdout, lines), daemon=True).start()

@@ -85,6 +85,21 @@ def test_a_batch_gives_what_one_by_one_gives_over_several_turns(tiny):
         turns = next_turns(turns, batch)
 
 
+def test_the_thread_count_generation_runs_on_changes_no_reply(tiny, monkeypatch):
+    from training.inference import threads
+
+    monkeypatch.setattr(threads, "RETRY_S", 0.0)  # a trial after every step: two threads and one, alternately
+    trying, single = agent(tiny), agent(tiny)
+    trying.generator.threads = threads.ThreadTuner(2)
+    single.generator.threads = threads.ThreadTuner(1)
+    turns = first_turns()
+    for _ in range(3):
+        replies = trying.act(turns)
+        assert completions(replies) == completions(single.act(turns))
+        turns = next_turns(turns, replies)
+    assert trying.generator.threads.trials > 3
+
+
 def test_the_cross_turn_cache_prefills_only_the_new_tokens(tiny):
     a = agent(tiny)
     turns = first_turns()

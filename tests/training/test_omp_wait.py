@@ -1,37 +1,33 @@
-"""``training.inference`` sets OpenMP's wait policy to passive before torch loads, and only then."""
+"""Generation leaves OpenMP's wait policy alone (it times its thread count instead, ``training.inference.threads``);
+a training process sets a passive policy for itself only, not for the processes it starts."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
-PRINT = "import os; print(os.environ.get('OMP_WAIT_POLICY'))"
 
 
-def policy(code: str, **env: str) -> str:
-    clean = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+def run(code: str, **env: str) -> list:
+    clean = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")}
     clean["PYTHONPATH"] = str(ROOT)
-    command = [sys.executable, "-c", f"{code}; {PRINT}"]
-    done = subprocess.run(command, env={**clean, **env}, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
+    return json.loads(done.stdout)
 
 
-def test_passive_when_set_before_torch():
-    assert policy("import training.inference") == "PASSIVE"
+def test_importing_inference_sets_no_wait_policy():
+    assert run("import os, json, training.inference; print(json.dumps([os.environ.get('OMP_WAIT_POLICY')]))") == [None]
 
 
-def test_the_users_setting_wins():
-    assert policy("import training.inference", OMP_WAIT_POLICY="ACTIVE") == "ACTIVE"
-    assert policy("import training.inference", GOMP_SPINCOUNT="1000") == "None"
-
-
-def test_untouched_once_torch_is_loaded():
-    pytest.importorskip("torch")
-    # OpenMP has read its environment by then: setting it would only mislead.
-    assert policy("import torch; import training.inference") == "None"
+def test_a_training_process_keeps_its_passive_policy_to_itself():
+    code = (
+        "import os, json; from training import cpu; cpu.prepare(); child = cpu.child_environment(); "
+        "print(json.dumps([os.environ.get('OMP_WAIT_POLICY'), child.get('OMP_WAIT_POLICY'), 'PATH' in child]))"
+    )
+    assert run(code) == ["PASSIVE", None, True]
+    assert run(code, OMP_WAIT_POLICY="ACTIVE") == ["ACTIVE", "ACTIVE", True]  # the user's own setting is passed on

@@ -4,10 +4,12 @@ half belongs to)."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from training.inference.kv_cache import KVState, buffer_cache
 from training.inference.sampling import Sampling, pick, row_seed
+from training.inference.threads import ThreadTuner
 
 
 class Decoding:
@@ -37,6 +39,7 @@ class Decoder:
     pad: int
     device: Any
     timings: dict[str, float]
+    threads: ThreadTuner
     _torch: Any
 
     if TYPE_CHECKING:
@@ -67,12 +70,10 @@ class Decoder:
                 self._compact(rows)
             feed = [rows.out_ids[i][-1] if rows.live[b] else self.pad for b, i in enumerate(rows.batch)]
             positions = [len(rows.prompts[i]) + len(rows.out_ids[i]) - 1 for i in rows.batch]
-            rows.logits = self._forward(
-                torch.tensor(feed, device=self.device).unsqueeze(1),
-                torch.tensor(positions, device=self.device).unsqueeze(1),
-                rows.cache,
-                rows.mask[:, : rows.length + 1],
-            )
+            ids = torch.tensor(feed, device=self.device).unsqueeze(1)
+            at = torch.tensor(positions, device=self.device).unsqueeze(1)
+            mask = rows.mask[:, : rows.length + 1]
+            rows.logits = self.threads.step(partial(self._forward, ids, at, rows.cache, mask))
             rows.length += 1
             self.timings["decode_steps"] += 1
 

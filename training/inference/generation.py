@@ -29,11 +29,14 @@ from training.inference import prefix_attention
 from training.inference.decoding import Decoder, Decoding
 from training.inference.kv_cache import KVState, buffer_cache, common_prefix, copy_pieces
 from training.inference.sampling import Sampling
+from training.inference.threads import ThreadTuner
 
 __all__ = ["BatchGenerator", "Completion", "KVState", "Sampling", "common_prefix"]
 
 MIN_SHARED_PREFIX = 64
 """Shorter shared prefixes are not worth a separate attention pass."""
+PROBE_TOKENS = 8
+"""Tokens of the forward pass that times the thread counts before the first call (``threads.settle``)."""
 PACKED_TOKENS = 2048
 """At most this many new tokens (but at least one row's) in one packed prefill pass: bounds its activations
 (the size is a measured choice: docs/experiments.md)."""
@@ -75,6 +78,8 @@ class BatchGenerator(Decoder):
         """Prefill a batch's rows in one packed forward pass (False: row by row, as a batch of one is)."""
         self.timings: dict[str, float] = {}
         """Seconds spent in the last call's prefill and decoding, and its decode steps."""
+        self.threads = ThreadTuner(torch.get_num_threads())
+        """The thread count generation runs on, chosen by timing decoding steps (``training.inference.threads``)."""
 
     def _forward(self, ids, positions, cache, mask=None):
         kwargs = {self.cache_arg: cache}
@@ -106,7 +111,14 @@ class BatchGenerator(Decoder):
         torch = self._torch
         self.timings = {"prefill_s": 0.0, "decode_s": 0.0, "decode_steps": 0}
         with torch.inference_mode():
-            return self._generate(prompts, states, sampling, keys, share_prefixes, shared)
+            self.threads.settle(self._probe)
+            with self.threads.call():
+                return self._generate(prompts, states, sampling, keys, share_prefixes, shared)
+
+    def _probe(self) -> None:
+        """A forward pass over a few tokens with no cache: the cost of a decoding step, for the thread count."""
+        ids = self._torch.full((1, PROBE_TOKENS), self.pad, device=self.device)
+        self.model(input_ids=ids, use_cache=False, logits_to_keep=1)
 
     def _generate(self, prompts, states, sampling, keys, share_prefixes, shared):
         n = len(prompts)
