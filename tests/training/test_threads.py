@@ -34,7 +34,8 @@ class Machine:
 
 
 def decode(tuner: ThreadTuner, machine: Machine, steps: int) -> None:
-    with tuner.call():
+    """One call of ``steps`` decoding steps; the machine's step is also the probe of the first call."""
+    with tuner.call(machine.step):
         for _ in range(steps):
             tuner.step(machine.step)
 
@@ -52,8 +53,8 @@ def test_the_faster_count_is_kept_after_steps_timed_alternately(cost, chosen):
 def test_a_clear_win_ends_the_trial_after_one_pair():
     machine = Machine({2: 1.0, 1: 0.06})  # threads that spin on cores another process wants
     tuner = ThreadTuner(2, clock=machine.clock)
-    decode(tuner, machine, 5)
-    assert machine.ran == [2, 1, 1, 1, 1] and tuner.chosen == 1
+    decode(tuner, machine, 3)
+    assert machine.ran == [2, 1, 1, 1, 1] and tuner.chosen == 1  # the probe's pair, then three steps
 
 
 def test_a_trial_after_retry_seconds_follows_the_load():
@@ -89,22 +90,16 @@ def test_trials_come_less_often_while_they_keep_the_count():
     assert tuner.trials == 3
 
 
-def test_settling_runs_the_first_trial_before_any_call():
+def test_the_first_call_settles_the_count_before_its_prefill_and_restores_torchs():
+    torch.set_num_threads(2)
     machine = Machine({2: 0.5, 1: 0.06})
     tuner = ThreadTuner(2, clock=machine.clock)
-    tuner.settle(machine.step)
-    assert machine.ran == [2, 1] and tuner.chosen == 1
-    tuner.settle(machine.step)  # once only
-    assert machine.ran == [2, 1]
-
-
-def test_a_call_runs_at_the_chosen_count_and_restores_torchs():
-    torch.set_num_threads(2)
-    tuner = ThreadTuner(2)
-    tuner.chosen = 1
-    with tuner.call():
-        assert torch.get_num_threads() == 1
+    with tuner.call(machine.step):
+        assert machine.ran == [2, 1] and torch.get_num_threads() == 1  # what the prefill runs on
     assert torch.get_num_threads() == 2
+    with tuner.call(machine.step):
+        pass
+    assert machine.ran == [2, 1]  # once only
 
 
 def test_a_pinned_count_is_never_tried_against_another():

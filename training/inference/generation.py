@@ -36,7 +36,7 @@ __all__ = ["BatchGenerator", "Completion", "KVState", "Sampling", "common_prefix
 MIN_SHARED_PREFIX = 64
 """Shorter shared prefixes are not worth a separate attention pass."""
 PROBE_TOKENS = 8
-"""Tokens of the forward pass that times the thread counts before the first call (``threads.settle``)."""
+"""Tokens of the forward pass that times the thread counts before the first call (``ThreadTuner.call``)."""
 PACKED_TOKENS = 2048
 """At most this many new tokens (but at least one row's) in one packed prefill pass: bounds its activations
 (the size is a measured choice: docs/experiments.md)."""
@@ -110,10 +110,8 @@ class BatchGenerator(Decoder):
         the new states, which hold the shared prefix by reference."""
         torch = self._torch
         self.timings = {"prefill_s": 0.0, "decode_s": 0.0, "decode_steps": 0}
-        with torch.inference_mode():
-            self.threads.settle(self._probe)
-            with self.threads.call():
-                return self._generate(prompts, states, sampling, keys, share_prefixes, shared)
+        with torch.inference_mode(), self.threads.call(self._probe):
+            return self._generate(prompts, states, sampling, keys, share_prefixes, shared)
 
     def _probe(self) -> None:
         """A forward pass over a few tokens with no cache: the cost of a decoding step, for the thread count."""

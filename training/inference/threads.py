@@ -5,9 +5,10 @@ on the arithmetic than on how OpenMP's idle threads wait and on who else wants t
 spin between operations are fastest on idle cores and many times slower once another process wants them;
 threads that sleep wake slowly on a virtual machine's idle cores (docs/serving.md has the measurements).
 No rule fits every machine and every moment, so the generator measures: it times decoding steps at the
-most threads and at one, alternating step by step within a batch (both see the same rows and context),
-keeps the faster count for the whole of the next calls, prefill included, and times both again after
-:data:`RETRY_S` seconds of decoding, as the load on the machine moves.
+most threads and at one, alternating step by step within a batch (both see the same rows and context; the
+first call times a short forward pass instead, before its prefill), keeps the faster count for the whole of
+the next calls, prefill included, and times both again after :data:`RETRY_S` seconds of decoding (longer while
+the count holds), or at once when a step takes twice its usual time, as the load on the machine moves.
 """
 
 from __future__ import annotations
@@ -48,13 +49,17 @@ class ThreadTuner:
             self._start_trial()
 
     @contextlib.contextmanager
-    def call(self) -> Iterator[None]:
-        """One generation call at the chosen count; torch's count as it was afterwards."""
+    def call(self, probe: Callable[[], object]) -> Iterator[None]:
+        """One generation call at the chosen count; torch's count as it was afterwards. Before the first call,
+        ``probe`` (a forward pass about as costly as a decoding step) is timed at each count until the first trial
+        ends, so that the first prefill, the longest, already runs at the faster one."""
         import torch
 
         before = torch.get_num_threads()
-        torch.set_num_threads(self.chosen)
         try:
+            while self.trials == 0 and self._trial is not None:
+                self.step(probe)
+            torch.set_num_threads(self.chosen)
             yield
         finally:
             torch.set_num_threads(before)
@@ -70,12 +75,6 @@ class ThreadTuner:
         out = run()
         self._record(count, self.clock() - tick)
         return out
-
-    def settle(self, run: Callable[[], object]) -> None:
-        """Before the first call: time ``run`` (a forward pass about as costly as a decoding step) at each count
-        until the first trial ends, so that the first prefill, the longest, already runs at the faster one."""
-        while self.trials == 0 and self._trial is not None:
-            self.step(run)
 
     def _start_trial(self) -> None:
         self._trial = {c: [] for c in self.counts}
