@@ -36,6 +36,9 @@ class ThreadTuner:
     made) or one, whichever decoded faster in the last trial; always ``most`` without ``tune``."""
 
     def __init__(self, most: int, *, tune: bool = True, clock: Callable[[], float] = time.perf_counter):
+        import torch
+
+        self._torch = torch
         self.counts = (most, 1) if tune and most > 1 else (most,)
         self.chosen = most
         self.clock = clock
@@ -53,8 +56,7 @@ class ThreadTuner:
         """One generation call at the chosen count; torch's count as it was afterwards. Before the first call,
         ``probe`` (a forward pass about as costly as a decoding step) is timed at each count until the first trial
         ends, so that the first prefill, the longest, already runs at the faster one."""
-        import torch
-
+        torch = self._torch
         before = torch.get_num_threads()
         try:
             while self.trials == 0 and self._trial is not None:
@@ -66,11 +68,9 @@ class ThreadTuner:
 
     def step(self, run: Callable[[], T]) -> T:
         """``run()`` (one decoding step) at the count the tuner wants timed or has chosen; its time recorded."""
-        import torch
-
         count = self._next()
-        if torch.get_num_threads() != count:
-            torch.set_num_threads(count)
+        if self._torch.get_num_threads() != count:
+            self._torch.set_num_threads(count)
         tick = self.clock()
         out = run()
         self._record(count, self.clock() - tick)
@@ -92,9 +92,9 @@ class ThreadTuner:
                 self._start_trial()
             return
         self._trial[count].append(seconds)
-        done = min(len(s) for s in self._trial.values())
-        if len({len(s) for s in self._trial.values()}) > 1 or done == 0:
+        if len({len(s) for s in self._trial.values()}) > 1:
             return  # a pair is still open
+        done = len(self._trial[count])
         totals = {c: sum(s) for c, s in self._trial.items()}
         fast, slow = sorted(totals, key=totals.__getitem__)
         if done >= TRIAL_PAIRS or totals[slow] >= CLEAR_WIN * totals[fast]:
