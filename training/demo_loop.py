@@ -11,10 +11,9 @@
    session's failures into PAFT rows: the oracle on train-split twins under train-pool perturbations.
 4. **Two arms of the same compute from the same checkpoint**: PAFT (the rows mixed into clean episodes)
    and SFT continued on clean episodes only.
-5. **The same gate on a fresh fixed sample** (another seed): a pytest session gates PAFT (its fixed
-   measurement and the gate; the property tests, which searched SFT's failures, deselected); SFT-continued, the
-   SFT checkpoint, the oracle and the static baseline are measured on the same cases (the gate's fixed
-   measurement, its verdict printed too), and the two arms compared case by case
+5. **The same gate on a fresh fixed sample** (another seed): a pytest session per agent, each the gate's fixed
+   measurement and verdict without the property tests (they searched SFT's failures), on PAFT, SFT-continued, the
+   SFT checkpoint, the oracle and the static baseline; the two arms compared case by case
    (:func:`training.paired.paired`): the failing tier's Δ and clean success with 95% intervals, a table, and a
    sentence saying what the run showed.
 
@@ -36,6 +35,8 @@ from training.demo_clock import EPISODE_STEPS, SEARCH_EPISODE_STEPS, Clock
 CHECK_EVERY = 10
 """Steps between the SFT's dev-split checks; they start at half its steps (SFT at 40 of 80 solved 22 of the
 gate's 24 clean twins, at 50 all 24: docs/experiments.md)."""
+SESSION_S = 15.0
+"""Seconds a gate session on a checkpoint spends besides its episodes (pytest, the plugin, the model loaded)."""
 CHECK_STEPS = 1.2
 """A check's cost in training steps (20 short dev episodes, greedy: 12-13 s against 11 s a step), for the plan."""
 
@@ -82,12 +83,13 @@ def expected_seconds(plan: LoopPlan, step_s: float) -> dict[str, float]:
     checks = len(range(plan.check_from, plan.sft_steps, CHECK_EVERY)) if plan.until else 0
     phases = {
         plan.sft_phase: (plan.sft_steps + checks * CHECK_STEPS) * step_s + 20,
-        "gate on SFT (pytest)": session + 15,
+        "gate on SFT (pytest)": session + SESSION_S,
         "from-report": 10.0,
     }
     if plan.train_arms:
         phases["PAFT and SFT-continued"] = 2 * (plan.more_steps * step_s + 20)
-        phases["gate on a fresh sample"] = 3 * episodes * EPISODE_STEPS * step_s + 25
+        checkpoints = 3 * (episodes * EPISODE_STEPS * step_s + SESSION_S)  # PAFT, SFT-continued, SFT
+        phases["gate on a fresh sample"] = checkpoints + 10  # and the oracle's and the static baseline's sessions
     return phases
 
 
@@ -95,6 +97,7 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
              show: Any) -> dict[str, Any]:  # fmt: skip
     """Run the loop in ``root`` and return what the table, figure and summary need."""
     from sandbox.evaluation.report import Report
+    from training.runs import META_FILE
 
     suite = demo_gate.write_suite(root / "gate", plan.families, plan.gate, plan.n, plan.examples)
     say(f"the gate's suite is {suite} (its gate in {suite.parent / 'pyproject.toml'}): read it, rerun it")
@@ -113,12 +116,14 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
     reports_dir.mkdir(exist_ok=True)
     cache = root / "gate" / ".openagent_cache"
 
-    def gate(label: str, model: Path, seed: int, search: bool = True) -> Any:
-        path = reports_dir / f"{label}-seed{seed}.json"
-        if _newer(path, model / "openagent-train.json"):
+    def gate(label: str, agent: str, seed: int, since: Path, search: bool = True) -> Any:
+        """The gate session on ``agent`` at ``seed``, or its report if one was written after ``since`` (the
+        checkpoint's training, or for the oracle and the static baseline, the SFT's)."""
+        path = reports_dir / f"{label.lower()}-seed{seed}.json"
+        if _newer(path, since):
             say(f"{label}: reusing the report of its gate session on seed {seed} ({path})")
         else:
-            code = demo_gate.run_session(root / "gate", f"hf:{model}", path, seed, cache, say, show, search)
+            code = demo_gate.run_session(root / "gate", agent, path, seed, cache, say, show, search)
             if not path.is_file():
                 raise RuntimeError(f"the pytest session on {label} exited {code} and wrote no report")
         report = Report.load(path)
@@ -128,7 +133,7 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
             show(f"  {check.verdict:<12} {check}")
         return report, result
 
-    report, result = clock.run("gate on SFT (pytest)", lambda: gate("sft", sft, plan.seed))
+    report, result = clock.run("gate on SFT (pytest)", lambda: gate(sft_label, f"hf:{sft}", plan.seed, sft / META_FILE))
     tier = demo_gate.failing_tier(report, result)
     shrunk = demo_gate.shrunk_failure(report, tier)
     if shrunk:
@@ -138,7 +143,7 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
         say("no property test failed on this run (Hypothesis found no case the agent solves clean and fails perturbed)")
 
     rows_file = root / "paft-rows.jsonl"
-    report_file = reports_dir / f"sft-seed{plan.seed}.json"
+    report_file = reports_dir / f"{sft_label.lower()}-seed{plan.seed}.json"
     summary = clock.run("from-report", lambda: _rows(report_file, rows_file, plan.seed, say))
     out: dict[str, Any] = {"sft": sft, "sft_steps": sft_steps, "sft_report": report, "sft_gate": result,
                            "tier": tier, "shrunk": shrunk, "rows": summary}  # fmt: skip
@@ -164,32 +169,17 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
     paft, cont = clock.run("PAFT and SFT-continued", arms)
 
     def fresh() -> dict[str, Any]:
-        say("the gate on PAFT: its fixed measurement on the fresh sample (the property tests searched SFT's failures)")
-        reports = {"PAFT": gate("paft", paft, plan.fresh_seed, search=False)[0]}
-        say(f"SFT-continued, {sft_label}, the oracle and the static baseline on the same fresh sample (the "
-            f"gate's fixed measurement, without its property tests)")  # fmt: skip
-        for label, agent in (("SFT-continued", f"hf:{cont}"), (sft_label, f"hf:{sft}"),
-                             ("oracle", "oracle"), ("static", "static")):  # fmt: skip
-            reports[label] = measure(agent, plan, cache)
-        verdict = demo_gate.verdicts(reports["SFT-continued"], plan.gate)
-        say(f"SFT-continued on seed {plan.fresh_seed}: the same gate would say {verdict.verdict}")
-        for check in verdict.checks:
-            show(f"  {check.verdict:<12} {check}")
-        return reports
+        say("the same gate on a fresh sample: its fixed measurement, without the property tests (they searched "
+            f"{sft_label}'s failures), on PAFT, SFT-continued, {sft_label}, the oracle and the static "
+            "baseline")  # fmt: skip
+        agents = (("PAFT", f"hf:{paft}", paft), ("SFT-continued", f"hf:{cont}", cont), (sft_label, f"hf:{sft}", sft),
+                  ("oracle", "oracle", sft), ("static", "static", sft))  # fmt: skip
+        return {label: gate(label, agent, plan.fresh_seed, model / META_FILE, search=False)[0]
+                for label, agent, model in agents}  # fmt: skip
 
     out["fresh"] = clock.run("gate on a fresh sample", fresh)
     out.update(paft=paft, continued=cont)
     return out
-
-
-def measure(agent: str, plan: LoopPlan, cache: Path) -> Any:
-    """The gate session's fixed measurement (same tiers, families, n and seed) without its property tests."""
-    from sandbox.evaluation.evaluate import evaluate
-
-    return evaluate(
-        agent, list(demo_gate.GATE_TIERS), n=plan.n, seed=plan.fresh_seed, domain="poi", cache_dir=cache,
-        families=list(plan.families),
-    )  # fmt: skip
 
 
 def _fit(cfg: SFTConfig, label: str, say: Any, retrain: bool, after: Path | None = None) -> Path:
