@@ -206,18 +206,18 @@ def _packed_attention(context, module, query, key, value, scale):
 def _packed_training_attention(context, module, query, key, value, scale):
     """The same attention with gradients (the SFT loss): each segment's queries over the prefix's keys
     and its own, concatenated, in one SDPA call whose CPU kernel has a backward pass (the merge above
-    would need the gradient of a log-sum-exp that kernel does not give)."""
+    would need the gradient of a log-sum-exp that kernel does not give). In training the segments lie end
+    to end from the packed sequence's start, so they are split off it rather than sliced: the backward pass
+    of a slice writes a gradient the size of the whole sequence for each segment, and adds them up."""
     import torch
     import torch.nn.functional as F
 
     prefix = context.prefix[module.layer_idx] if context.prefix else None
-    out = query.new_empty(query.shape[2], query.shape[1], query.shape[3])
-    for s in context.segments:
-        k, v = key[s.row : s.row + 1, :, s.start : s.end], value[s.row : s.row + 1, :, s.start : s.end]
+    counts = [s.count for s in context.segments]
+    outs = []
+    for s, q, k, v in zip(context.segments, *(t.split(counts, dim=2) for t in (query, key, value)), strict=True):
         if prefix is not None:
             k, v = torch.cat([prefix[0].unsqueeze(0), k], dim=2), torch.cat([prefix[1].unsqueeze(0), v], dim=2)
-        o = F.scaled_dot_product_attention(
-            query[:, :, s.first : s.first + s.count], k, v, attn_mask=s.mask, scale=scale, enable_gqa=True
-        )
-        out[s.first : s.first + s.count] = o[0].transpose(0, 1)
-    return out.unsqueeze(0), None
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=s.mask, scale=scale, enable_gqa=True)
+        outs.append(o[0].transpose(0, 1))
+    return torch.cat(outs).unsqueeze(0), None
