@@ -14,9 +14,11 @@ run on (a container's quota, a ``taskset``) makes every operation wait for a thr
 - ``torch``: torch's defaults (the policy before ``shared``), kept for comparison
   (``benchmarks/bench_contention.py``).
 
-A run's explicit ``threads`` wins over both. The thread count does not change the numerics of a
-training step on the CPUs measured (``tests/training/test_runs.py`` resumes across a change
-of it and gets bit-identical weights), so it is chosen afresh at every start and recorded per segment.
+A run's explicit ``threads`` wins over both. It is chosen afresh at every start and recorded per segment of
+the run, because the thread count changes a step's rounding where the kernels split their sums among the
+threads: each count gives the same numbers every time, but a resumed run on another count continues the same
+training up to that rounding, not bit for bit (docs/experiments.md: SmolLM2-135M's gradients at one thread
+against two, 6e-7 apart in fp32 and 2% in bf16 autocast; the tiny test models' matrices are too small to split).
 """
 
 from __future__ import annotations

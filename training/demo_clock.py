@@ -17,7 +17,8 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from pathlib import Path
+from typing import Any, TypeVar
 
 EPISODE_STEPS = 0.2
 """Seconds of an evaluated episode (batched) per second of a training step of 8 short-family episodes."""
@@ -25,9 +26,10 @@ SEARCH_EPISODE_STEPS = 0.25
 """Seconds of a property test's episode (one at a time) per second of such a training step."""
 STEP_TOKENS = 6000
 """Tokens a training step of 8 short-family episodes computes (the shared prefix once, the rows packed)."""
-PROBE_TO_STEP = 0.64
-"""A LoRA step's seconds per token against the probe's full-model pass at batch 1 (``training.precision``): SFT-80
-took 11.3 s a step where the probe predicted 9.7 at 0.55, twice alone on a 2-core Xeon (docs/experiments.md)."""
+PROBE_TO_STEP = 0.32
+"""A training step's seconds per token against the probe's (``training.precision``: a pass of the LoRA model on 512
+random tokens, every position a label, no prefix shared): 0.31-0.32 in three rounds, alternating the two in one
+process on a 2-core Xeon (docs/experiments.md)."""
 
 SHARED = 0.15
 """The share of the machine's CPU time other processes may take before the run says it shared the machine."""
@@ -144,19 +146,19 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def probe_step_seconds(base: str, say: Callable[[str], None]) -> tuple[float, str]:
-    """Seconds of a training step of 8 short-family episodes here, from one timed training pass of the base in
-    the precision training will choose (``training.precision``), and what was measured."""
-    import torch
-    from transformers import AutoModelForCausalLM
-
+def probe_step_seconds(cfg: Any, say: Callable[[str], None]) -> tuple[float, str]:
+    """Seconds of a training step of 8 short-family episodes here, from the training passes that choose the
+    precision (``training.precision``), timed on the model as the SFT of ``cfg`` will train it (its LoRA
+    adapters): the SFT, in this process, then reuses the measurement for its own choice. What was measured."""
     from training import precision
+    from training.loop import load_model
 
-    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+    model, _ = load_model(cfg, Path(cfg.base))
     fp32, bf16 = precision.timings(model)
     use_bf16, _ = precision.choose(model)
     seconds = bf16 if use_bf16 else fp32
     rate = precision.PROBE_TOKENS / seconds
     del model
     step = PROBE_TO_STEP * STEP_TOKENS / rate
-    return step, f"a training pass of the base ran {rate:.0f} tokens/s in {'bf16' if use_bf16 else 'fp32'}"
+    precision_name = "bf16" if use_bf16 else "fp32"
+    return step, f"a training pass of the base with its adapters ran {rate:.0f} tokens/s in {precision_name}"

@@ -83,11 +83,11 @@ def run_loop_demo(cfg: Any, root: Path) -> int:
     say(f"the task families: {', '.join(plan.families)} (one or two calls each, one to refuse: short episodes, "
         f"so SFT converges on them with fewer tokens than on every family, and quick to evaluate)")  # fmt: skip
     base = clock.run("base model", lambda: _base(cfg.base))
-    step_s, measured = clock.run("probe", lambda: _probe(base))
+    settings = {**train_settings(cfg), "episodes": plan.episodes, "task_families": list(plan.families)}
+    step_s, measured = clock.run("probe", lambda: _probe(base, settings))
     clock.plan(expected_seconds(plan, step_s))
     clock.show_plan(f"{measured}: a training step of 8 episodes about {step_s:.0f} s")
 
-    settings = {**train_settings(cfg), "episodes": plan.episodes, "task_families": list(plan.families)}
     result = run_loop(plan, root, str(base), settings, clock, say, show)
 
     sft_clean = result["sft_report"].row("clean").clean
@@ -110,10 +110,11 @@ def _base(base: str) -> Path:
     return resolve_base(base)
 
 
-def _probe(base: Path) -> tuple[float, str]:
+def _probe(base: Path, settings: dict[str, Any]) -> tuple[float, str]:
+    from training.config import SFTConfig
     from training.demo_clock import probe_step_seconds
 
-    return probe_step_seconds(str(base), say)
+    return probe_step_seconds(SFTConfig(out="", base=str(base), **settings), say)
 
 
 def _finish(cfg: Any, plan: Any, result: dict[str, Any], root: Path) -> dict[str, Any]:
