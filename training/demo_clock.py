@@ -2,9 +2,9 @@
 measured probe), the minutes each took, peak memory, and where the time went when the machine was shared.
 
 The cost model: a training step costs the tokens it computes divided by the training pass's tokens per
-second, measured here on the base in the precision training will use; an evaluated episode costs
+second, measured here on the base with its adapters in the precision training will use; an evaluated episode costs
 :data:`EPISODE_STEPS` training steps' worth of that rate (generation re-reads the conversation each turn), an
-episode of a property test (run alone, batch 1) :data:`SEARCH_EPISODE_STEPS`. Both ratios were measured on a
+episode of a property test (run alone, batch 1) :data:`SEARCH_EPISODE_STEPS`. The ratios were measured on a
 2-core Xeon (docs/experiments.md); a machine whose generation and training differ in another ratio is off
 by that much, which the end of the run shows beside the plan.
 """
@@ -18,18 +18,26 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
-EPISODE_STEPS = 0.2
-"""Seconds of an evaluated episode (batched) per second of a training step of 8 short-family episodes."""
-SEARCH_EPISODE_STEPS = 0.25
-"""Seconds of a property test's episode (one at a time) per second of such a training step."""
+from training.config import SFTConfig
+
+EPISODE_STEPS = 0.12
+"""Seconds of an evaluated episode (batched) per second of a training step of 8 short-family episodes: a gate
+session's fixed measurement of SFT-50 (48 episodes) took about 85 s where a step took 14.8 (the default demo of
+session 40). A young checkpoint's failing episodes run to the step limit and cost more: ``--quick``'s SFT-15
+gate ran about twice its plan (docs/experiments.md)."""
+SEARCH_EPISODE_STEPS = 0.075
+"""Seconds of a property test's budgeted episode (one at a time) per second of such a step: cheap for the
+episodes the cache holds and for the budget a search leaves unspent (26 s for 24 in the same run)."""
 STEP_TOKENS = 6000
 """Tokens a training step of 8 short-family episodes computes (the shared prefix once, the rows packed)."""
-PROBE_TO_STEP = 0.32
+PROBE_TO_STEP = 0.5
 """A training step's seconds per token against the probe's (``training.precision``: a pass of the LoRA model on 512
-random tokens, every position a label, no prefix shared): 0.31-0.32 in three rounds, alternating the two in one
-process on a 2-core Xeon (docs/experiments.md)."""
+random tokens, every position a label, no prefix shared): 0.51 in the default demo of session 40 (the probe 207
+tokens/s, the SFT's steps 14.8 s on average); the bare passes of a step, timed in turn with the probe in one
+process, gave 0.31-0.32: the demo's step also carries its optimizer, checkpoints and the machine's drift over 13
+minutes (docs/experiments.md)."""
 
 SHARED = 0.15
 """The share of the machine's CPU time other processes may take before the run says it shared the machine."""
@@ -146,7 +154,7 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def probe_step_seconds(cfg: Any, say: Callable[[str], None]) -> tuple[float, str]:
+def probe_step_seconds(cfg: SFTConfig, say: Callable[[str], None]) -> tuple[float, str]:
     """Seconds of a training step of 8 short-family episodes here, from the training passes that choose the
     precision (``training.precision``), timed on the model as the SFT of ``cfg`` will train it (its LoRA
     adapters): the SFT, in this process, then reuses the measurement for its own choice. What was measured."""

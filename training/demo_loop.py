@@ -37,8 +37,11 @@ CHECK_EVERY = 10
 gate's 24 clean twins, at 50 all 24: docs/experiments.md)."""
 SESSION_S = 15.0
 """Seconds a gate session on a checkpoint spends besides its episodes (pytest, the plugin, the model loaded)."""
-CHECK_STEPS = 1.2
-"""A check's cost in training steps (20 short dev episodes, greedy: 12-13 s against 11 s a step), for the plan."""
+CHECK_STEPS = 2.2
+"""A check's cost in training steps (20 short dev episodes, greedy: 33 s against 14.8 s a step, session 40)."""
+ARM_STEPS = 1.4
+"""An arm's step against an SFT step: PAFT 1.5 (its perturbed rows share less of their prefix), SFT-continued
+1.3, in the default demos of sessions 39 and 40."""
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,7 @@ def expected_seconds(plan: LoopPlan, step_s: float) -> dict[str, float]:
         "from-report": 10.0,
     }
     if plan.train_arms:
-        phases["PAFT and SFT-continued"] = 2 * (plan.more_steps * step_s + 20)
+        phases["PAFT and SFT-continued"] = 2 * (plan.more_steps * ARM_STEPS * step_s + 20)
         checkpoints = 3 * (episodes * EPISODE_STEPS * step_s + SESSION_S)  # PAFT, SFT-continued, SFT
         phases["gate on a fresh sample"] = checkpoints + 10  # and the oracle's and the static baseline's sessions
     return phases
