@@ -83,9 +83,8 @@ def expected_seconds(plan: LoopPlan, step_s: float) -> dict[str, float]:
     episodes = 2 * len(demo_gate.GATE_TIERS) * plan.n  # cases and their clean twins
     search = len(demo_gate.GATE_TIERS) * demo_gate.episodes_per_test(plan.examples)
     session = episodes * EPISODE_STEPS * step_s + search * SEARCH_EPISODE_STEPS * step_s
-    checks = len(range(plan.check_from, plan.sft_steps, CHECK_EVERY)) if plan.until else 0
     phases = {
-        plan.sft_phase: (plan.sft_steps + checks * CHECK_STEPS) * step_s + 20,
+        plan.sft_phase: sft_seconds(plan, step_s),
         "gate on SFT (pytest)": session + SESSION_S,
         "from-report": 10.0,
     }
@@ -94,6 +93,14 @@ def expected_seconds(plan: LoopPlan, step_s: float) -> dict[str, float]:
         checkpoints = 3 * (episodes * EPISODE_STEPS * step_s + SESSION_S)  # PAFT, SFT-continued, SFT
         phases["gate on a fresh sample"] = checkpoints + 10  # and the oracle's and the static baseline's sessions
     return phases
+
+
+def sft_seconds(plan: LoopPlan, step_s: float, stop: int | None = None) -> float:
+    """The SFT's expected seconds if it stops after step ``stop`` (a check that reached the target), else after
+    all its steps; its checks included (none after the last step: the run ends there)."""
+    steps = plan.sft_steps if stop is None else stop
+    checks = len(range(plan.check_from, min(steps + 1, plan.sft_steps), CHECK_EVERY)) if plan.until else 0
+    return (steps + checks * CHECK_STEPS) * step_s + 20
 
 
 def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, Any], clock: Clock, say: Any,

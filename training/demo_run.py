@@ -70,7 +70,7 @@ def run(cfg: Any) -> int:
 def run_loop_demo(cfg: Any, root: Path) -> int:
     """The loop in ``root``: plan, SFT, gate, rows, the two arms, the fresh gate, table, figure, conclusion; 0."""
     from training.demo import pct, train_settings
-    from training.demo_loop import LoopPlan, expected_seconds, gate_criteria, run_loop
+    from training.demo_loop import LoopPlan, expected_seconds, gate_criteria, run_loop, sft_seconds
 
     plan = LoopPlan(
         families=tuple(cfg.task_families), sft_steps=cfg.loop_steps, more_steps=cfg.more_steps,
@@ -87,6 +87,10 @@ def run_loop_demo(cfg: Any, root: Path) -> int:
     step_s, measured = clock.run("probe", lambda: _probe(base, settings))
     clock.plan(expected_seconds(plan, step_s))
     clock.show_plan(f"{measured}: a training step of 8 episodes about {step_s:.0f} s")
+    if plan.until:
+        saved = sft_seconds(plan, step_s) - sft_seconds(plan, step_s, plan.check_from)
+        say(f"  the plan counts all {plan.sft_steps} SFT steps; stopped by its first check (step {plan.check_from}), "
+            f"the SFT takes about {saved / 60:.0f} min less")  # fmt: skip
 
     result = run_loop(plan, root, str(base), settings, clock, say, show)
 

@@ -155,12 +155,14 @@ def test_the_quick_loop_ends_with_the_table_and_a_sentence_with_intervals(tmp_pa
 
 
 def test_the_plan_names_the_sft_by_its_cap_and_counts_its_checks():
-    from training.demo_loop import CHECK_STEPS, LoopPlan, expected_seconds, gate_criteria
+    from training.demo_loop import CHECK_STEPS, LoopPlan, expected_seconds, gate_criteria, sft_seconds
 
     plan = LoopPlan(FAMILIES, 80, 16, 320, 8, 12, 4, gate_criteria(0.8), 0, train_arms=True, until=0.8)
     checked = expected_seconds(plan, step_s=10.0)
     assert plan.check_from == 40  # checks at 40, 50, 60 and 70:
     assert checked["SFT (at most 80 steps)"] == pytest.approx((80 + 4 * CHECK_STEPS) * 10 + 20)
+    assert sft_seconds(plan, 10.0, stop=40) == pytest.approx((40 + CHECK_STEPS) * 10 + 20)  # stopped by its first
+    assert sft_seconds(plan, 10.0, stop=50) == pytest.approx((50 + 2 * CHECK_STEPS) * 10 + 20)
     unchecked = expected_seconds(LoopPlan(FAMILIES, 15, 16, 120, 8, 4, 1, plan.gate, 0, train_arms=False), 10.0)
     assert unchecked["SFT-15"] == 15 * 10 + 20
 
