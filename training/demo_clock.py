@@ -157,7 +157,7 @@ def cpu_name() -> str:
 def probe_step_seconds(cfg: SFTConfig, say: Callable[[str], None]) -> tuple[float, str]:
     """Seconds of a training step of 8 short-family episodes here, from the training passes that choose the
     precision (``training.precision``), timed on the model as the SFT of ``cfg`` will train it (its LoRA
-    adapters): the SFT, in this process, then reuses the measurement for its own choice. What was measured."""
+    adapters): the training processes are given the measurement for their own choice. What was measured."""
     from training import precision
     from training.loop import load_model
 

@@ -10,20 +10,13 @@ measurement must meet.
 from __future__ import annotations
 
 import json
-import queue
-import subprocess
-import sys
-import threading
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from training import cpu
+from training import child
 from training.runs import write_text
 
-HEARTBEAT = 30.0
-"""Seconds of silence from pytest after which the demo says the session is still running."""
 GATE_TIERS = ("perception", "interaction")
 """The tiers the demo's gate measures: renamed or reworded tools and requests, and what tools answer."""
 
@@ -106,30 +99,10 @@ def run_session(
         *([] if search else ["-m", "not openagent"]),
     ]  # fmt: skip
     say("$ " + " ".join(command))
-    lines: queue.Queue[str | None] = queue.Queue()
-    with subprocess.Popen(
-        [sys.executable, "-u", "-m", *command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        cwd=folder, bufsize=1, env=cpu.child_environment(),
-    ) as process:  # fmt: skip
-        assert process.stdout is not None
-        threading.Thread(target=_pump, args=(process.stdout, lines), daemon=True).start()
-        start = time.perf_counter()
-        while True:
-            try:
-                line = lines.get(timeout=HEARTBEAT)
-            except queue.Empty:  # pytest prints a test's dot only as it ends: say the session is alive
-                say(f"gate session running, {time.perf_counter() - start:.0f} s (pytest prints as each test ends)")
-                continue
-            if line is None:
-                break
-            show("  | " + line.rstrip("\n"))
-    return process.returncode
-
-
-def _pump(stream: Any, lines: queue.Queue) -> None:
-    for line in stream:
-        lines.put(line)
-    lines.put(None)
+    return child.relay(
+        ["-m", *command], lambda line: show("  | " + line),
+        lambda seconds: say(f"gate session running, {seconds:.0f} s (pytest prints as each test ends)"), folder,
+    )  # fmt: skip
 
 
 def verdicts(report: Any, gate: Sequence[str]) -> Any:

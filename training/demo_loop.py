@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from training import demo_gate
+from training import child, demo_gate
 from training.config import SFTConfig
 from training.demo_clock import EPISODE_STEPS, SEARCH_EPISODE_STEPS, Clock
 
@@ -193,18 +193,17 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
 
 
 def _fit(cfg: SFTConfig, label: str, say: Any, retrain: bool, after: Path | None = None) -> Path:
-    """Train ``cfg``, or reuse the finished run in its folder: one of these options, newer than ``after`` (what it
-    starts from). A finished run of other options, an older one or ``retrain`` is replaced; an unfinished one of
-    these options resumes from its checkpoints."""
+    """Train ``cfg`` in a process of its own (``training.child``), or reuse the finished run in its folder: one of
+    these options, newer than ``after`` (what it starts from). A finished run of other options, an older one or
+    ``retrain`` is replaced; an unfinished one of these options resumes from its checkpoints."""
     from training.runs import META_FILE, finished_run
-    from training.sft import train
 
     out = Path(cfg.out)
     if not retrain and finished_run(out, cfg.to_dict()) and (after is None or _newer(out / META_FILE, after)):
         say(f"{label}: reusing {out}, a finished run of these options (--retrain starts over)")
         return out
     cfg.resume, cfg.overwrite = not retrain, True  # the demo owns its folder
-    return train(cfg)
+    return child.train(cfg, label, say)
 
 
 def trained_steps(model: Path) -> int:

@@ -87,7 +87,7 @@ def run_loop_demo(cfg: Any, root: Path) -> int:
     step_s, measured = clock.run("probe", lambda: _probe(base, settings))
     clock.plan(expected_seconds(plan, step_s))
     clock.show_plan(f"{measured}: a training step of 8 episodes about {step_s:.0f} s")
-    if plan.until:
+    if plan.until and plan.check_from < plan.sft_steps:
         saved = sft_seconds(plan, step_s) - sft_seconds(plan, step_s, plan.check_from)
         say(f"  the plan counts all {plan.sft_steps} SFT steps; stopped by its first check (step {plan.check_from}), "
             f"the SFT takes about {saved / 60:.0f} min less")  # fmt: skip

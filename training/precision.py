@@ -54,6 +54,17 @@ def timings(model: Any, say: Callable[[str], None] | None = None) -> tuple[float
     return _measured[key]
 
 
+def measured() -> list[list]:
+    """The timings this process measured (:func:`timings`), as JSON rows for :func:`remember` in another."""
+    return [[*key, *seconds] for key, seconds in _measured.items()]
+
+
+def remember(rows: list[list]) -> None:
+    """Take timings :func:`measured` gave in another process on this machine as this process's own."""
+    for *key, fp32, bf16 in rows:
+        _measured[tuple(key)] = (fp32, bf16)
+
+
 def train_in_bf16(model: Any) -> bool:
     """Whether to train ``model`` under bf16 autocast here (:func:`choose`, without the reason)."""
     return choose(model)[0]
