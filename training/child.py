@@ -1,16 +1,20 @@
-"""A training run or a pytest session in a child process, its output relayed line by line as it comes.
+"""Training runs and pytest sessions in child processes, their output relayed line by line as it comes.
 
 The demo trains each model in a process of its own: the same PAFT run took 1.2-1.35× as long a step in the
 demo's process, after the SFT had trained there, as in a fresh one (docs/experiments.md), and a process's
-memory goes back to the system when it ends. The child is ``python -m training.child CONFIG``: the run's
-options and the precision timings this process already measured for its model, so that the child does not
-time them again.
+memory goes back to the system when it ends. A child is ``python -m training.child SPEC``: the run's options
+and the precision timings this process already measured for its model, so that it does not time them again.
+Two runs can train side by side, a thread each (:func:`side_by_side`): a training step of a small model ran about
+as fast on one thread as on two here, its process keeping the CPUs a third idle (docs/experiments.md). A child
+ends with its parent, so that a killed demo leaves no run training on into the folder its rerun resumes.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -19,61 +23,114 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from training import cpu
+from training import cpu, memory
 
 HEARTBEAT = 30.0
-"""Seconds of silence from the child after which the parent says it is still running."""
+"""Seconds of silence from the children after which the parent says they are still running."""
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+MEMORY_MARGIN = 1.25
+"""Runs train side by side only where the machine has this much more memory available than their peaks."""
 
 
-def relay(
-    argv: Sequence[str], line: Callable[[str], None], quiet: Callable[[float], None], cwd: Path | None = None,
-) -> int:  # fmt: skip
-    """Run ``python -u ARGV`` (this interpreter), each line it prints (stdout and stderr) given to ``line`` as it
-    comes, ``quiet`` told the seconds so far after each :data:`HEARTBEAT` of silence; its exit code. The child
-    is killed if this process is interrupted while it runs."""
-    lines: queue.Queue[str | None] = queue.Queue()
-    with subprocess.Popen(
-        [sys.executable, "-u", *argv], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd,
-        bufsize=1, env=cpu.child_environment(),
-    ) as process:  # fmt: skip
-        assert process.stdout is not None
-        threading.Thread(target=_pump, args=(process.stdout, lines), daemon=True).start()
-        start = time.perf_counter()
-        try:
-            while True:
-                try:
-                    text = lines.get(timeout=HEARTBEAT)
-                except queue.Empty:
-                    quiet(time.perf_counter() - start)
-                    continue
-                if text is None:
-                    break
-                line(text.rstrip("\n"))
-        except BaseException:
+def relay_all(
+    commands: Sequence[Sequence[str]], line: Callable[[int, str], None], quiet: Callable[[float], None],
+    cwd: Path | None = None,
+) -> list[int]:  # fmt: skip
+    """Run ``python -u ARGV`` (this interpreter) for each of ``commands`` at once, each line they print (stdout
+    and stderr) given to ``line`` with its command's index as it comes, ``quiet`` told the seconds so far after
+    each :data:`HEARTBEAT` of silence; their exit codes. The children are killed if this process is interrupted
+    while they run."""
+    lines: queue.Queue[tuple[int, str | None]] = queue.Queue()
+    processes = []
+    try:
+        for index, argv in enumerate(commands):
+            process = subprocess.Popen(
+                [sys.executable, "-u", *argv], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                cwd=cwd, bufsize=1, env=cpu.child_environment(), preexec_fn=_end_with(os.getpid()),
+            )  # fmt: skip
+            processes.append(process)
+            threading.Thread(target=_pump, args=(index, process.stdout, lines), daemon=True).start()
+        start, running = time.perf_counter(), len(processes)
+        while running:
+            try:
+                index, text = lines.get(timeout=HEARTBEAT)
+            except queue.Empty:
+                quiet(time.perf_counter() - start)
+                continue
+            if text is None:
+                running -= 1
+            else:
+                line(index, text.rstrip("\n"))
+    except BaseException:
+        for process in processes:
             process.kill()
-            raise
-    return process.returncode
+        raise
+    finally:
+        for process in processes:
+            process.wait()
+            process.stdout.close()
+    return [process.returncode for process in processes]
 
 
-def _pump(stream: Any, lines: queue.Queue) -> None:
+def relay(argv: Sequence[str], line: Callable[[str], None], quiet: Callable[[float], None],
+          cwd: Path | None = None) -> int:  # fmt: skip
+    """:func:`relay_all` for one command: its exit code."""
+    return relay_all([argv], lambda _, text: line(text), quiet, cwd)[0]
+
+
+def _end_with(parent: int) -> Callable[[], None] | None:
+    """What a child runs before its program so that it ends when ``parent`` does, killed or not, instead of
+    training on into the folder a rerun resumes (Linux: ``PR_SET_PDEATHSIG``); ``None`` elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+
+    def end_with_parent() -> None:
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # it ended before the line above
+            os._exit(1)
+
+    return end_with_parent
+
+
+def _pump(index: int, stream: Any, lines: queue.Queue) -> None:
     for text in stream:
-        lines.put(text)
-    lines.put(None)
+        lines.put((index, text))
+    lines.put((index, None))
 
 
-def train(cfg: Any, label: str, say: Callable[[str], None]) -> Path:
-    """Train the SFT run ``cfg`` (an ``SFTConfig``) in a child process, its output shown as the run's own; the
-    run's folder. A child that fails raises a ``RuntimeError`` (its traceback was shown)."""
+def side_by_side(runs: int, peak_bytes: int | None) -> int:
+    """The CPU threads each of ``runs`` training runs gets when they train at once, each expected to peak at
+    ``peak_bytes`` of memory; 0 where they should train one after the other: fewer CPUs than runs, or less memory
+    available than their peaks with :data:`MEMORY_MARGIN` (or either unknown)."""
+    cpus, available = cpu.available_cpus(), memory.available_bytes()
+    if runs < 2 or cpus < runs or peak_bytes is None or available is None:
+        return 0
+    return cpus // runs if available >= MEMORY_MARGIN * runs * peak_bytes else 0
+
+
+def train(runs: Sequence[tuple[str, Any]], say: Callable[[str], None]) -> list[Path]:
+    """Train the SFT runs ``(label, SFTConfig)`` at once, each in a child process, their output shown as the runs'
+    own (each line after its run's label where there are several); the runs' folders. A child that fails raises a
+    ``RuntimeError`` once all have ended (its traceback was shown)."""
     from training import precision
 
-    spec = json.dumps({"config": cfg.to_dict(), "precision": precision.measured()})
-    code = relay(
-        ["-m", "training.child", spec], lambda text: print(text, file=sys.stderr, flush=True),
-        lambda seconds: say(f"{label}: training, {seconds:.0f} s"),
-    )  # fmt: skip
-    if code != 0:
-        raise RuntimeError(f"{label}: the training process exited {code} (its output is above)")
-    return Path(cfg.out)
+    timings = precision.measured()
+    commands = [
+        ["-m", "training.child", json.dumps({"config": cfg.to_dict(), "precision": timings})] for _, cfg in runs
+    ]
+    labels = [label for label, _ in runs]
+
+    def line(index: int, text: str) -> None:
+        print(f"{labels[index]} | {text}" if len(runs) > 1 else text, file=sys.stderr, flush=True)
+
+    codes = relay_all(commands, line, lambda seconds: say(f"{', '.join(labels)}: training, {seconds:.0f} s"))
+    failed = [f"{label} exited {code}" for label, code in zip(labels, codes, strict=True) if code != 0]
+    if failed:
+        raise RuntimeError(f"the training process of {', '.join(failed)} (its output is above)")
+    return [Path(cfg.out) for _, cfg in runs]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import os
 import resource
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from training import memory
 from training.config import SFTConfig
 
 EPISODE_STEPS = 0.12
@@ -62,6 +62,8 @@ class Clock:
     started: float = field(default_factory=time.perf_counter)
     cpu_started: float = field(default_factory=lambda: _cpu_seconds())
     machine_started: float | None = field(default_factory=lambda: machine_busy_seconds())
+    side_by_side: dict[str, int] = field(default_factory=dict)
+    """Phases whose runs trained at once: the sum of their peak memory, in bytes."""
 
     def plan(self, expected: dict[str, float]) -> None:
         for name, seconds in expected.items():
@@ -87,6 +89,10 @@ class Clock:
         self.say(f"— {name}: {phase.measured_s / 60:.1f} min{planned}; {load} —")
         return result
 
+    def together(self, name: str, peak_bytes: int) -> None:
+        """Phase ``name`` ran processes at once that peaked at ``peak_bytes`` together (at most)."""
+        self.side_by_side[name] = peak_bytes
+
     def report(self) -> str:
         """The plan beside what was measured, peak memory, load and the CPU share this run got."""
         wall = time.perf_counter() - self.started
@@ -97,7 +103,10 @@ class Clock:
             lines.append(f"  {p.name:<28} {expected} / {measured}")
         lines.append(f"  {'total':<28} {sum(p.expected_s for p in self.phases.values()) / 60:4.1f} min / "
                      f"{wall / 60:.1f} min")  # fmt: skip
-        lines.append(f"peak memory: {peak_rss_gib():.1f} GiB (this process or its largest child)")
+        peak = f"peak memory: {peak_rss_gib():.1f} GiB (this process or its largest child)"
+        for name, together in self.side_by_side.items():
+            peak += f"; {name}, side by side: at most {together / 2**30:.1f} GiB together"
+        lines.append(peak)
         capacity = max(wall, 1e-9) * (os.cpu_count() or 1)
         own = _cpu_seconds() - self.cpu_started
         load = os.getloadavg()
@@ -136,9 +145,7 @@ def machine_busy_seconds() -> float | None:
 
 def peak_rss_gib() -> float:
     """The larger of this process's and its largest finished child's peak resident memory, in GiB."""
-    scale = 1 if sys.platform == "darwin" else 1024  # bytes on macOS, kB on Linux
-    peak = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    return peak * scale / 2**30
+    return max(memory.peak_rss_bytes(), memory.peak_rss_bytes(children=True)) / 2**30
 
 
 def cpu_name() -> str:

@@ -107,7 +107,7 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
              show: Any) -> dict[str, Any]:  # fmt: skip
     """Run the loop in ``root`` and return what the table, figure and summary need."""
     from sandbox.evaluation.report import Report
-    from training.runs import META_FILE
+    from training.runs import META_FILE, read_meta
 
     suite = demo_gate.write_suite(root / "gate", plan.families, plan.gate, plan.n, plan.examples)
     say(f"the gate's suite is {suite} (its gate in {suite.parent / 'pyproject.toml'}): read it, rerun it")
@@ -169,12 +169,24 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
     cont_cfg = SFTConfig(out=str(root / "sft-continued"), **{**common, "episodes": total})
 
     def arms() -> tuple[Path, Path]:
-        paths = []
+        todo = []
         for label, cfg in (("PAFT", paft_cfg), ("SFT-continued", cont_cfg)):
             data = f" ({summary['rows']} of them the failures' rows)" if cfg.rows else " (clean episodes)"
             say(f"{label}: {cfg.steps} steps × {cfg.batch_size} episodes from {sft_label}{data}")
-            paths.append(_fit(cfg, label, say, plan.retrain, after=rows_file))  # the rows came after SFT
-        return paths[0], paths[1]
+            if not _reused(cfg, label, say, plan.retrain, after=rows_file):  # the rows came after SFT
+                todo.append((label, cfg))
+        threads = child.side_by_side(len(todo), read_meta(sft).get("peak_rss_bytes"))
+        if threads:
+            say(f"{' and '.join(label for label, _ in todo)} train side by side, {threads} CPU thread"
+                f"{'s' * (threads > 1)} each, on the same machine at the same time")  # fmt: skip
+            for _, cfg in todo:
+                cfg.threads = threads
+            child.train(todo, say)
+            clock.together("PAFT and SFT-continued", sum(read_meta(Path(cfg.out))["peak_rss_bytes"] for _, cfg in todo))
+        else:
+            for run in todo:
+                child.train([run], say)
+        return Path(paft_cfg.out), Path(cont_cfg.out)
 
     paft, cont = clock.run("PAFT and SFT-continued", arms)
 
@@ -192,18 +204,25 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
     return out
 
 
-def _fit(cfg: SFTConfig, label: str, say: Any, retrain: bool, after: Path | None = None) -> Path:
-    """Train ``cfg`` in a process of its own (``training.child``), or reuse the finished run in its folder: one of
-    these options, newer than ``after`` (what it starts from). A finished run of other options, an older one or
-    ``retrain`` is replaced; an unfinished one of these options resumes from its checkpoints."""
+def _fit(cfg: SFTConfig, label: str, say: Any, retrain: bool) -> Path:
+    """Train ``cfg`` in a process of its own (``training.child``), unless :func:`_reused`; its folder."""
+    if not _reused(cfg, label, say, retrain):
+        child.train([(label, cfg)], say)
+    return Path(cfg.out)
+
+
+def _reused(cfg: SFTConfig, label: str, say: Any, retrain: bool, after: Path | None = None) -> bool:
+    """Whether the finished run in ``cfg.out`` is reused: one of these options, newer than ``after`` (what it
+    starts from). Otherwise ``cfg`` is set to replace a finished run of other options, an older one or any with
+    ``retrain``, and to resume an unfinished one of these options from its checkpoints."""
     from training.runs import META_FILE, finished_run
 
     out = Path(cfg.out)
     if not retrain and finished_run(out, cfg.to_dict()) and (after is None or _newer(out / META_FILE, after)):
         say(f"{label}: reusing {out}, a finished run of these options (--retrain starts over)")
-        return out
+        return True
     cfg.resume, cfg.overwrite = not retrain, True  # the demo owns its folder
-    return child.train(cfg, label, say)
+    return False
 
 
 def trained_steps(model: Path) -> int:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from training import cpu, precision, runs
+from training import cpu, memory, precision, runs
 from training.config import TrainConfig
 from training.progress import StepProgress
 
@@ -173,10 +173,12 @@ class Loop:
 
     def finish(self, model: Any, tokenizer: Any, meta: dict) -> Path:
         """The final model exported into ``cfg.out`` (marked finished by its metadata, which gets the run's
-        segments), checkpoints removed."""
+        segments and this process's peak memory), checkpoints removed."""
         out = Path(self.cfg.out)
         if self.main:
-            runs.export(model, tokenizer, out, {**meta, "segments": self.segments})
+            runs.export(
+                model, tokenizer, out, {**meta, "segments": self.segments, "peak_rss_bytes": memory.peak_rss_bytes()}
+            )
             runs.clear_checkpoints(out)
         return out
 

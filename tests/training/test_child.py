@@ -1,8 +1,11 @@
-"""A training run in a child process: its output relayed as it comes, the precision this process measured
-given to it, and a failure raised."""
+"""Training runs in child processes: their output relayed as it comes, side by side where the machine has room,
+the precision this process measured given to them, a failure raised, and a child that ends with its parent."""
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,30 +33,80 @@ def test_relay_gives_each_line_as_it_comes_and_says_when_the_child_is_quiet(tmp_
     assert lines == ["first", "second"]
 
 
-def test_a_training_in_a_child_takes_the_precision_measured_here_and_finishes(tiny_base, tmp_path, monkeypatch, capsys):
+def test_relay_all_runs_its_commands_at_once_and_tells_whose_line_each_is():
+    both = "import sys; print(sys.argv[1], flush=True); sys.exit(int(sys.argv[1]))"
+    lines: list[tuple[int, str]] = []
+    codes = child.relay_all([["-c", both, "0"], ["-c", both, "4"]], lambda i, t: lines.append((i, t)), print)
+    assert codes == [0, 4] and sorted(lines) == [(0, "0"), (1, "4")]
+
+
+def test_a_child_ends_when_its_parent_is_killed(tmp_path):
+    import psutil
+
+    parent = (
+        "import sys; from training import child\n"
+        "child.relay(['-c', 'import os, time; print(os.getpid(), flush=True); time.sleep(600)'],"
+        " lambda line: print(line, flush=True), lambda s: None)\n"
+    )
+    process = subprocess.Popen([sys.executable, "-c", parent], stdout=subprocess.PIPE, text=True)
+    pid = int(process.stdout.readline())  # the child runs: it printed its pid
+    process.kill()
+    process.wait()
+    with contextlib.suppress(psutil.NoSuchProcess):
+        psutil.Process(pid).wait(timeout=60)  # ends at once; the bound only keeps a failure from hanging
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+@pytest.mark.parametrize(
+    ("cpus", "available", "peak", "threads"),
+    [(2, 10, 3, 1), (4, 10, 3, 2), (2, 7, 3, 0), (1, 10, 3, 0), (2, 10, None, 0), (2, None, 3, 0)],
+)
+def test_runs_train_side_by_side_only_with_a_cpu_each_and_the_memory_for_both(monkeypatch, cpus, available, peak,
+                                                                              threads):  # fmt: skip
+    from training import cpu, memory
+
+    gib = lambda n: None if n is None else n * 2**30
+    monkeypatch.setattr(cpu, "available_cpus", lambda: cpus)
+    monkeypatch.setattr(memory, "available_bytes", lambda: gib(available))
+    assert child.side_by_side(2, gib(peak)) == threads
+    assert child.side_by_side(1, gib(peak)) == 0
+
+
+def test_the_memory_this_machine_reports():
+    from training import memory
+
+    assert memory.peak_rss_bytes() > 2**20
+    available = memory.available_bytes()
+    assert available is None if not memory.MEMINFO.exists() else available > 0
+
+
+def test_trainings_side_by_side_take_the_precision_measured_here_and_finish(tiny_base, tmp_path, monkeypatch, capsys):
     from training import precision
     from training.config import SFTConfig
     from training.loop import load_model
-    from training.runs import finished_run
+    from training.runs import finished_run, read_meta
 
     if not precision.cpu_computes_bf16():
         pytest.skip("this CPU has no bf16 instructions: a run chooses fp32 without timing")
-    cfg = SFTConfig(out=str(tmp_path / "sft"), base=str(tiny_base), steps=1, batch_size=1, episodes=1, threads=1,
-                    save_every=0, task_families=["phone"])  # fmt: skip
+    cfg = lambda name: SFTConfig(out=str(tmp_path / name), base=str(tiny_base), steps=1, batch_size=1, episodes=1,
+                                 threads=1, save_every=0, task_families=["phone"])  # fmt: skip
     monkeypatch.setattr(precision, "_measured", {})
     monkeypatch.setattr(precision, "pass_seconds", lambda model: (1.0, 0.1))  # no real pass is 10× as fast in bf16
-    precision.timings(load_model(cfg, Path(cfg.base))[0])
+    precision.timings(load_model(cfg("a"), Path(tiny_base))[0])
 
-    out = child.train(cfg, "SFT", lambda message: None)
+    runs = [("A", cfg("a")), ("B", cfg("b"))]
+    outs = child.train(runs, lambda message: None)
     err = capsys.readouterr().err
-    assert "10.00× as fast in bf16" in err and "timing a training pass" not in err, err
-    assert finished_run(out, cfg.to_dict())
+    for (label, run), out in zip(runs, outs, strict=True):
+        assert f"{label} | openagent train: precision bf16 autocast: a training pass measured 10.00× as fast" in err
+        assert finished_run(out, run.to_dict()) and read_meta(out)["peak_rss_bytes"] > 2**20
+    assert "timing a training pass" not in err, err
 
 
 def test_a_training_that_fails_in_its_child_raises(tiny_base, tmp_path, capsys):
     from training.config import SFTConfig
 
     cfg = SFTConfig(out=str(tmp_path / "sft"), base=str(tmp_path / "no-such-model"), steps=1, threads=1)
-    with pytest.raises(RuntimeError, match="SFT: the training process exited 1"):
-        child.train(cfg, "SFT", lambda message: None)
+    with pytest.raises(RuntimeError, match="the training process of SFT exited 1"):
+        child.train([("SFT", cfg)], lambda message: None)
     assert "no-such-model" in capsys.readouterr().err
