@@ -101,14 +101,19 @@ def _pump(index: int, stream: Any, lines: queue.Queue) -> None:
     lines.put((index, None))
 
 
-def side_by_side(runs: int, peak_bytes: int | None) -> int:
+def side_by_side(runs: int, peak_bytes: int | None) -> tuple[int, str]:
     """The CPU threads each of ``runs`` training runs gets when they train at once, each expected to peak at
-    ``peak_bytes`` of memory; 0 where they should train one after the other: fewer CPUs than runs, or less memory
-    available than their peaks with :data:`MEMORY_MARGIN` (or either unknown)."""
+    ``peak_bytes`` of memory, and why in words; 0 threads where they should train one after the other: fewer CPUs
+    than runs, or less memory available than their peaks with :data:`MEMORY_MARGIN` (or either unknown)."""
     cpus, available = cpu.available_cpus(), memory.available_bytes()
-    if runs < 2 or cpus < runs or peak_bytes is None or available is None:
-        return 0
-    return cpus // runs if available >= MEMORY_MARGIN * runs * peak_bytes else 0
+    if runs < 2 or cpus < runs:
+        return 0, f"{cpus} CPU{'s' * (cpus != 1)} for {runs} run{'s' * (runs != 1)}"
+    if peak_bytes is None or available is None:
+        return 0, "the memory they need or the memory available is not known"
+    need = MEMORY_MARGIN * runs * peak_bytes
+    gib = lambda n: f"{n / 2**30:.1f} GiB"
+    why = f"{runs} runs of about {gib(peak_bytes)} each need {gib(need)} with a margin; {gib(available)} available"
+    return (cpus // runs if available >= need else 0), why
 
 
 def train(runs: Sequence[tuple[str, Any]], say: Callable[[str], None]) -> list[Path]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from training import memory
+from training import cpu, memory
 from training.config import SFTConfig
 
 EPISODE_STEPS = 0.12
@@ -88,6 +88,12 @@ class Clock:
         load = f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
         self.say(f"— {name}: {phase.measured_s / 60:.1f} min{planned}; {load} —")
         return result
+
+    def scale(self, name: str, factor: float) -> float:
+        """Multiply phase ``name``'s expected seconds by ``factor`` (the plan learnt how it will run); the new ones."""
+        phase = self.phases.setdefault(name, Phase(name, 0.0))
+        phase.expected_s *= factor
+        return phase.expected_s
 
     def together(self, name: str, peak_bytes: int) -> None:
         """Phase ``name`` ran processes at once that peaked at ``peak_bytes`` together (at most)."""
@@ -174,6 +180,7 @@ def probe_step_seconds(cfg: SFTConfig, say: Callable[[str], None]) -> tuple[floa
     seconds = bf16 if use_bf16 else fp32
     rate = precision.PROBE_TOKENS / seconds
     del model
+    cpu.release_freed_memory()  # the demo's process trains nothing more: its children get the memory
     step = PROBE_TO_STEP * STEP_TOKENS / rate
     precision_name = "bf16" if use_bf16 else "fp32"
     return step, f"a training pass of the base with its adapters ran {rate:.0f} tokens/s in {precision_name}"

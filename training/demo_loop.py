@@ -39,9 +39,13 @@ SESSION_S = 15.0
 """Seconds a gate session on a checkpoint spends besides its episodes (pytest, the plugin, the model loaded)."""
 CHECK_STEPS = 2.2
 """A check's cost in training steps (20 short dev episodes, greedy: 33 s against 14.8 s a step, session 40)."""
-ARM_STEPS = 1.4
-"""An arm's step against an SFT step: PAFT 1.5 (its perturbed rows share less of their prefix), SFT-continued
-1.3, in the default demos of sessions 39 and 40."""
+ARM_STEPS = 0.75
+"""An arm's step against an SFT step, each training in a process of its own: PAFT 0.85 (its failures' rows carry
+other tool specs, so they share less of their prefix), SFT-continued 0.5 (session 41's default demo; the SFT's own
+step carries its checks and its 50 steps' share of the machine's drift)."""
+SIDE_BY_SIDE = 0.7
+"""The arms' seconds side by side, a thread each, against one after the other with all the CPUs each: 143 s
+against 207 (``benchmarks/bench_side_by_side.py``, 4 steps each, session 41)."""
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,7 @@ def expected_seconds(plan: LoopPlan, step_s: float) -> dict[str, float]:
         "from-report": 10.0,
     }
     if plan.train_arms:
-        phases["PAFT and SFT-continued"] = 2 * (plan.more_steps * ARM_STEPS * step_s + 20)
+        phases["PAFT and SFT-continued"] = 2 * (plan.more_steps * ARM_STEPS * step_s + 20)  # one after the other
         checkpoints = 3 * (episodes * EPISODE_STEPS * step_s + SESSION_S)  # PAFT, SFT-continued, SFT
         phases["gate on a fresh sample"] = checkpoints + 10  # and the oracle's and the static baseline's sessions
     return phases
@@ -175,15 +179,19 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
             say(f"{label}: {cfg.steps} steps × {cfg.batch_size} episodes from {sft_label}{data}")
             if not _reused(cfg, label, say, plan.retrain, after=rows_file):  # the rows came after SFT
                 todo.append((label, cfg))
-        threads = child.side_by_side(len(todo), read_meta(sft).get("peak_rss_bytes"))
+        threads, why = child.side_by_side(len(todo), read_meta(sft).get("peak_rss_bytes"))
+        names = " and ".join(label for label, _ in todo)
         if threads:
-            say(f"{' and '.join(label for label, _ in todo)} train side by side, {threads} CPU thread"
-                f"{'s' * (threads > 1)} each, on the same machine at the same time")  # fmt: skip
             for _, cfg in todo:
                 cfg.threads = threads
+            expected = clock.scale("PAFT and SFT-continued", SIDE_BY_SIDE)
+            say(f"{names} train side by side, {threads} CPU thread{'s' * (threads > 1)} each ({why}); the plan for "
+                f"them now: about {expected / 60:.1f} min")  # fmt: skip
             child.train(todo, say)
             clock.together("PAFT and SFT-continued", sum(read_meta(Path(cfg.out))["peak_rss_bytes"] for _, cfg in todo))
         else:
+            if len(todo) > 1:
+                say(f"{names} train one after the other, not side by side: {why}")
             for run in todo:
                 child.train([run], say)
         return Path(paft_cfg.out), Path(cont_cfg.out)
@@ -204,9 +212,9 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
     return out
 
 
-def _fit(cfg: SFTConfig, label: str, say: Any, retrain: bool) -> Path:
+def _fit(cfg: SFTConfig, label: str, say: Any, retrain: bool, after: Path | None = None) -> Path:
     """Train ``cfg`` in a process of its own (``training.child``), unless :func:`_reused`; its folder."""
-    if not _reused(cfg, label, say, retrain):
+    if not _reused(cfg, label, say, retrain, after):
         child.train([(label, cfg)], say)
     return Path(cfg.out)
 

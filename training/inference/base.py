@@ -10,12 +10,14 @@ half-written base behind.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from sandbox.errors import UsageError
@@ -81,7 +83,8 @@ def prepare_default_base(force: bool = False, quiet: bool = False) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     os.chmod(tmp, 0o755)  # mkdtemp makes it private; the cache is an ordinary folder
     try:
-        _convert(source, tmp)
+        with _no_bars():
+            _convert(source, tmp)
         if force and target.exists():
             shutil.rmtree(target)
         try:
@@ -133,6 +136,26 @@ def _convert(source: Path | None, out: Path) -> None:
         "source": str(source) if source else f"hub:{HUB_ID}",
     }
     (out / MARKER).write_text(json.dumps(marker, indent=2) + "\n")
+
+
+@contextlib.contextmanager
+def _no_bars() -> Iterator[None]:
+    """No progress bars while the base converts (two seconds of carriage returns in a log): transformers' own, and
+    its GGUF reader's bar per tensor, which is tqdm's directly and which ``disable_progress_bar`` does not reach."""
+    import functools
+
+    from transformers import modeling_gguf_pytorch_utils as reader
+    from transformers.utils import logging
+
+    bar, shown = reader.tqdm, logging.is_progress_bar_enabled()
+    reader.tqdm = functools.partial(bar, disable=True)
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        reader.tqdm = bar
+        if shown:
+            logging.enable_progress_bar()
 
 
 def _plain_copy(loaded):
