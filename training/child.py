@@ -68,7 +68,8 @@ def relay_all(
     finally:
         for process in processes:
             process.wait()
-            process.stdout.close()
+            if process.stdout is not None:
+                process.stdout.close()
     return [process.returncode for process in processes]
 
 

@@ -111,7 +111,7 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
              show: Any) -> dict[str, Any]:  # fmt: skip
     """Run the loop in ``root`` and return what the table, figure and summary need."""
     from sandbox.evaluation.report import Report
-    from training.runs import META_FILE, read_meta
+    from training.runs import META_FILE
 
     suite = demo_gate.write_suite(root / "gate", plan.families, plan.gate, plan.n, plan.examples)
     say(f"the gate's suite is {suite} (its gate in {suite.parent / 'pyproject.toml'}): read it, rerun it")
@@ -179,7 +179,7 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
             say(f"{label}: {cfg.steps} steps × {cfg.batch_size} episodes from {sft_label}{data}")
             if not _reused(cfg, label, say, plan.retrain, after=rows_file):  # the rows came after SFT
                 todo.append((label, cfg))
-        threads, why = child.side_by_side(len(todo), read_meta(sft).get("peak_rss_bytes"))
+        threads, why = child.side_by_side(len(todo), _peak_bytes(sft))
         names = " and ".join(label for label, _ in todo)
         if threads:
             for _, cfg in todo:
@@ -188,7 +188,7 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
             say(f"{names} train side by side, {threads} CPU thread{'s' * (threads > 1)} each ({why}); the plan for "
                 f"them now: about {expected / 60:.1f} min")  # fmt: skip
             child.train(todo, say)
-            clock.together("PAFT and SFT-continued", sum(read_meta(Path(cfg.out))["peak_rss_bytes"] for _, cfg in todo))
+            clock.together("PAFT and SFT-continued", sum(_peak_bytes(Path(cfg.out)) or 0 for _, cfg in todo))
         else:
             if len(todo) > 1:
                 say(f"{names} train one after the other, not side by side: {why}")
@@ -241,6 +241,13 @@ def trained_steps(model: Path) -> int:
     if meta is None:
         raise RuntimeError(f"{model}: no finished training there")
     return int(meta["steps"])
+
+
+def _peak_bytes(model: Path) -> int | None:
+    """The peak memory of the process that finished the training in ``model``, if its metadata records it."""
+    from training.runs import read_meta
+
+    return (read_meta(model) or {}).get("peak_rss_bytes")
 
 
 def _rows(report: Path, rows: Path, seed: int, say: Any) -> dict[str, Any]:
