@@ -1,12 +1,11 @@
 """Training runs and pytest sessions in child processes, their output relayed line by line as it comes.
 
-The demo trains each model in a process of its own: the same PAFT run took 1.2-1.35× as long a step in the
-demo's process, after the SFT had trained there, as in a fresh one (docs/experiments.md), and a process's
-memory goes back to the system when it ends. A child is ``python -m training.child SPEC``: the run's options
-and the precision timings this process already measured for its model, so that it does not time them again.
-Two runs can train side by side, a thread each (:func:`side_by_side`): a training step of a small model ran about
-as fast on one thread as on two here, its process keeping the CPUs a third idle (docs/experiments.md). A child
-ends with its parent, so that a killed demo leaves no run training on into the folder its rerun resumes.
+The demo trains each model in a process of its own: a fresh process trained the same steps faster than the demo's
+after the SFT had trained there, and hands its memory back when it ends (docs/experiments.md). A child is
+``python -m training.child SPEC``: the run's options and the precision timings this process already measured for
+its model, so that it does not time them again. Two runs can train side by side, a thread each
+(:func:`side_by_side`), on the CPU a training step of a small model leaves idle. A child ends with its parent, so
+that a killed demo leaves no run training on into the folder its rerun resumes.
 """
 
 from __future__ import annotations
