@@ -104,8 +104,13 @@ def _pump(index: int, stream: Any, lines: queue.Queue) -> None:
 def side_by_side(runs: int, peak_bytes: int | None) -> tuple[int, str]:
     """The CPU threads each of ``runs`` training runs gets when they train at once, each expected to peak at
     ``peak_bytes`` of memory, and why in words; 0 threads where they should train one after the other: fewer CPUs
-    than runs, or less memory available than their peaks with :data:`MEMORY_MARGIN` (or either unknown)."""
+    than runs, less memory available than their peaks with :data:`MEMORY_MARGIN` (or either unknown), or a GPU
+    (whose memory this does not weigh)."""
+    import torch
+
     cpus, available = cpu.available_cpus(), memory.available_bytes()
+    if torch.cuda.is_available():
+        return 0, "they train on the GPU"
     if runs < 2 or cpus < runs:
         return 0, f"{cpus} CPU{'s' * (cpus != 1)} for {runs} run{'s' * (runs != 1)}"
     if peak_bytes is None or available is None:

@@ -65,11 +65,19 @@ def test_runs_train_side_by_side_only_with_a_cpu_each_and_the_memory_for_both(mo
                                                                               threads):  # fmt: skip
     from training import cpu, memory
 
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     gib = lambda n: None if n is None else n * 2**30
     monkeypatch.setattr(cpu, "available_cpus", lambda: cpus)
     monkeypatch.setattr(memory, "available_bytes", lambda: gib(available))
     assert child.side_by_side(2, gib(peak))[0] == threads
     assert child.side_by_side(1, gib(peak))[0] == 0
+
+
+def test_runs_on_a_gpu_train_one_after_the_other(monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert child.side_by_side(2, 2**30) == (0, "they train on the GPU")
 
 
 def test_the_memory_this_machine_reports():
