@@ -80,12 +80,10 @@ def relay(argv: Sequence[str], line: Callable[[str], None], quiet: Callable[[flo
 
 def _end_with(parent: int) -> Callable[[], None] | None:
     """What a child runs before its program so that it ends when ``parent`` does, killed or not, instead of
-    training on into the folder a rerun resumes (Linux: ``PR_SET_PDEATHSIG``); ``None`` elsewhere."""
-    if not sys.platform.startswith("linux"):
+    training on into the folder a rerun resumes (Linux: ``PR_SET_PDEATHSIG``); ``None`` without glibc."""
+    libc = cpu.glibc()
+    if libc is None:
         return None
-    import ctypes
-
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
 
     def end_with_parent() -> None:
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
@@ -108,9 +106,9 @@ def side_by_side(runs: int, peak_bytes: int | None) -> tuple[int, str]:
     (whose memory this does not weigh)."""
     import torch
 
-    cpus, available = cpu.available_cpus(), memory.available_bytes()
     if torch.cuda.is_available():
         return 0, "they train on the GPU"
+    cpus, available = cpu.available_cpus(), memory.available_bytes()
     if runs < 2 or cpus < runs:
         return 0, f"{cpus} CPU{'s' * (cpus != 1)} for {runs} run{'s' * (runs != 1)}"
     if peak_bytes is None or available is None:

@@ -23,11 +23,13 @@ against two, 6e-7 apart in fp32 and 2% in bf16 autocast; the tiny test models' m
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sandbox.errors import UsageError
 
@@ -89,14 +91,9 @@ def keep_freed_memory() -> bool:
     training step frees and reallocates its activations (hundreds of MB) every step, and returning them costs a
     page fault per 4 KiB at the next step (``benchmarks/bench_malloc.py`` measures it). Whether it was set (glibc
     on Linux only)."""
-    if not sys.platform.startswith("linux"):
-        return False
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
-        return False  # another C library (musl): its own policy stands
+    libc = glibc()
+    if libc is None:
+        return False  # another C library (musl) or system: its own policy stands
     return bool(libc.mallopt(M_MMAP_THRESHOLD, KEEP_BYTES)) and bool(libc.mallopt(M_TRIM_THRESHOLD, 2 * KEEP_BYTES))
 
 
@@ -104,16 +101,28 @@ def release_freed_memory() -> bool:
     """Hand back to the kernel the freed memory :func:`keep_freed_memory` lets malloc keep (``malloc_trim``): for a
     process done with training that goes on running, as the demo does after its probe (1.8 of 2.2 GiB there).
     Whether it could (glibc on Linux only)."""
-    if not sys.platform.startswith("linux"):
-        return False
-    import ctypes
     import gc
 
-    gc.collect()
-    try:
-        return bool(ctypes.CDLL("libc.so.6").malloc_trim(0))
-    except (OSError, AttributeError):
+    libc = glibc()
+    if libc is None:
         return False
+    gc.collect()
+    return bool(libc.malloc_trim(0))
+
+
+@functools.cache
+def glibc() -> Any:
+    """Linux's C library through ``ctypes`` (``mallopt``, ``malloc_trim``, ``prctl``), or ``None`` where this
+    process has none (another system, or musl, which lacks those)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return None
+    return libc if hasattr(libc, "malloc_trim") else None
 
 
 def available_cpus() -> int:
