@@ -18,64 +18,104 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from training import cpu, memory
 
 HEARTBEAT = 30.0
 """Seconds of silence from the children after which the parent says they are still running."""
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+class Ended(NamedTuple):
+    """How a child ended: its exit code and its peak resident memory in bytes (``None`` where not known)."""
+
+    code: int
+    peak_bytes: int | None
+
+
 MEMORY_MARGIN = 1.25
 """Runs train side by side only where the machine has this much more memory available than their peaks."""
 
 
+class Command(NamedTuple):
+    """A child to run: ``python -u ARGV`` (this interpreter) in ``cwd``, with ``env`` added to its environment; its
+    lines shown under ``label``."""
+
+    label: str
+    argv: Sequence[str]
+    cwd: Path | None = None
+    env: Mapping[str, str] | None = None
+
+
 def relay_all(
-    commands: Sequence[Sequence[str]], line: Callable[[int, str], None], quiet: Callable[[float], None],
-    cwd: Path | None = None,
-) -> list[int]:  # fmt: skip
-    """Run ``python -u ARGV`` (this interpreter) for each of ``commands`` at once, each line they print (stdout
-    and stderr) given to ``line`` with its command's index as it comes, ``quiet`` told the seconds so far after
-    each :data:`HEARTBEAT` of silence; their exit codes. The children are killed if this process is interrupted
-    while they run."""
+    chains: Sequence[Sequence[Command]], line: Callable[[str, str], None], quiet: Callable[[float], None]
+) -> list[list[Ended]]:  # fmt: skip
+    """Run the commands of each of ``chains`` one after the other, the chains at once, each line a child prints
+    (stdout and stderr) given to ``line`` with its command's label as it comes, ``quiet`` told the seconds so far
+    after each :data:`HEARTBEAT` of silence; how each command ended, chain by chain. The children are killed if this
+    process is interrupted while they run."""
     lines: queue.Queue[tuple[int, str | None]] = queue.Queue()
-    processes = []
+    running: dict[int, subprocess.Popen] = {}  # chain -> its child now
+    ended: list[list[Ended]] = [[] for _ in chains]
+
+    def start(chain: int) -> None:
+        command = chains[chain][len(ended[chain])]
+        process = subprocess.Popen(
+            [sys.executable, "-u", *command.argv], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            cwd=command.cwd, bufsize=1, env={**cpu.child_environment(), **(command.env or {})},
+            preexec_fn=_end_with(os.getpid()),
+        )  # fmt: skip
+        running[chain] = process
+        threading.Thread(target=_pump, args=(chain, process.stdout, lines), daemon=True).start()
+
     try:
-        for index, argv in enumerate(commands):
-            process = subprocess.Popen(
-                [sys.executable, "-u", *argv], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                cwd=cwd, bufsize=1, env=cpu.child_environment(), preexec_fn=_end_with(os.getpid()),
-            )  # fmt: skip
-            processes.append(process)
-            threading.Thread(target=_pump, args=(index, process.stdout, lines), daemon=True).start()
-        start, running = time.perf_counter(), len(processes)
+        for chain, commands in enumerate(chains):
+            if commands:
+                start(chain)
+        began = time.perf_counter()
         while running:
             try:
-                index, text = lines.get(timeout=HEARTBEAT)
+                chain, text = lines.get(timeout=HEARTBEAT)
             except queue.Empty:
-                quiet(time.perf_counter() - start)
+                quiet(time.perf_counter() - began)
                 continue
-            if text is None:
-                running -= 1
-            else:
-                line(index, text.rstrip("\n"))
+            if text is not None:
+                line(chains[chain][len(ended[chain])].label, text.rstrip("\n"))
+                continue
+            process = running.pop(chain)
+            peak = _reap(process)
+            ended[chain].append(Ended(process.returncode, peak))
+            if len(ended[chain]) < len(chains[chain]):
+                start(chain)
     except BaseException:
-        for process in processes:
+        for process in running.values():
             process.kill()
+        for process in running.values():
+            _reap(process)
         raise
-    finally:
-        for process in processes:
-            process.wait()
-            if process.stdout is not None:
-                process.stdout.close()
-    return [process.returncode for process in processes]
+    return ended
 
 
 def relay(argv: Sequence[str], line: Callable[[str], None], quiet: Callable[[float], None],
           cwd: Path | None = None) -> int:  # fmt: skip
     """:func:`relay_all` for one command: its exit code."""
-    return relay_all([argv], lambda _, text: line(text), quiet, cwd)[0]
+    return relay_all([[Command("", argv, cwd)]], lambda _, text: line(text), quiet)[0][0].code
+
+
+def _reap(process: subprocess.Popen) -> int | None:
+    """Wait for ``process`` to end; its peak resident memory in bytes where the system says (``wait4``): at least this
+    process's size when it forked it."""
+    peak = None
+    if process.returncode is None and hasattr(os, "wait4"):
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode, peak = os.waitstatus_to_exitcode(status), usage.ru_maxrss * memory.RSS_UNIT
+    process.wait()
+    if process.stdout is not None:
+        process.stdout.close()
+    return peak
 
 
 def _end_with(parent: int) -> Callable[[], None] | None:
@@ -99,46 +139,55 @@ def _pump(index: int, stream: Any, lines: queue.Queue) -> None:
     lines.put((index, None))
 
 
-def side_by_side(runs: int, peak_bytes: int | None) -> tuple[int, str]:
-    """The CPU threads each of ``runs`` training runs gets when they train at once, each expected to peak at
-    ``peak_bytes`` of memory, and why in words; 0 threads where they should train one after the other: fewer CPUs
-    than runs, less memory available than their peaks with :data:`MEMORY_MARGIN` (or either unknown), or a GPU
-    (whose memory this does not weigh)."""
+def side_by_side(runs: int, peak_bytes: int | None, share_cpus: bool = False) -> tuple[int, str]:
+    """The CPU threads each of ``runs`` processes gets when they run at once, each expected to peak at
+    ``peak_bytes`` of memory, and why in words; 0 threads where they should run one after the other: fewer CPUs
+    than runs (with ``share_cpus``, than two: more runs than CPUs go at once, a thread each), less memory available
+    than their peaks with :data:`MEMORY_MARGIN` (or either unknown), or a GPU (whose memory this does not weigh)."""
     import torch
 
     if torch.cuda.is_available():
-        return 0, "they train on the GPU"
+        return 0, "they run on the GPU"
     cpus, available = cpu.available_cpus(), memory.available_bytes()
-    if runs < 2 or cpus < runs:
+    if runs < 2 or cpus < (2 if share_cpus else runs):
         return 0, f"{cpus} CPU{'s' * (cpus != 1)} for {runs} run{'s' * (runs != 1)}"
     if peak_bytes is None or available is None:
         return 0, "the memory they need or the memory available is not known"
     need = MEMORY_MARGIN * runs * peak_bytes
     gib = lambda n: f"{n / 2**30:.1f} GiB"
     why = f"{runs} runs of about {gib(peak_bytes)} each need {gib(need)} with a margin; {gib(available)} available"
-    return (cpus // runs if available >= need else 0), why
+    return (max(1, cpus // runs) if available >= need else 0), why
+
+
+def training(label: str, cfg: Any) -> Command:
+    """The child that trains the SFT run ``cfg``, given the precision timings this process measured."""
+    from training import precision
+
+    spec = {"config": cfg.to_dict(), "precision": precision.measured()}
+    return Command(label, ["-m", "training.child", json.dumps(spec)])
 
 
 def train(runs: Sequence[tuple[str, Any]], say: Callable[[str], None]) -> list[Path]:
-    """Train the SFT runs ``(label, SFTConfig)`` at once, each in a child process, their output shown as the runs'
-    own (each line after its run's label where there are several); the runs' folders. A child that fails raises a
-    ``RuntimeError`` once all have ended (its traceback was shown)."""
-    from training import precision
-
-    timings = precision.measured()
-    commands = [
-        ["-m", "training.child", json.dumps({"config": cfg.to_dict(), "precision": timings})] for _, cfg in runs
-    ]
+    """Train the SFT runs ``(label, SFTConfig)`` at once, each in a child process (:func:`training`), their output
+    shown as the runs' own (each line after its run's label where there are several); the runs' folders. A child
+    that fails raises a ``RuntimeError`` once all have ended (its traceback was shown)."""
     labels = [label for label, _ in runs]
+    chains = [[training(label, cfg)] for label, cfg in runs]
+    ended = relay_all(chains, labelled(len(runs) > 1), lambda s: say(f"{', '.join(labels)}: training, {s:.0f} s"))
+    check_trained([(label, e[0]) for label, e in zip(labels, ended, strict=True)])
+    return [Path(cfg.out) for _, cfg in runs]
 
-    def line(index: int, text: str) -> None:
-        print(f"{labels[index]} | {text}" if len(runs) > 1 else text, file=sys.stderr, flush=True)
 
-    codes = relay_all(commands, line, lambda seconds: say(f"{', '.join(labels)}: training, {seconds:.0f} s"))
-    failed = [f"{label} exited {code}" for label, code in zip(labels, codes, strict=True) if code != 0]
+def labelled(several: bool) -> Callable[[str, str], None]:
+    """Show a child's line on stderr, after its command's label where ``several`` children run."""
+    return lambda label, text: print(f"{label} | {text}" if several else text, file=sys.stderr, flush=True)
+
+
+def check_trained(ended: Sequence[tuple[str, Ended]]) -> None:
+    """A ``RuntimeError`` naming the training runs ``(label, how it ended)`` whose child failed, if any."""
+    failed = [f"{label} exited {e.code}" for label, e in ended if e.code != 0]
     if failed:
         raise RuntimeError(f"the training process of {', '.join(failed)} (its output is above)")
-    return [Path(cfg.out) for _, cfg in runs]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -4,9 +4,10 @@ measured probe), the minutes each took, peak memory, and where the time went whe
 The cost model: a training step costs the tokens it computes divided by the training pass's tokens per
 second, measured here on the base with its adapters in the precision training will use; an evaluated episode costs
 :data:`EPISODE_STEPS` training steps' worth of that rate (generation re-reads the conversation each turn), an
-episode of a property test (run alone, batch 1) :data:`SEARCH_EPISODE_STEPS`. The ratios were measured on a
-2-core Xeon (docs/experiments.md); a machine whose generation and training differ in another ratio is off
-by that much, which the end of the run shows beside the plan.
+episode of a property test (run alone, batch 1) :data:`SEARCH_EPISODE_STEPS`; more for a checkpoint trained without
+a clean target, whose failing episodes run to the step limit (:data:`YOUNG_EPISODE_STEPS`). The ratios were
+measured on a 2-core Xeon (docs/experiments.md); a machine whose generation and training differ in another ratio
+is off by that much, which the end of the run shows beside the plan.
 """
 
 from __future__ import annotations
@@ -25,11 +26,17 @@ from training.config import SFTConfig
 EPISODE_STEPS = 0.12
 """Seconds of an evaluated episode (batched) per second of a training step of 8 short-family episodes: a gate
 session's fixed measurement of SFT-50 (48 episodes) took about 85 s where a step took 14.8 (the default demo of
-session 40). A young checkpoint's failing episodes run to the step limit and cost more: ``--quick``'s SFT-15
-gate ran about twice its plan (docs/experiments.md)."""
+session 40)."""
 SEARCH_EPISODE_STEPS = 0.075
 """Seconds of a property test's budgeted episode (one at a time) per second of such a step: cheap for the
 episodes the cache holds and for the budget a search leaves unspent (26 s for 24 in the same run)."""
+YOUNG_EPISODE_STEPS = 0.23
+""":data:`EPISODE_STEPS` for a checkpoint trained without a clean target (``--quick``'s SFT-15): half its episodes
+fail and run to the step limit. Its fixed measurement took 71 s for 16 episodes where a step took 19 s (session 41's
+``--quick``)."""
+YOUNG_SEARCH_EPISODE_STEPS = 0.8
+""":data:`SEARCH_EPISODE_STEPS` for such a checkpoint: its property tests spent their whole budget, 6 new episodes
+at the step limit one at a time, about 90 s in the same run."""
 STEP_TOKENS = 6000
 """Tokens a training step of 8 short-family episodes computes (the shared prefix once, the rows packed)."""
 PROBE_TO_STEP = 0.5

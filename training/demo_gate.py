@@ -93,16 +93,40 @@ def run_session(
     """``pytest`` on the suite in ``folder`` against ``agent`` (the fixed measurement at ``seed`` written to
     ``report``), its output shown line by line as it comes; pytest's exit code. Without ``search``, the property
     tests (marked ``openagent``) are deselected: the session measures and gates only."""
+    return run_sessions(folder, [(agent, agent, report)], seed, cache, say, show, search)[0].code
+
+
+def run_sessions(
+    folder: Path, sessions: Sequence[tuple[str, str, Path]], seed: int, cache: Path, say: Callable[[str], None],
+    show: Callable[[str], None], search: bool = True, threads: int = 0,
+) -> list[child.Ended]:  # fmt: skip
+    """:func:`run_session` for each ``(label, agent, report)`` of ``sessions`` at once, each with ``threads`` CPU
+    threads (0: its own choice), each line after its session's label where there are several; how each ended
+    (pytest's exit code, the session's peak memory)."""
+    commands = [session(label, folder, agent, report, seed, cache, say, search, threads)
+                for label, agent, report in sessions]  # fmt: skip
+    several = len(sessions) > 1
+    running = f"gate sessions on {', '.join(c.label for c in commands)}" if several else "gate session"
+    ended = child.relay_all(
+        [[command] for command in commands], lambda label, line: show("  | " + f"{label} | " * several + line),
+        lambda seconds: say(f"{running} running, {seconds:.0f} s (pytest prints as each test ends)"),
+    )  # fmt: skip
+    return [e for [e] in ended]
+
+
+def session(
+    label: str, folder: Path, agent: str, report: Path, seed: int, cache: Path, say: Callable[[str], None],
+    search: bool = True, threads: int = 0,
+) -> child.Command:  # fmt: skip
+    """The child that runs :func:`run_session`'s ``pytest`` (said as it is made), with ``threads`` CPU threads (0: its
+    own choice)."""
     command = [
         "pytest", str(folder), "--rootdir", str(folder), "-q", "-p", "no:randomly", "--openagent-agent", agent,
         "--openagent-seed", str(seed), "--openagent-report", str(report), "--openagent-cache-dir", str(cache),
         *([] if search else ["-m", "not openagent"]),
     ]  # fmt: skip
     say("$ " + " ".join(command))
-    return child.relay(
-        ["-m", *command], lambda line: show("  | " + line),
-        lambda seconds: say(f"gate session running, {seconds:.0f} s (pytest prints as each test ends)"), folder,
-    )  # fmt: skip
+    return child.Command(label, ["-m", *command], folder, {"OMP_NUM_THREADS": str(threads)} if threads else None)
 
 
 def verdicts(report: Any, gate: Sequence[str]) -> Any:

@@ -12,8 +12,9 @@
 4. **Two arms of the same compute from the same checkpoint**: PAFT (the rows mixed into clean episodes)
    and SFT continued on clean episodes only.
 5. **The same gate on a fresh fixed sample** (another seed): a pytest session per agent, each the gate's fixed
-   measurement and verdict without the property tests (they searched SFT's failures), on PAFT, SFT-continued, the
-   SFT checkpoint, the oracle and the static baseline; the two arms compared case by case
+   measurement and verdict without the property tests (they searched SFT's failures), on PAFT, SFT-continued and
+   the SFT checkpoint side by side where the machine has the CPUs and the memory, then the oracle and the static
+   baseline; the two arms compared case by case
    (:func:`training.paired.paired`): the failing tier's Δ and clean success with 95% intervals, a table, and a
    sentence saying what the run showed.
 
@@ -30,7 +31,13 @@ from typing import Any
 
 from training import child, demo_gate
 from training.config import SFTConfig
-from training.demo_clock import EPISODE_STEPS, SEARCH_EPISODE_STEPS, Clock
+from training.demo_clock import (
+    EPISODE_STEPS,
+    SEARCH_EPISODE_STEPS,
+    YOUNG_EPISODE_STEPS,
+    YOUNG_SEARCH_EPISODE_STEPS,
+    Clock,
+)
 
 CHECK_EVERY = 10
 """Steps between the SFT's dev-split checks; they start at half its steps (SFT at 40 of 80 solved 22 of the
@@ -46,6 +53,10 @@ step carries its checks and its 50 steps' share of the machine's drift)."""
 SIDE_BY_SIDE = 0.7
 """The arms' seconds side by side, a thread each, against one after the other with all the CPUs each: 143 s
 against 207 (``benchmarks/bench_side_by_side.py``, 4 steps each, session 41)."""
+SESSIONS_SIDE_BY_SIDE = 0.85
+"""The fresh sample's gate sessions on the three checkpoints side by side, a thread each, against one after the
+other with the threads each chooses (generation gains more from a second thread than training does): 224 s against
+265 (``benchmarks/bench_fresh_gate.py``, session 42)."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +97,9 @@ def expected_seconds(plan: LoopPlan, step_s: float) -> dict[str, float]:
     """Each phase's expected seconds from a training step's measured cost (``training.demo_clock``)."""
     episodes = 2 * len(demo_gate.GATE_TIERS) * plan.n  # cases and their clean twins
     search = len(demo_gate.GATE_TIERS) * demo_gate.episodes_per_test(plan.examples)
-    session = episodes * EPISODE_STEPS * step_s + search * SEARCH_EPISODE_STEPS * step_s
+    young = not plan.until  # no clean target: many of its episodes fail, and run to the step limit
+    episode_s = (YOUNG_EPISODE_STEPS if young else EPISODE_STEPS) * step_s
+    session = episodes * episode_s + search * (YOUNG_SEARCH_EPISODE_STEPS if young else SEARCH_EPISODE_STEPS) * step_s
     phases = {
         plan.sft_phase: sft_seconds(plan, step_s),
         "gate on SFT (pytest)": session + SESSION_S,
@@ -94,7 +107,7 @@ def expected_seconds(plan: LoopPlan, step_s: float) -> dict[str, float]:
     }
     if plan.train_arms:
         phases["PAFT and SFT-continued"] = 2 * (plan.more_steps * ARM_STEPS * step_s + 20)  # one after the other
-        checkpoints = 3 * (episodes * EPISODE_STEPS * step_s + SESSION_S)  # PAFT, SFT-continued, SFT
+        checkpoints = 3 * (episodes * episode_s + SESSION_S)  # PAFT, SFT-continued, SFT
         phases["gate on a fresh sample"] = checkpoints + 10  # and the oracle's and the static baseline's sessions
     return phases
 
@@ -130,24 +143,49 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
     reports_dir.mkdir(exist_ok=True)
     cache = root / "gate" / ".openagent_cache"
 
-    def gate(label: str, agent: str, seed: int, since: Path, search: bool = True) -> Any:
-        """The gate session on ``agent`` at ``seed``, or its report if one was written after ``since`` (the
-        checkpoint's training, or for the oracle and the static baseline, the SFT's)."""
-        path = reports_dir / f"{label.lower()}-seed{seed}.json"
-        if _newer(path, since):
-            say(f"{label}: reusing the report of its gate session on seed {seed} ({path})")
-        else:
-            code = demo_gate.run_session(root / "gate", agent, path, seed, cache, say, show, search)
-            if not path.is_file():
-                raise RuntimeError(f"the pytest session on {label} exited {code} and wrote no report")
-        report = Report.load(path)
-        result = demo_gate.verdicts(report, plan.gate)
-        say(f"{label} on seed {seed}: gate {result.verdict}")
-        for check in result.checks:
-            show(f"  {check.verdict:<12} {check}")
-        return report, result
+    session_peak: list[int | None] = [None]  # the SFT's gate session's, where it ran in this process
 
-    report, result = clock.run("gate on SFT (pytest)", lambda: gate(sft_label, f"hf:{sft}", plan.seed, sft / META_FILE))
+    def gates(agents: list[tuple[str, str, Path]], seed: int, search: bool = True, phase: str = "") -> list[Any]:
+        """The gate session on each ``(label, agent, since)`` at ``seed``, side by side where the machine has the
+        CPUs and the memory (:func:`child.side_by_side`; ``phase`` re-planned then), or its report if one was
+        written after ``since`` (the checkpoint's training, or for the oracle and the static baseline, the SFT's);
+        each report and verdicts."""
+        path = {label: reports_dir / f"{label.lower()}-seed{seed}.json" for label, _, _ in agents}
+        todo = []
+        for label, agent, since in agents:
+            if _newer(path[label], since):
+                say(f"{label}: its gate session on seed {seed} has run already ({path[label]})")
+            else:
+                todo.append((label, agent, path[label]))
+        threads, why = child.side_by_side(len(todo), session_peak[0], share_cpus=True)
+        names = ", ".join(label for label, _, _ in todo)
+        if threads:
+            several = f"the sessions on {names} run side by side, {threads} CPU thread{'s' * (threads > 1)} each"
+            if phase:
+                why += f"; the plan for them now: about {clock.scale(phase, SESSIONS_SIDE_BY_SIDE) / 60:.1f} min"
+            say(f"{several} ({why})")
+            ended = demo_gate.run_sessions(root / "gate", todo, seed, cache, say, show, search, threads)
+        else:
+            if len(todo) > 1:
+                say(f"the sessions on {names} run one after the other: {why}")
+            ended = [demo_gate.run_sessions(root / "gate", [s], seed, cache, say, show, search)[0] for s in todo]
+        for (label, _, _), end in zip(todo, ended, strict=True):
+            if not path[label].is_file():
+                raise RuntimeError(f"the pytest session on {label} exited {end.code} and wrote no report")
+            session_peak[0] = max(session_peak[0] or 0, end.peak_bytes or 0) or None
+        out = []
+        for label, _, _ in agents:
+            report = Report.load(path[label])
+            result = demo_gate.verdicts(report, plan.gate)
+            say(f"{label} on seed {seed}: gate {result.verdict}")
+            for check in result.checks:
+                show(f"  {check.verdict:<12} {check}")
+            out.append((report, result))
+        return out
+
+    [(report, result)] = clock.run(
+        "gate on SFT (pytest)", lambda: gates([(sft_label, f"hf:{sft}", sft / META_FILE)], plan.seed)
+    )
     tier = demo_gate.failing_tier(report, result)
     shrunk = demo_gate.shrunk_failure(report, tier)
     if shrunk:
@@ -187,7 +225,17 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
             expected = clock.scale("PAFT and SFT-continued", SIDE_BY_SIDE)
             say(f"{names} train side by side, {threads} CPU thread{'s' * (threads > 1)} each ({why}); the plan for "
                 f"them now: about {expected / 60:.1f} min")  # fmt: skip
-            child.train(todo, say)
+            chains = [[child.training(label, cfg)] for label, cfg in todo]
+            fresh_sft = reports_dir / f"{sft_label.lower()}-seed{plan.fresh_seed}.json"
+            if not _newer(fresh_sft, sft / META_FILE):  # the arm with less to compute ends first; its CPU would idle
+                say(f"{sft_label}'s gate session on the fresh sample (seed {plan.fresh_seed}) runs once {todo[-1][0]} "
+                    f"has trained, beside the other arm")  # fmt: skip
+                chains[-1].append(demo_gate.session(sft_label, root / "gate", f"hf:{sft}", fresh_sft, plan.fresh_seed,
+                                                    cache, say, search=False, threads=threads))  # fmt: skip
+                clock.scale("gate on a fresh sample", 2 / 3)
+            ended = child.relay_all(chains, child.labelled(True), lambda s: say(f"{names}: running, {s:.0f} s"))
+            child.check_trained([(label, e[0]) for (label, _), e in zip(todo, ended, strict=True)])
+            session_peak[0] = max([session_peak[0] or 0] + [e.peak_bytes or 0 for e in ended[-1][1:]]) or None
             clock.together("PAFT and SFT-continued", sum(_peak_bytes(Path(cfg.out)) or 0 for _, cfg in todo))
         else:
             if len(todo) > 1:
@@ -202,10 +250,14 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
         say("the same gate on a fresh sample: its fixed measurement, without the property tests (they searched "
             f"{sft_label}'s failures), on PAFT, SFT-continued, {sft_label}, the oracle and the static "
             "baseline")  # fmt: skip
-        agents = (("PAFT", f"hf:{paft}", paft), ("SFT-continued", f"hf:{cont}", cont), (sft_label, f"hf:{sft}", sft),
-                  ("oracle", "oracle", sft), ("static", "static", sft))  # fmt: skip
-        return {label: gate(label, agent, plan.fresh_seed, model / META_FILE, search=False)[0]
-                for label, agent, model in agents}  # fmt: skip
+        models = (("PAFT", paft), ("SFT-continued", cont), (sft_label, sft))
+        checkpoints = [(label, f"hf:{model}", model / META_FILE) for label, model in models]
+        references = [(label, label, sft / META_FILE) for label in ("oracle", "static")]
+        reports = {}
+        for agents in (checkpoints, references):
+            measured = gates(agents, plan.fresh_seed, False, "gate on a fresh sample" if agents is checkpoints else "")
+            reports.update({label: report for (label, _, _), (report, _) in zip(agents, measured, strict=True)})
+        return reports
 
     out["fresh"] = clock.run("gate on a fresh sample", fresh)
     out.update(paft=paft, continued=cont)

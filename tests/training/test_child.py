@@ -33,11 +33,39 @@ def test_relay_gives_each_line_as_it_comes_and_says_when_the_child_is_quiet(tmp_
     assert lines == ["first", "second"]
 
 
-def test_relay_all_runs_its_commands_at_once_and_tells_whose_line_each_is():
+def test_relay_all_runs_its_chains_at_once_each_ones_commands_in_turn_and_labels_their_lines(tmp_path):
+    from training.child import Command
+
     both = "import sys; print(sys.argv[1], flush=True); sys.exit(int(sys.argv[1]))"
-    lines: list[tuple[int, str]] = []
-    codes = child.relay_all([["-c", both, "0"], ["-c", both, "4"]], lambda i, t: lines.append((i, t)), print)
-    assert codes == [0, 4] and sorted(lines) == [(0, "0"), (1, "4")]
+    wait = (f"import pathlib, time\nwhile not pathlib.Path({str(tmp_path / 'go')!r}).exists(): time.sleep(0.01)\n"
+            "print('after', flush=True)")  # fmt: skip
+    touch = f"import pathlib; pathlib.Path({str(tmp_path / 'go')!r}).touch(); print('touched', flush=True)"
+    lines: list[tuple[str, str]] = []
+    ended = child.relay_all(
+        [[Command("a", ["-c", wait]), Command("b", ["-c", both, "4"])], [Command("c", ["-c", touch])]],
+        lambda label, text: lines.append((label, text)),
+        print,
+    )  # the first chain waits on the second: they run at once
+    assert [[e.code for e in chain] for chain in ended] == [[0, 4], [0]]
+    assert sorted(lines) == [("a", "after"), ("b", "4"), ("c", "touched")]
+    assert lines.index(("a", "after")) < lines.index(("b", "4"))
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "wait4"), reason="the peak comes from wait4")
+def test_relay_all_gives_each_child_its_environment_and_reports_its_peak_memory():
+    from training import memory
+    from training.child import Command
+
+    big = memory.peak_rss_bytes() // 2**20 + 300  # MiB: more than this process, whose image a forked child starts as
+    grow = "import os; print(os.environ['SIZE'], flush=True); block = b'x' * (int(os.environ['SIZE']) << 20)"
+    lines: list[str] = []
+    [[small, large]] = child.relay_all(
+        [[Command("", ["-c", grow], env={"SIZE": str(size)}) for size in (1, big)]],
+        lambda _, text: lines.append(text),
+        print,
+    )
+    assert lines == ["1", str(big)] and small.code == large.code == 0
+    assert small.peak_bytes < big * 2**20 <= large.peak_bytes
 
 
 def test_a_child_ends_when_its_parent_is_killed(tmp_path):
@@ -74,10 +102,23 @@ def test_runs_train_side_by_side_only_with_a_cpu_each_and_the_memory_for_both(mo
     assert child.side_by_side(1, gib(peak))[0] == 0
 
 
+@pytest.mark.parametrize(("cpus", "threads"), [(1, 0), (2, 1), (4, 1), (6, 2)])
+def test_sessions_that_share_the_cpus_go_side_by_side_with_two_cpus_or_more(monkeypatch, cpus, threads):
+    from training import cpu, memory
+
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(cpu, "available_cpus", lambda: cpus)
+    monkeypatch.setattr(memory, "available_bytes", lambda: 20 * 2**30)
+    assert child.side_by_side(3, 2**30, share_cpus=True)[0] == threads
+    assert child.side_by_side(3, 2**30)[0] == (cpus // 3 if cpus >= 3 else 0)
+    assert child.side_by_side(3, 6 * 2**30, share_cpus=True)[0] == 0  # 3 × 6 GiB × 1.25 > 20 GiB
+
+
 def test_runs_on_a_gpu_train_one_after_the_other(monkeypatch):
     torch = pytest.importorskip("torch")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert child.side_by_side(2, 2**30) == (0, "they train on the GPU")
+    assert child.side_by_side(2, 2**30) == (0, "they run on the GPU")
 
 
 def test_the_memory_this_machine_reports():

@@ -58,6 +58,23 @@ def test_a_session_without_search_measures_and_gates_only(static_session, tmp_pa
     assert measured.meta["seed"] == 1 and measured.records and not measured.failures
 
 
+def test_sessions_side_by_side_each_measure_into_their_own_report_their_lines_labelled(static_session, tmp_path):
+    from sandbox.evaluation.report import Report
+    from training import demo_gate
+
+    suite, _, _, _ = static_session
+    sessions = [(label, agent, tmp_path / f"{label}.json") for label, agent in (("O", "oracle"), ("S", "static"))]
+    lines: list[str] = []
+    ended = demo_gate.run_sessions(suite.parent, sessions, 1, tmp_path / ".cache", lines.append, lines.append,
+                                   search=False, threads=1)  # fmt: skip
+    assert [e.code for e in ended] == [5, 5], "\n".join(lines)  # every test deselected: pytest's NO_TESTS_COLLECTED
+    for label, agent, report in sessions:
+        assert any(line.startswith(f"  | {label} | ") and "openagent gate " in line for line in lines)
+        assert Report.load(report).meta["agent"] == agent
+    oracle, static = (Report.load(report).row("perception").delta.points for _, _, report in sessions)
+    assert oracle == 0 and static < 0
+
+
 def test_the_reports_failures_become_rows_that_paft_trains_on(static_session, tiny_base, tmp_path):
     from training.config import SFTConfig
     from training.from_report import from_report
@@ -167,6 +184,27 @@ def test_the_plan_names_the_sft_by_its_cap_and_counts_its_checks():
     assert unchecked["SFT-15"] == 15 * 10 + 20
 
 
+def test_the_plan_gives_a_checkpoint_without_a_clean_target_a_longer_gate():
+    """Its failing episodes run to the step limit: 16 measured, 6 searched (2 tests × 3 new episodes)."""
+    from training.demo_clock import (
+        EPISODE_STEPS,
+        SEARCH_EPISODE_STEPS,
+        YOUNG_EPISODE_STEPS,
+        YOUNG_SEARCH_EPISODE_STEPS,
+    )
+    from training.demo_loop import SESSION_S, LoopPlan, expected_seconds, gate_criteria
+
+    young = LoopPlan(FAMILIES, 15, 16, 120, 8, 4, 1, gate_criteria(0.8), 0, train_arms=False)
+    trained = LoopPlan(FAMILIES, 15, 16, 120, 8, 4, 1, gate_criteria(0.8), 0, train_arms=False, until=0.8)
+    gate = "gate on SFT (pytest)"
+    assert expected_seconds(young, 10.0)[gate] == pytest.approx(
+        (16 * YOUNG_EPISODE_STEPS + 6 * YOUNG_SEARCH_EPISODE_STEPS) * 10 + SESSION_S
+    )
+    assert expected_seconds(trained, 10.0)[gate] == pytest.approx(
+        (16 * EPISODE_STEPS + 6 * SEARCH_EPISODE_STEPS) * 10 + SESSION_S
+    )
+
+
 @pytest.mark.parametrize("others, shared", [(0.05, False), (0.5, True)])
 def test_the_run_says_it_shared_the_machine_only_when_other_processes_took_cpu(monkeypatch, others, shared):
     """A run that used few of the CPUs alone (generation at small batches, one pytest process) is not a shared
@@ -206,3 +244,31 @@ def test_a_rerun_reuses_a_finished_training_and_replaces_a_stale_one(tiny_base, 
     again = meta.stat().st_mtime_ns
     _fit(cfg(), "SFT", said.append, retrain=True)
     assert meta.stat().st_mtime_ns > again, "--retrain reused the finished run"
+
+
+@pytest.mark.slow
+def test_the_loop_gates_every_agent_on_the_fresh_sample_and_a_rerun_runs_nothing_again(tiny_base, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    from pytest_openagent.cli import main
+
+    folder, table = tmp_path / "loop", tmp_path / "run.json"
+    argv = [
+        "demo", "--base", str(tiny_base), "--dir", str(folder), "--loop-steps", "2", "--more-steps", "2",
+        "--loop-episodes", "8", "--gate-n", "2", "--examples", "1", "--batch-size", "2", "--json", str(table),
+    ]  # fmt: skip
+    assert main(argv) == 0
+    first = capsys.readouterr()
+    labels = ["SFT-2", "SFT-continued", "PAFT", "oracle", "static"]
+    assert list(json.loads(table.read_text())["rows"]) == labels
+    reports = {label: folder / "reports" / f"{label.lower()}-seed1.json" for label in labels}
+    assert all(report.is_file() for report in reports.values())
+    assert "what this run showed: " in first.out
+    if "PAFT and SFT-continued train side by side" in first.err:  # then SFT-2's session ran in the arms' phase
+        assert "SFT-2's gate session on the fresh sample (seed 1) runs once SFT-continued has trained" in first.err
+        assert "SFT-2: its gate session on seed 1 has run already" in first.err
+        assert reports["SFT-2"].stat().st_mtime < reports["PAFT"].stat().st_mtime
+
+    assert main(argv) == 0
+    second = capsys.readouterr()
+    assert "openagent train:" not in second.err and "$ pytest" not in second.err
+    assert all(f"{label}: its gate session on seed 1 has run already" in second.err for label in labels)
