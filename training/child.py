@@ -99,12 +99,6 @@ def relay_all(
     return ended
 
 
-def relay(argv: Sequence[str], line: Callable[[str], None], quiet: Callable[[float], None],
-          cwd: Path | None = None) -> int:  # fmt: skip
-    """:func:`relay_all` for one command: its exit code."""
-    return relay_all([[Command("", argv, cwd)]], lambda _, text: line(text), quiet)[0][0].code
-
-
 def _reap(process: subprocess.Popen) -> int | None:
     """Wait for ``process`` to end; its peak resident memory in bytes where the system says (``wait4``): at least this
     process's size when it forked it."""

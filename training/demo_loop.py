@@ -143,13 +143,14 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
     reports_dir.mkdir(exist_ok=True)
     cache = root / "gate" / ".openagent_cache"
 
-    session_peak: list[int | None] = [None]  # the SFT's gate session's, where it ran in this process
+    session_peak: int | None = None  # the largest gate session's that ran in this process
 
     def gates(agents: list[tuple[str, str, Path]], seed: int, search: bool = True, phase: str = "") -> list[Any]:
         """The gate session on each ``(label, agent, since)`` at ``seed``, side by side where the machine has the
         CPUs and the memory (:func:`child.side_by_side`; ``phase`` re-planned then), or its report if one was
         written after ``since`` (the checkpoint's training, or for the oracle and the static baseline, the SFT's);
         each report and verdicts."""
+        nonlocal session_peak
         path = {label: reports_dir / f"{label.lower()}-seed{seed}.json" for label, _, _ in agents}
         todo = []
         for label, agent, since in agents:
@@ -157,7 +158,7 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
                 say(f"{label}: its gate session on seed {seed} has run already ({path[label]})")
             else:
                 todo.append((label, agent, path[label]))
-        threads, why = child.side_by_side(len(todo), session_peak[0], share_cpus=True)
+        threads, why = child.side_by_side(len(todo), session_peak, share_cpus=True)
         names = ", ".join(label for label, _, _ in todo)
         if threads:
             several = f"the sessions on {names} run side by side, {threads} CPU thread{'s' * (threads > 1)} each"
@@ -172,7 +173,7 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
         for (label, _, _), end in zip(todo, ended, strict=True):
             if not path[label].is_file():
                 raise RuntimeError(f"the pytest session on {label} exited {end.code} and wrote no report")
-            session_peak[0] = max(session_peak[0] or 0, end.peak_bytes or 0) or None
+            session_peak = max(session_peak or 0, end.peak_bytes or 0) or None
         out = []
         for label, _, _ in agents:
             report = Report.load(path[label])
@@ -211,6 +212,7 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
     cont_cfg = SFTConfig(out=str(root / "sft-continued"), **{**common, "episodes": total})
 
     def arms() -> tuple[Path, Path]:
+        nonlocal session_peak
         todo = []
         for label, cfg in (("PAFT", paft_cfg), ("SFT-continued", cont_cfg)):
             data = f" ({summary['rows']} of them the failures' rows)" if cfg.rows else " (clean episodes)"
@@ -235,7 +237,7 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
                 clock.scale("gate on a fresh sample", 2 / 3)
             ended = child.relay_all(chains, child.labelled(True), lambda s: say(f"{names}: running, {s:.0f} s"))
             child.check_trained([(label, e[0]) for (label, _), e in zip(todo, ended, strict=True)])
-            session_peak[0] = max([session_peak[0] or 0] + [e.peak_bytes or 0 for e in ended[-1][1:]]) or None
+            session_peak = max([session_peak or 0] + [e.peak_bytes or 0 for e in ended[-1][1:]]) or None
             clock.together("PAFT and SFT-continued", sum(_peak_bytes(Path(cfg.out)) or 0 for _, cfg in todo))
         else:
             if len(todo) > 1:

@@ -29,7 +29,8 @@ def test_relay_gives_each_line_as_it_comes_and_says_when_the_child_is_quiet(tmp_
         assert lines == ["first"] and seconds > 0
         go.touch()
 
-    assert child.relay(["-c", script], lines.append, quiet) == 3
+    [[ended]] = child.relay_all([[child.Command("", ["-c", script])]], lambda _, text: lines.append(text), quiet)
+    assert ended.code == 3
     assert lines == ["first", "second"]
 
 
@@ -73,8 +74,8 @@ def test_a_child_ends_when_its_parent_is_killed(tmp_path):
 
     parent = (
         "import sys; from training import child\n"
-        "child.relay(['-c', 'import os, time; print(os.getpid(), flush=True); time.sleep(600)'],"
-        " lambda line: print(line, flush=True), lambda s: None)\n"
+        "sleep = child.Command('', ['-c', 'import os, time; print(os.getpid(), flush=True); time.sleep(600)'])\n"
+        "child.relay_all([[sleep]], lambda _, line: print(line, flush=True), lambda s: None)\n"
     )
     process = subprocess.Popen([sys.executable, "-c", parent], stdout=subprocess.PIPE, text=True)
     pid = int(process.stdout.readline())  # the child runs: it printed its pid
