@@ -29,13 +29,6 @@ HEARTBEAT = 30.0
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
-class Ended(NamedTuple):
-    """How a child ended: its exit code and its peak resident memory in bytes (``None`` where not known)."""
-
-    code: int
-    peak_bytes: int | None
-
-
 MEMORY_MARGIN = 1.25
 """Runs train side by side only where the machine has this much more memory available than their peaks."""
 
@@ -52,14 +45,14 @@ class Command(NamedTuple):
 
 def relay_all(
     chains: Sequence[Sequence[Command]], line: Callable[[str, str], None], quiet: Callable[[float], None]
-) -> list[list[Ended]]:  # fmt: skip
+) -> list[list[int]]:  # fmt: skip
     """Run the commands of each of ``chains`` one after the other, the chains at once, each line a child prints
     (stdout and stderr) given to ``line`` with its command's label as it comes, ``quiet`` told the seconds so far
-    after each :data:`HEARTBEAT` of silence; how each command ended, chain by chain. The children are killed if this
+    after each :data:`HEARTBEAT` of silence; their exit codes, chain by chain. The children are killed if this
     process is interrupted while they run."""
     lines: queue.Queue[tuple[int, str | None]] = queue.Queue()
     running: dict[int, subprocess.Popen] = {}  # chain -> its child now
-    ended: list[list[Ended]] = [[] for _ in chains]
+    ended: list[list[int]] = [[] for _ in chains]
 
     def start(chain: int) -> None:
         command = chains[chain][len(ended[chain])]
@@ -86,8 +79,7 @@ def relay_all(
                 line(chains[chain][len(ended[chain])].label, text.rstrip("\n"))
                 continue
             process = running.pop(chain)
-            peak = _reap(process)
-            ended[chain].append(Ended(process.returncode, peak))
+            ended[chain].append(_reap(process))
             if len(ended[chain]) < len(chains[chain]):
                 start(chain)
     except BaseException:
@@ -99,17 +91,12 @@ def relay_all(
     return ended
 
 
-def _reap(process: subprocess.Popen) -> int | None:
-    """Wait for ``process`` to end; its peak resident memory in bytes where the system says (``wait4``): at least this
-    process's size when it forked it."""
-    peak = None
-    if process.returncode is None and hasattr(os, "wait4"):
-        _, status, usage = os.wait4(process.pid, 0)
-        process.returncode, peak = os.waitstatus_to_exitcode(status), usage.ru_maxrss * memory.RSS_UNIT
-    process.wait()
+def _reap(process: subprocess.Popen) -> int:
+    """Wait for ``process`` to end; its exit code."""
+    code = process.wait()
     if process.stdout is not None:
         process.stdout.close()
-    return peak
+    return code
 
 
 def _end_with(parent: int) -> Callable[[], None] | None:
@@ -168,7 +155,7 @@ def train(runs: Sequence[tuple[str, Any]], say: Callable[[str], None]) -> list[P
     labels = [label for label, _ in runs]
     chains = [[training(label, cfg)] for label, cfg in runs]
     ended = relay_all(chains, labelled(len(runs) > 1), lambda s: say(f"{', '.join(labels)}: training, {s:.0f} s"))
-    check_trained([(label, e[0]) for label, e in zip(labels, ended, strict=True)])
+    check_trained([(label, codes[0]) for label, codes in zip(labels, ended, strict=True)])
     return [Path(cfg.out) for _, cfg in runs]
 
 
@@ -177,9 +164,9 @@ def labelled(several: bool) -> Callable[[str, str], None]:
     return lambda label, text: print(f"{label} | {text}" if several else text, file=sys.stderr, flush=True)
 
 
-def check_trained(ended: Sequence[tuple[str, Ended]]) -> None:
-    """A ``RuntimeError`` naming the training runs ``(label, how it ended)`` whose child failed, if any."""
-    failed = [f"{label} exited {e.code}" for label, e in ended if e.code != 0]
+def check_trained(ended: Sequence[tuple[str, int]]) -> None:
+    """A ``RuntimeError`` naming the training runs ``(label, exit code)`` whose child failed, if any."""
+    failed = [f"{label} exited {code}" for label, code in ended if code != 0]
     if failed:
         raise RuntimeError(f"the training process of {', '.join(failed)} (its output is above)")
 

@@ -93,16 +93,16 @@ def run_session(
     """``pytest`` on the suite in ``folder`` against ``agent`` (the fixed measurement at ``seed`` written to
     ``report``), its output shown line by line as it comes; pytest's exit code. Without ``search``, the property
     tests (marked ``openagent``) are deselected: the session measures and gates only."""
-    return run_sessions(folder, [(agent, agent, report)], seed, cache, say, show, search)[0].code
+    return run_sessions(folder, [(agent, agent, report)], seed, cache, say, show, search)[0]
 
 
 def run_sessions(
     folder: Path, sessions: Sequence[tuple[str, str, Path]], seed: int, cache: Path, say: Callable[[str], None],
     show: Callable[[str], None], search: bool = True, threads: int = 0,
-) -> list[child.Ended]:  # fmt: skip
+) -> list[int]:  # fmt: skip
     """:func:`run_session` for each ``(label, agent, report)`` of ``sessions`` at once, each with ``threads`` CPU
-    threads (0: its own choice), each line after its session's label where there are several; how each ended
-    (pytest's exit code, the session's peak memory)."""
+    threads (0: its own choice), each line after its session's label where there are several; pytest's exit
+    codes."""
     commands = [session(label, folder, agent, report, seed, cache, say, search, threads)
                 for label, agent, report in sessions]  # fmt: skip
     several = len(sessions) > 1
@@ -111,7 +111,7 @@ def run_sessions(
         [[command] for command in commands], lambda label, line: show("  | " + f"{label} | " * several + line),
         lambda seconds: say(f"{running} running, {seconds:.0f} s (pytest prints as each test ends)"),
     )  # fmt: skip
-    return [e for [e] in ended]
+    return [code for [code] in ended]
 
 
 def session(

@@ -143,7 +143,7 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
     reports_dir.mkdir(exist_ok=True)
     cache = root / "gate" / ".openagent_cache"
 
-    session_peak: int | None = None  # the largest gate session's that ran in this process
+    session_peak: int | None = None  # the largest peak memory of a gate session whose report was read
 
     def gates(agents: list[tuple[str, str, Path]], seed: int, search: bool = True, phase: str = "") -> list[Any]:
         """The gate session on each ``(label, agent, since)`` at ``seed``, side by side where the machine has the
@@ -170,13 +170,13 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
             if len(todo) > 1:
                 say(f"the sessions on {names} run one after the other: {why}")
             ended = [demo_gate.run_sessions(root / "gate", [s], seed, cache, say, show, search)[0] for s in todo]
-        for (label, _, _), end in zip(todo, ended, strict=True):
+        for (label, _, _), code in zip(todo, ended, strict=True):
             if not path[label].is_file():
-                raise RuntimeError(f"the pytest session on {label} exited {end.code} and wrote no report")
-            session_peak = max(session_peak or 0, end.peak_bytes or 0) or None
+                raise RuntimeError(f"the pytest session on {label} exited {code} and wrote no report")
         out = []
         for label, _, _ in agents:
             report = Report.load(path[label])
+            session_peak = max(session_peak or 0, report.meta.get("peak_rss_bytes") or 0) or None
             result = demo_gate.verdicts(report, plan.gate)
             say(f"{label} on seed {seed}: gate {result.verdict}")
             for check in result.checks:
@@ -212,7 +212,6 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
     cont_cfg = SFTConfig(out=str(root / "sft-continued"), **{**common, "episodes": total})
 
     def arms() -> tuple[Path, Path]:
-        nonlocal session_peak
         todo = []
         for label, cfg in (("PAFT", paft_cfg), ("SFT-continued", cont_cfg)):
             data = f" ({summary['rows']} of them the failures' rows)" if cfg.rows else " (clean episodes)"
@@ -236,8 +235,7 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
                                                     cache, say, search=False, threads=threads))  # fmt: skip
                 clock.scale("gate on a fresh sample", 2 / 3)
             ended = child.relay_all(chains, child.labelled(True), lambda s: say(f"{names}: running, {s:.0f} s"))
-            child.check_trained([(label, e[0]) for (label, _), e in zip(todo, ended, strict=True)])
-            session_peak = max([session_peak or 0] + [e.peak_bytes or 0 for e in ended[-1][1:]]) or None
+            child.check_trained([(label, codes[0]) for (label, _), codes in zip(todo, ended, strict=True)])
             clock.together("PAFT and SFT-continued", sum(_peak_bytes(Path(cfg.out)) or 0 for _, cfg in todo))
         else:
             if len(todo) > 1:

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import resource
-import sys
 from pathlib import Path
 
+from sandbox.evaluation.cost import peak_rss_bytes
+
+__all__ = ["available_bytes", "peak_rss_bytes"]
+
 MEMINFO = Path("/proc/meminfo")
-RSS_UNIT = 1 if sys.platform == "darwin" else 1024
-"""Bytes in a unit of ``ru_maxrss``: bytes on macOS, KiB on Linux."""
-
-
-def peak_rss_bytes(children: bool = False) -> int:
-    """This process's peak resident memory, or with ``children`` its largest finished child's."""
-    return resource.getrusage(resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF).ru_maxrss * RSS_UNIT
 
 
 def available_bytes() -> int | None:

@@ -10,6 +10,7 @@ the model they are for: ``gpt-4o-mini=0.15/0.60``. The model of an agent is the 
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,17 @@ Record = Any
 Prices = dict[str, tuple[float, float]]
 """A model's price of a million prompt tokens and of a million completion tokens."""
 EXAMPLE = "gpt-4o-mini=0.15/0.60"
+
+
+def peak_rss_bytes(children: bool = False) -> int:
+    """This process's peak resident memory in bytes, or with ``children`` its largest finished child's; 0 where the
+    system does not say (no ``resource`` module: Windows)."""
+    try:
+        import resource
+    except ImportError:
+        return 0
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF)
+    return usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)  # bytes on macOS, KiB on Linux
 
 
 def model_of(agent: str) -> str:

@@ -12,6 +12,7 @@ from sandbox.agent import fingerprint
 from sandbox.case import SANDBOX_VERSION
 from sandbox.errors import UsageError
 from sandbox.evaluation.cache import DEFAULT_CACHE_DIR, EPISODES, EpisodeCache, prepare
+from sandbox.evaluation.cost import peak_rss_bytes
 from sandbox.evaluation.criterion import Criterion
 from sandbox.evaluation.draw import domain_label, draw_sample
 from sandbox.evaluation.gate import check, criteria_of
@@ -105,7 +106,7 @@ def evaluate_sample(
         "names": names, "domain": domain_label(sample.domain), "split": sample.split, "pool": sample.pool,
         "max_stack": sample.max_stack, "families": families, "max_steps": max_steps, "drift": sample.drift,
         "sandbox_version": SANDBOX_VERSION, "episodes_run": cache.misses, "episodes_cached": cache.hits,
-        "wall_s": round(time.perf_counter() - started, 3),
+        "wall_s": round(time.perf_counter() - started, 3), "peak_rss_bytes": peak_rss_bytes(),
         "cache_hits": {kind: sorted(keys) for kind, keys in runner.cache_hits.items()},
     }  # fmt: skip
     if stopping is not None:

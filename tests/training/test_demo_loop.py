@@ -65,12 +65,13 @@ def test_sessions_side_by_side_each_measure_into_their_own_report_their_lines_la
     suite, _, _, _ = static_session
     sessions = [(label, agent, tmp_path / f"{label}.json") for label, agent in (("O", "oracle"), ("S", "static"))]
     lines: list[str] = []
-    ended = demo_gate.run_sessions(suite.parent, sessions, 1, tmp_path / ".cache", lines.append, lines.append,
+    codes = demo_gate.run_sessions(suite.parent, sessions, 1, tmp_path / ".cache", lines.append, lines.append,
                                    search=False, threads=1)  # fmt: skip
-    assert [e.code for e in ended] == [5, 5], "\n".join(lines)  # every test deselected: pytest's NO_TESTS_COLLECTED
+    assert codes == [5, 5], "\n".join(lines)  # every test deselected: pytest's NO_TESTS_COLLECTED
     for label, agent, report in sessions:
         assert any(line.startswith(f"  | {label} | ") and "openagent gate " in line for line in lines)
-        assert Report.load(report).meta["agent"] == agent
+        meta = Report.load(report).meta
+        assert meta["agent"] == agent and meta["peak_rss_bytes"] > 2**20  # what a session needs, for the next
     oracle, static = (Report.load(report).row("perception").delta.points for _, _, report in sessions)
     assert oracle == 0 and static < 0
 
@@ -272,3 +273,11 @@ def test_the_loop_gates_every_agent_on_the_fresh_sample_and_a_rerun_runs_nothing
     second = capsys.readouterr()
     assert "openagent train:" not in second.err and "$ pytest" not in second.err
     assert all(f"{label}: its gate session on seed 1 has run already" in second.err for label in labels)
+
+    for label in ("PAFT", "SFT-continued"):  # a run cut short in its fresh sessions
+        reports[label].unlink()
+    assert main(argv) == 0
+    third = capsys.readouterr()
+    assert all(report.is_file() for report in reports.values())
+    assert "the sessions on PAFT, SFT-continued run " in third.err
+    assert "not known" not in third.err  # the memory a session needs, read from the reports of the earlier run
