@@ -27,8 +27,6 @@ from training import cpu, memory
 HEARTBEAT = 30.0
 """Seconds of silence from the children after which the parent says they are still running."""
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
-
-
 MEMORY_MARGIN = 1.25
 """Runs train side by side only where the machine has this much more memory available than their peaks."""
 

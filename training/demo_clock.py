@@ -102,6 +102,12 @@ class Clock:
         phase.expected_s *= factor
         return phase.expected_s
 
+    def shift(self, source: str, target: str, share: float) -> None:
+        """Move ``share`` of phase ``source``'s expected seconds to phase ``target`` (work the plan moved there)."""
+        moved = self.phases[source].expected_s * share
+        self.phases[source].expected_s -= moved
+        self.phases.setdefault(target, Phase(target, 0.0)).expected_s += moved
+
     def together(self, name: str, peak_bytes: int) -> None:
         """Phase ``name`` ran processes at once that peaked at ``peak_bytes`` together (at most)."""
         self.side_by_side[name] = peak_bytes

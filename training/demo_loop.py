@@ -59,6 +59,10 @@ other with the threads each chooses (generation gains more from a second thread 
 265 (``benchmarks/bench_fresh_gate.py``, session 42)."""
 
 
+ARMS, FRESH = "PAFT and SFT-continued", "gate on a fresh sample"
+"""The names of the arms' phase and the fresh sample's."""
+
+
 @dataclass(frozen=True)
 class LoopPlan:
     """What the loop trains and measures (from the demo's options)."""
@@ -106,9 +110,9 @@ def expected_seconds(plan: LoopPlan, step_s: float) -> dict[str, float]:
         "from-report": 10.0,
     }
     if plan.train_arms:
-        phases["PAFT and SFT-continued"] = 2 * (plan.more_steps * ARM_STEPS * step_s + 20)  # one after the other
+        phases[ARMS] = 2 * (plan.more_steps * ARM_STEPS * step_s + 20)  # one after the other
         checkpoints = 3 * (episodes * episode_s + SESSION_S)  # PAFT, SFT-continued, SFT
-        phases["gate on a fresh sample"] = checkpoints + 10  # and the oracle's and the static baseline's sessions
+        phases[FRESH] = checkpoints + 10  # and the oracle's and the static baseline's sessions
     return phases
 
 
@@ -223,20 +227,22 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
         if threads:
             for _, cfg in todo:
                 cfg.threads = threads
-            expected = clock.scale("PAFT and SFT-continued", SIDE_BY_SIDE)
-            say(f"{names} train side by side, {threads} CPU thread{'s' * (threads > 1)} each ({why}); the plan for "
-                f"them now: about {expected / 60:.1f} min")  # fmt: skip
-            chains = [[child.training(label, cfg)] for label, cfg in todo]
+            clock.scale(ARMS, SIDE_BY_SIDE)
             fresh_sft = reports_dir / f"{sft_label.lower()}-seed{plan.fresh_seed}.json"
-            if not _newer(fresh_sft, sft / META_FILE):  # the arm with less to compute ends first; its CPU would idle
+            then = not _newer(fresh_sft, sft / META_FILE)  # after the arm with less to compute: its CPU would idle
+            if then:
+                clock.shift(FRESH, ARMS, 1 / 3)  # one of the three checkpoints' sessions
+            say(f"{names} train side by side, {threads} CPU thread{'s' * (threads > 1)} each ({why}); the plan for "
+                f"them now: about {clock.phases[ARMS].expected_s / 60:.1f} min")  # fmt: skip
+            chains = [[child.training(label, cfg)] for label, cfg in todo]
+            if then:
                 say(f"{sft_label}'s gate session on the fresh sample (seed {plan.fresh_seed}) runs once {todo[-1][0]} "
                     f"has trained, beside the other arm")  # fmt: skip
                 chains[-1].append(demo_gate.session(sft_label, root / "gate", f"hf:{sft}", fresh_sft, plan.fresh_seed,
                                                     cache, say, search=False, threads=threads))  # fmt: skip
-                clock.scale("gate on a fresh sample", 2 / 3)
             ended = child.relay_all(chains, child.labelled(True), lambda s: say(f"{names}: running, {s:.0f} s"))
             child.check_trained([(label, codes[0]) for (label, _), codes in zip(todo, ended, strict=True)])
-            clock.together("PAFT and SFT-continued", sum(_peak_bytes(Path(cfg.out)) or 0 for _, cfg in todo))
+            clock.together(ARMS, sum(_peak_bytes(Path(cfg.out)) or 0 for _, cfg in todo))
         else:
             if len(todo) > 1:
                 say(f"{names} train one after the other, not side by side: {why}")
@@ -244,7 +250,7 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
                 child.train([run], say)
         return Path(paft_cfg.out), Path(cont_cfg.out)
 
-    paft, cont = clock.run("PAFT and SFT-continued", arms)
+    paft, cont = clock.run(ARMS, arms)
 
     def fresh() -> dict[str, Any]:
         say("the same gate on a fresh sample: its fixed measurement, without the property tests (they searched "
@@ -255,11 +261,11 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
         references = [(label, label, sft / META_FILE) for label in ("oracle", "static")]
         reports = {}
         for agents in (checkpoints, references):
-            measured = gates(agents, plan.fresh_seed, False, "gate on a fresh sample" if agents is checkpoints else "")
+            measured = gates(agents, plan.fresh_seed, False, FRESH if agents is checkpoints else "")
             reports.update({label: report for (label, _, _), (report, _) in zip(agents, measured, strict=True)})
         return reports
 
-    out["fresh"] = clock.run("gate on a fresh sample", fresh)
+    out["fresh"] = clock.run(FRESH, fresh)
     out.update(paft=paft, continued=cont)
     return out
 

@@ -206,6 +206,17 @@ def test_the_plan_gives_a_checkpoint_without_a_clean_target_a_longer_gate():
     )
 
 
+def test_the_plan_moves_work_between_phases_and_keeps_its_total():
+    from training.demo_clock import Clock
+
+    clock = Clock(say=lambda _: None)
+    clock.plan({"arms": 200.0, "fresh": 300.0})
+    clock.scale("arms", 0.5)
+    clock.shift("fresh", "arms", 1 / 3)
+    assert clock.phases["arms"].expected_s == pytest.approx(200.0)
+    assert clock.phases["fresh"].expected_s == pytest.approx(200.0)
+
+
 @pytest.mark.parametrize("others, shared", [(0.05, False), (0.5, True)])
 def test_the_run_says_it_shared_the_machine_only_when_other_processes_took_cpu(monkeypatch, others, shared):
     """A run that used few of the CPUs alone (generation at small batches, one pytest process) is not a shared
