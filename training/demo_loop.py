@@ -240,7 +240,15 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
                     f"has trained, beside the other arm")  # fmt: skip
                 chains[-1].append(demo_gate.session(sft_label, root / "gate", f"hf:{sft}", fresh_sft, plan.fresh_seed,
                                                     cache, say, search=False, threads=threads))  # fmt: skip
-            ended = child.relay_all(chains, child.labelled(True), lambda s: say(f"{names}: running, {s:.0f} s"))
+            trainings, training_line = {label for label, _ in todo}, child.labelled(True)
+
+            def line(label: str, text: str) -> None:
+                if label in trainings:
+                    training_line(label, text)
+                else:  # the session's, as the fresh phase shows its sessions'
+                    show(f"  | {label} | {text}")
+
+            ended = child.relay_all(chains, line, lambda s: say(f"{names}: running, {s:.0f} s"))
             child.check_trained([(label, codes[0]) for (label, _), codes in zip(todo, ended, strict=True)])
             clock.together(ARMS, sum(_peak_bytes(Path(cfg.out)) or 0 for _, cfg in todo))
         else:

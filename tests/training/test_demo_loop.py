@@ -278,6 +278,7 @@ def test_the_loop_gates_every_agent_on_the_fresh_sample_and_a_rerun_runs_nothing
     if "PAFT and SFT-continued train side by side" in first.err:  # then SFT-2's session ran in the arms' phase
         assert "SFT-2's gate session on the fresh sample (seed 1) runs once SFT-continued has trained" in first.err
         assert "SFT-2: its gate session on seed 1 has run already" in first.err
+        assert "  | SFT-2 | openagent gate " in first.out  # its lines as the fresh phase shows its sessions'
         assert reports["SFT-2"].stat().st_mtime < reports["PAFT"].stat().st_mtime
 
     assert main(argv) == 0
