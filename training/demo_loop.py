@@ -149,13 +149,16 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
 
     session_peak: int | None = None  # the largest peak memory of a gate session whose report was read
 
+    def report_path(label: str, seed: int) -> Path:
+        return reports_dir / f"{label.lower()}-seed{seed}.json"
+
     def gates(agents: list[tuple[str, str, Path]], seed: int, search: bool = True, phase: str = "") -> list[Any]:
         """The gate session on each ``(label, agent, since)`` at ``seed``, side by side where the machine has the
         CPUs and the memory (:func:`child.side_by_side`; ``phase`` re-planned then), or its report if one was
         written after ``since`` (the checkpoint's training, or for the oracle and the static baseline, the SFT's);
         each report and verdicts."""
         nonlocal session_peak
-        path = {label: reports_dir / f"{label.lower()}-seed{seed}.json" for label, _, _ in agents}
+        path = {label: report_path(label, seed) for label, _, _ in agents}
         todo = []
         for label, agent, since in agents:
             if _newer(path[label], since):
@@ -200,7 +203,7 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
         say("no property test failed on this run (Hypothesis found no case the agent solves clean and fails perturbed)")
 
     rows_file = root / "paft-rows.jsonl"
-    report_file = reports_dir / f"{sft_label.lower()}-seed{plan.seed}.json"
+    report_file = report_path(sft_label, plan.seed)
     summary = clock.run("from-report", lambda: _rows(report_file, rows_file, plan.seed, say))
     out: dict[str, Any] = {"sft": sft, "sft_steps": sft_steps, "sft_report": report, "sft_gate": result,
                            "tier": tier, "shrunk": shrunk, "rows": summary}  # fmt: skip
@@ -228,7 +231,7 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
             for _, cfg in todo:
                 cfg.threads = threads
             clock.scale(ARMS, SIDE_BY_SIDE)
-            fresh_sft = reports_dir / f"{sft_label.lower()}-seed{plan.fresh_seed}.json"
+            fresh_sft = report_path(sft_label, plan.fresh_seed)
             then = not _newer(fresh_sft, sft / META_FILE)  # after the arm with less to compute: its CPU would idle
             if then:
                 clock.shift(FRESH, ARMS, 1 / 3)  # one of the three checkpoints' sessions
