@@ -52,6 +52,11 @@ class DemoConfig:
     rl_steps: int = field(default=12, metadata={"help": "with --full: GRPO steps of each RL agent, from SFT-<rl-from>"})
     rl_group: int = field(default=8, metadata={"help": "RL: sampled episodes per task (G); 4 tasks a step"})
     rl_from: int = field(default=30, metadata={"help": "RL starts from this SFT-N (one of --sft-steps; 0: the last)"})
+    rl_tasks: int = field(default=12, metadata={"help": "RL: train tasks of each run (4 a step)"})
+    rl_perturbed: float = field(default=0.0, metadata={"help": "RL: share of its train tasks perturbed (train pool)"})
+    rl_sft_coef: float = field(
+        default=10.0, metadata={"help": "RL: weight of the supervised term on the SFT data (0: GRPO alone)"}
+    )
     batch_size: int = field(default=8, metadata={"help": "episodes per optimizer step"})
     episodes: int = field(default=800, metadata={"help": "distinct training tasks (train split)"})
     task_families: list[str] = field(
@@ -66,6 +71,11 @@ class DemoConfig:
         default_factory=lambda: ["error_feedback"],
         metadata={"help": "PAFT perturbation families (error_feedback, symbolic, semantic)", "items": "families"},
     )
+    continued: bool = field(
+        default=False,
+        metadata={"help": "also continue SFT-<paft-from> for --paft-steps on clean episodes only (PAFT's compute) "
+                  "and compare PAFT with it"},
+    )  # fmt: skip
     n: int = field(default=10, metadata={"help": "evaluation cases per tier (test split, eval pool), plus clean twins"})
     eval_batch: int = field(
         default=32, metadata={"help": "evaluation: cases (and their clean twins) generated for at once"}
@@ -94,8 +104,9 @@ class DemoConfig:
     paper: bool = field(
         default=False,
         metadata={"help": "the paper's whole story as one table: SFT-50 and a converged SFT-100 on every family, "
-                  "error-feedback PAFT-30 from SFT-100, the two RL agents (boundary blindness), 20 cases a tier; "
-                  "hours on 2 cores (docs/experiments.md), resumable"},
+                  "error-feedback PAFT-30 from SFT-100 against SFT continued as long, the two RL agents from SFT-50 "
+                  "without the supervised term (boundary blindness), 20 cases a tier; hours on 2 cores "
+                  "(docs/experiments.md), resumable"},
     )  # fmt: skip
     loop_steps: int = field(
         default=80,
@@ -120,7 +131,8 @@ class DemoConfig:
         if self.paper:
             return dataclasses.replace(
                 self, table=True, full=True, sft_steps=[50, 100], paft_from=100, paft_steps=30, alpha=0.5,
-                paft_families=["error_feedback"], episodes=800, n=20, rl_from=50, task_families=[],
+                paft_families=["error_feedback"], continued=True, episodes=800, n=20, rl_from=50, rl_tasks=16,
+                rl_perturbed=0.75, rl_sft_coef=0.0, task_families=[],
             )  # fmt: skip
         if not self.table:
             families = self.task_families or list(QUICK_FAMILIES)
@@ -178,6 +190,8 @@ def checked(cfg: DemoConfig) -> DemoConfig:
                 f"--paft-from {cfg.paft_from} is not one of --sft-steps {cfg.sft_steps}: "
                 "give one of them (0: from the base)"
             )
+        if cfg.continued and not cfg.paft_from:
+            raise UsageError("--continued continues an SFT export: give --paft-from one of --sft-steps (not 0)")
     return cfg
 
 
@@ -208,12 +222,18 @@ def _train_configs(cfg: DemoConfig, root: Path) -> dict[str, SFTConfig]:
             families=cfg.paft_families,
             **common,
         )
+        if cfg.continued:
+            runs["continued"] = SFTConfig(out=str(root / "sft-continued"), base=start, steps=cfg.paft_steps, **common)
     return runs
 
 
 def paft_label(cfg: DemoConfig) -> str:
     start = f", from SFT-{cfg.paft_from}" if cfg.paft_from else ""
     return f"PAFT-{cfg.paft_steps} (α={cfg.alpha}, {'+'.join(cfg.paft_families)}{start})"
+
+
+def continued_label(cfg: DemoConfig) -> str:
+    return f"SFT continued {cfg.paft_steps} (from SFT-{cfg.paft_from})"
 
 
 def rl_start(cfg: DemoConfig) -> int:
@@ -243,6 +263,8 @@ def _agent_dirs(cfg: DemoConfig, runs: dict[str, SFTConfig]) -> dict[str, str]:
                 specs[f"SFT-{steps}"] = f"hf:{sft_dir(cfg, runs, steps)}"
         elif name == "paft" and "paft" in runs:
             specs[paft_label(cfg)] = f"hf:{runs['paft'].out}"
+            if "continued" in runs:
+                specs[continued_label(cfg)] = f"hf:{runs['continued'].out}"
         elif name == "rl" and "sft" in cfg.agents:
             from training.rl_demo import demo_specs
 
@@ -345,8 +367,9 @@ def run_table(cfg: DemoConfig, root: Path) -> int:
     for steps in cfg.sft_steps:
         if f"SFT-{steps}" in rows:
             rows[f"SFT-{steps}"]["steps"] = steps
-    if paft_label(cfg) in rows:
-        rows[paft_label(cfg)]["steps"] = cfg.paft_from + cfg.paft_steps
+    for label in (paft_label(cfg), continued_label(cfg)):
+        if label in rows:
+            rows[label]["steps"] = cfg.paft_from + cfg.paft_steps
     if cfg.task_families:
         print(f"task families: {', '.join(cfg.task_families)} (training and evaluation)")
     print(format_table(rows))
@@ -355,13 +378,18 @@ def run_table(cfg: DemoConfig, root: Path) -> int:
         print(format_paired(*compared))
     draw_figure(rows, Path(cfg.figure) if cfg.figure else root / "demo.png")
     if "rl" in cfg.agents:
-        from training.rl_demo import demo_note
+        from training.rl_demo import REWARDS, demo_note
+        from training.rl_demo import label as rl_label
 
         note = demo_note(rows, f"SFT-{rl_start(cfg)}", root, cfg.rl_steps)
         if note:
             print(note)
+        completion, aware = (rl_label(cfg.rl_steps, reward) for reward in REWARDS)
+        if completion in reports and aware in reports:
+            print(format_paired(aware, completion, paired(reports[aware], reports[completion])))
     timings["total_s"] = round(time.perf_counter() - t0, 1)
-    _say(f"done in {timings['total_s']} s")
+    phases = (f"{name.removesuffix('_s').replace('_', ' ', 1)} {seconds / 60:.1f}" for name, seconds in timings.items())
+    _say("minutes per phase (trained or measured in this run; a reused one is not listed): " + ", ".join(phases))
     if cfg.json:
         from training.runs import write_json
 
@@ -385,11 +413,12 @@ def needs_sft(cfg: DemoConfig) -> bool:
 
 
 def paft_against(cfg: DemoConfig, reports: dict[str, Any]) -> tuple[str, str, dict[str, Any]] | None:
-    """PAFT against SFT of the same compute (SFT-<paft-from + paft-steps>, else the longest SFT shown), paired."""
+    """PAFT against SFT of the same compute (SFT continued from PAFT's start with ``--continued``, else
+    SFT-<paft-from + paft-steps>, else the longest SFT shown), paired."""
     label = paft_label(cfg)
     sft = [f"SFT-{s}" for s in cfg.sft_steps if f"SFT-{s}" in reports]
-    same = f"SFT-{cfg.paft_from + cfg.paft_steps}"
-    baseline = same if same in reports else (sft[-1] if sft else None)
+    same = [b for b in (continued_label(cfg), f"SFT-{cfg.paft_from + cfg.paft_steps}") if b in reports]
+    baseline = same[0] if same else (sft[-1] if sft else None)
     if label not in reports or baseline is None:
         return None
     return label, baseline, paired(reports[label], reports[baseline])
@@ -426,7 +455,10 @@ def train_agents(cfg: DemoConfig, runs: dict[str, SFTConfig], root: Path) -> dic
     if "rl" in cfg.agents and "sft" in cfg.agents:
         from training.rl_demo import RLDemoSettings, demo_train
 
-        settings = RLDemoSettings(cfg.rl_steps, cfg.rl_group, seed=cfg.seed)
+        settings = RLDemoSettings(
+            cfg.rl_steps, cfg.rl_group, tasks=cfg.rl_tasks, perturbed=cfg.rl_perturbed, sft_coef=cfg.rl_sft_coef,
+            seed=cfg.seed,
+        )  # fmt: skip
         timings.update(demo_train(sft_dir(cfg, runs, rl_start(cfg)), root, settings, cfg.retrain, _say))
     return timings
 

@@ -69,6 +69,23 @@ def test_demo_on_named_task_families_trains_and_evaluates_on_them_only(tiny_base
     assert not (tmp_path / "typo").exists()  # stopped before it trained
 
 
+def test_paft_is_compared_with_sft_continued_as_long_from_the_same_checkpoint(tiny_base, tmp_path, capsys):
+    from pytest_openagent.cli import main
+
+    argv = [
+        "demo", "--table", "--base", str(tiny_base), "--dir", str(tmp_path / "demo"), "--agents", "sft,paft",
+        "--sft-steps", "1", "--paft-from", "1", "--paft-steps", "1", "--continued", "--batch-size", "2",
+        "--episodes", "4", "--n", "1", "--figure", str(tmp_path / "demo.png"),
+    ]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    paft, continued = "PAFT-1 (α=0.5, error_feedback, from SFT-1)", "SFT continued 1 (from SFT-1)"
+    assert continued in out and f"{paft} minus {continued}, paired on the same cases" in out
+    run = json.loads((tmp_path / "demo" / "sft-continued" / "openagent-train.json").read_text())["config"]
+    paft_run = json.loads((tmp_path / "demo" / "paft" / "openagent-train.json").read_text())["config"]
+    assert run["base"] == paft_run["base"] and run["steps"] == paft_run["steps"] and run["alpha"] == 0.0
+
+
 def test_paft_must_start_from_an_sft_row_and_name_known_families_and_full_adds_the_rl_rows():
     from dataclasses import replace
 
@@ -81,6 +98,8 @@ def test_paft_must_start_from_an_sft_row_and_name_known_families_and_full_adds_t
     with pytest.raises(UsageError, match=r"--paft-from 30 is not one of --sft-steps \[20, 40\]"):
         checked(replace(cfg, paft_from=30))
     checked(replace(cfg, paft_from=0))  # from the base
+    with pytest.raises(UsageError, match=r"--continued continues an SFT export"):
+        checked(replace(cfg, paft_from=0, continued=True))
     with pytest.raises(UsageError, match=r"unknown PAFT families \['errors'\]; expected some of"):
         checked(replace(cfg, paft_families=["errors"]))
 
@@ -99,6 +118,7 @@ def test_quick_scales_everything_down_and_leaves_out_the_slow_rows():
     assert DemoConfig().scaled().task_families == list(QUICK_FAMILIES)
     paper = DemoConfig(paper=True).scaled()
     assert paper.table and paper.full and paper.sft_steps == [50, 100] and paper.paft_from == 100
+    assert paper.continued and paper.rl_sft_coef == 0.0  # PAFT against its compute; GRPO alone, as the paper's RL
 
 
 def test_rl_starts_from_the_sft_checkpoint_asked_for(tmp_path):
