@@ -121,6 +121,24 @@ def test_quick_scales_everything_down_and_leaves_out_the_slow_rows():
     assert paper.continued and paper.rl_sft_coef == 0.0  # PAFT against its compute; GRPO alone, as the paper's RL
 
 
+def test_paper_trains_sft_paft_sft_continued_and_rl_with_its_settings(tmp_path, monkeypatch):
+    import training.rl_demo
+    import training.sft
+    from training.demo import DemoConfig, _train_configs, checked, train_agents
+
+    cfg = checked(DemoConfig(paper=True, dir=str(tmp_path)))
+    trained: list[str] = []
+    monkeypatch.setattr(training.sft, "train", lambda run: trained.append(run.out))
+    rl: dict = {}
+    monkeypatch.setattr(
+        training.rl_demo, "demo_train", lambda sft, root, settings, *_: rl.update(sft=sft, s=settings) or {}
+    )
+    train_agents(cfg, _train_configs(cfg, tmp_path), tmp_path)
+    assert trained == [str(tmp_path / name) for name in ("sft", "paft", "sft-continued")]
+    assert rl["sft"] == tmp_path / "sft" / "step-50"
+    assert (rl["s"].sft_coef, rl["s"].tasks, rl["s"].perturbed, rl["s"].steps) == (0.0, 16, 0.75, 12)
+
+
 def test_rl_starts_from_the_sft_checkpoint_asked_for(tmp_path):
     from dataclasses import replace
 
