@@ -435,9 +435,10 @@ def draw_figure(rows: dict[str, dict[str, Any]], path: Path) -> None:
 
 def train_agents(cfg: DemoConfig, runs: dict[str, SFTConfig], root: Path) -> dict[str, float]:
     """Train the SFT and PAFT runs and the RL agents, each unless a finished run of its options exists (or
-    ``cfg.retrain``); the seconds each took."""
+    ``cfg.retrain``); the seconds each took. Each SFT run trains in a process of its own (``training.child``), so
+    that its memory goes back when it ends."""
+    from training import child
     from training.runs import finished_run
-    from training.sft import train
 
     timings: dict[str, float] = {}
     for name, run_cfg in runs.items():
@@ -450,7 +451,7 @@ def train_agents(cfg: DemoConfig, runs: dict[str, SFTConfig], root: Path) -> dic
         run_cfg.resume, run_cfg.overwrite = not cfg.retrain, True
         _say(f"{name}: training {run_cfg.steps} steps × {run_cfg.batch_size} episodes into {run_cfg.out}")
         t = time.perf_counter()
-        train(run_cfg)
+        child.train([(name, run_cfg)], _say)
         timings[f"train_{name}_s"] = round(time.perf_counter() - t, 1)
     if "rl" in cfg.agents and "sft" in cfg.agents:
         from training.rl_demo import RLDemoSettings, demo_train

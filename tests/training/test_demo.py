@@ -122,13 +122,13 @@ def test_quick_scales_everything_down_and_leaves_out_the_slow_rows():
 
 
 def test_paper_trains_sft_paft_sft_continued_and_rl_with_its_settings(tmp_path, monkeypatch):
+    import training.child
     import training.rl_demo
-    import training.sft
     from training.demo import DemoConfig, _train_configs, checked, train_agents
 
     cfg = checked(DemoConfig(paper=True, dir=str(tmp_path)))
     trained: list[str] = []
-    monkeypatch.setattr(training.sft, "train", lambda run: trained.append(run.out))
+    monkeypatch.setattr(training.child, "train", lambda runs, say: trained.extend(run.out for _, run in runs))
     rl: dict = {}
     monkeypatch.setattr(
         training.rl_demo, "demo_train", lambda sft, root, settings, *_: rl.update(sft=sft, s=settings) or {}
