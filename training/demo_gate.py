@@ -108,10 +108,16 @@ def run_sessions(
     several = len(sessions) > 1
     running = f"gate sessions on {', '.join(c.label for c in commands)}" if several else "gate session"
     ended = child.relay_all(
-        [[command] for command in commands], lambda label, line: show("  | " + f"{label} | " * several + line),
+        [[command] for command in commands], lambda label, line: show(session_line(label, line, several)),
         lambda seconds: say(f"{running} running, {seconds:.0f} s (pytest prints as each test ends)"),
     )  # fmt: skip
     return [code for [code] in ended]
+
+
+def session_line(label: str, line: str, several: bool = True) -> str:
+    """A line of a gate session's output as the demo shows it: indented, after its session's label where
+    several sessions run."""
+    return "  | " + f"{label} | " * several + line
 
 
 def session(

@@ -249,7 +249,7 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
                 if label in trainings:
                     training_line(label, text)
                 else:  # the session's, as the fresh phase shows its sessions'
-                    show(f"  | {label} | {text}")
+                    show(demo_gate.session_line(label, text))
 
             ended = child.relay_all(chains, line, lambda s: say(f"{names}: running, {s:.0f} s"))
             child.check_trained([(label, codes[0]) for (label, _), codes in zip(todo, ended, strict=True)])
