@@ -1,11 +1,11 @@
 """Training runs and pytest sessions in child processes, their output relayed line by line as it comes.
 
-The demo trains each model in a process of its own: a fresh process trained the same steps faster than the demo's
-after the SFT had trained there, and hands its memory back when it ends (docs/experiments.md). A child is
-``python -m training.child SPEC``: the run's options and the precision timings this process already measured for
-its model, so that it does not time them again. Two runs can train side by side, a thread each
-(:func:`side_by_side`), on the CPU a training step of a small model leaves idle. A child ends with its parent, so
-that a killed demo leaves no run training on into the folder its rerun resumes.
+The demo trains each model (SFT, PAFT, RL) in a process of its own: a fresh process trained the same steps faster
+than the demo's after the SFT had trained there, and hands its memory back when it ends (docs/experiments.md). A
+child is ``python -m training.child SPEC``: the run's kind and options and the precision timings this process
+already measured for its model, so that it does not time them again. Two runs can train side by side, a thread
+each (:func:`side_by_side`), on the CPU a training step of a small model leaves idle. A child ends with its parent,
+so that a killed demo leaves no run training on into the folder its rerun resumes.
 """
 
 from __future__ import annotations
@@ -139,17 +139,20 @@ def side_by_side(runs: int, peak_bytes: int | None, share_cpus: bool = False) ->
 
 
 def training(label: str, cfg: Any) -> Command:
-    """The child that trains the SFT run ``cfg``, given the precision timings this process measured."""
+    """The child that trains ``cfg`` (an SFT or PAFT run's :class:`~training.config.SFTConfig`, an RL run's
+    :class:`~training.config.RLConfig`), given the precision timings this process measured."""
     from training import precision
+    from training.config import RLConfig
 
-    spec = {"config": cfg.to_dict(), "precision": precision.measured()}
+    kind = "rl" if isinstance(cfg, RLConfig) else "sft"
+    spec = {"kind": kind, "config": cfg.to_dict(), "precision": precision.measured()}
     return Command(label, ["-m", "training.child", json.dumps(spec)])
 
 
 def train(runs: Sequence[tuple[str, Any]], say: Callable[[str], None]) -> list[Path]:
-    """Train the SFT runs ``(label, SFTConfig)`` at once, each in a child process (:func:`training`), their output
-    shown as the runs' own (each line after its run's label where there are several); the runs' folders. A child
-    that fails raises a ``RuntimeError`` once all have ended (its traceback was shown)."""
+    """Train the runs ``(label, SFTConfig or RLConfig)`` at once, each in a child process (:func:`training`), their
+    output shown as the runs' own (each line after its run's label where there are several); the runs' folders. A
+    child that fails raises a ``RuntimeError`` once all have ended (its traceback was shown)."""
     labels = [label for label, _ in runs]
     chains = [[training(label, cfg)] for label, cfg in runs]
     ended = relay_all(chains, labelled(len(runs) > 1), lambda s: say(f"{', '.join(labels)}: training, {s:.0f} s"))
@@ -170,15 +173,21 @@ def check_trained(ended: Sequence[tuple[str, int]]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m training.child SPEC``: train the SFT run SPEC names (JSON: ``config``, ``precision``)."""
+    """``python -m training.child SPEC``: train the run SPEC names (JSON: ``kind``, ``config``, ``precision``)."""
     cpu.prepare()  # before torch loads: OpenMP reads its wait policy once
     from training import precision
-    from training.config import SFTConfig
-    from training.sft import train as train_sft
+    from training.config import RLConfig, SFTConfig
 
     spec = json.loads((sys.argv[1:] if argv is None else argv)[0])
     precision.remember(spec["precision"])
-    train_sft(SFTConfig(**spec["config"]))
+    if spec["kind"] == "rl":
+        from training.rl import train as train_rl
+
+        train_rl(RLConfig(**spec["config"]))
+    else:
+        from training.sft import train as train_sft
+
+        train_sft(SFTConfig(**spec["config"]))
     return 0
 
 

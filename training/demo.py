@@ -351,6 +351,7 @@ def format_table(rows: dict[str, dict[str, Any]]) -> str:
 
 def run_table(cfg: DemoConfig, root: Path) -> int:
     """Train (or reuse) every agent of the table, evaluate each, print the table; 0."""
+    from training.demo_clock import peak_rss_gib
     from training.inference.base import prepare_default_base
 
     t0 = time.perf_counter()
@@ -390,6 +391,8 @@ def run_table(cfg: DemoConfig, root: Path) -> int:
     timings["total_s"] = round(time.perf_counter() - t0, 1)
     phases = (f"{name.removesuffix('_s').replace('_', ' ', 1)} {seconds / 60:.1f}" for name, seconds in timings.items())
     _say("minutes per phase (trained or measured in this run; a reused one is not listed): " + ", ".join(phases))
+    peak = round(peak_rss_gib(), 2)
+    _say(f"peak memory: {peak:.1f} GiB (this process or its largest child, in this run)")
     if cfg.json:
         from training.runs import write_json
 
@@ -400,6 +403,7 @@ def run_table(cfg: DemoConfig, root: Path) -> int:
                 "config": dataclasses.asdict(cfg),
                 "rows": rows,
                 "timings": timings,
+                "peak_rss_gib": peak,
                 "reports": {k: r.to_dict() for k, r in reports.items()},
             },
         )
@@ -435,12 +439,20 @@ def draw_figure(rows: dict[str, dict[str, Any]], path: Path) -> None:
 
 def train_agents(cfg: DemoConfig, runs: dict[str, SFTConfig], root: Path) -> dict[str, float]:
     """Train the SFT and PAFT runs and the RL agents, each unless a finished run of its options exists (or
-    ``cfg.retrain``); the seconds each took. Each SFT run trains in a process of its own (``training.child``), so
-    that its memory goes back when it ends."""
+    ``cfg.retrain``); the seconds each took. Each trains in a process of its own (``training.child``), so that its
+    memory goes back when it ends; the runs that start from the SFT run (PAFT, SFT continued) train side by side
+    where the machine has the CPUs and the memory for both (``child.side_by_side``)."""
     from training import child
-    from training.runs import finished_run
+    from training.runs import finished_run, read_meta
 
     timings: dict[str, float] = {}
+
+    def fit(todo: list[tuple[str, SFTConfig]]) -> None:
+        t = time.perf_counter()
+        child.train(todo, _say)
+        timings[f"train_{'+'.join(name for name, _ in todo)}_s"] = round(time.perf_counter() - t, 1)
+
+    todo = []
     for name, run_cfg in runs.items():
         if name == "sft" and not needs_sft(cfg):
             continue
@@ -450,9 +462,22 @@ def train_agents(cfg: DemoConfig, runs: dict[str, SFTConfig], root: Path) -> dic
         # The demo owns its folder: a finished run of other options is replaced, checkpoints of them start over.
         run_cfg.resume, run_cfg.overwrite = not cfg.retrain, True
         _say(f"{name}: training {run_cfg.steps} steps × {run_cfg.batch_size} episodes into {run_cfg.out}")
-        t = time.perf_counter()
-        child.train([(name, run_cfg)], _say)
-        timings[f"train_{name}_s"] = round(time.perf_counter() - t, 1)
+        todo.append((name, run_cfg))
+    if todo and todo[0][0] == "sft":  # the others start from it
+        fit(todo[:1])
+        todo = todo[1:]
+    threads, why = child.side_by_side(len(todo), (read_meta(runs["sft"].out) or {}).get("peak_rss_bytes"))
+    names = " and ".join(name for name, _ in todo)
+    if threads:
+        for _, run_cfg in todo:
+            run_cfg.threads = threads
+        _say(f"{names} train side by side, {threads} CPU thread{'s' * (threads > 1)} each ({why})")
+        fit(todo)
+    else:
+        if len(todo) > 1:
+            _say(f"{names} train one after the other, not side by side: {why}")
+        for run in todo:
+            fit([run])
     if "rl" in cfg.agents and "sft" in cfg.agents:
         from training.rl_demo import RLDemoSettings, demo_train
 

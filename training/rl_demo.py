@@ -68,11 +68,12 @@ class RLDemoConfig(RLDemoSettings):
 
 
 def rl_agents(
-    sft_dir: str | Path, root: str | Path, settings: RLDemoSettings, retrain: bool = False, progress: bool = True
+    sft_dir: str | Path, root: str | Path, settings: RLDemoSettings, retrain: bool = False, say: Any = None
 ) -> dict[str, Path]:
-    """``{"RL (completion)": dir, "RL (refusal-aware)": dir}`` trained from ``sft_dir`` under ``root``; a finished
-    directory is reused unless ``retrain``; ``steps == 0`` trains nothing and returns ``{}``."""
-    from training.rl import train
+    """``{"RL (completion)": dir, "RL (refusal-aware)": dir}`` trained from ``sft_dir`` under ``root``, each in a
+    process of its own (``training.child``); a finished directory is reused unless ``retrain``; ``steps == 0`` trains
+    nothing and returns ``{}``. ``say`` (stderr by default) tells the children's silences."""
+    from training import child
     from training.runs import finished_run
 
     if settings.steps <= 0:
@@ -80,13 +81,17 @@ def rl_agents(
     agents = {}
     for reward in REWARDS:
         out = Path(root) / f"rl-{reward}"
-        cfg = settings.config(sft_dir, out, reward, progress=progress, save_every=1)
+        cfg = settings.config(sft_dir, out, reward, save_every=1)
         if retrain or not finished_run(out, cfg.to_dict()):
             # The demo owns these folders: a finished run of other options is replaced, checkpoints of them start over.
             cfg.resume, cfg.overwrite = not retrain, True
-            train(cfg)
+            child.train([(label(settings.steps, reward), cfg)], say or _stderr)
         agents[f"RL ({reward})"] = out
     return agents
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
 
 def label(steps: int, reward: str) -> str:
@@ -111,7 +116,7 @@ def demo_train(sft_dir: str | Path, root: str | Path, settings: RLDemoSettings, 
         f"{settings.tasks} train tasks ({settings.perturbed:.0%} perturbed, T={settings.temperature}) from {sft_dir}, "
         f"rewards {', '.join(REWARDS)}")  # fmt: skip
     t = time.perf_counter()
-    rl_agents(sft_dir, root, settings, retrain)
+    rl_agents(sft_dir, root, settings, retrain, say)
     return {"train_rl_s": round(time.perf_counter() - t, 1)}
 
 

@@ -145,6 +145,19 @@ def test_trainings_side_by_side_take_the_precision_measured_here_and_finish(tiny
     assert "timing a training pass" not in err, err
 
 
+def test_an_rl_run_trains_in_its_child(tiny, tmp_path, capsys):
+    from training.config import RLConfig
+    from training.runs import finished_run, read_meta
+
+    cfg = RLConfig(out=str(tmp_path / "rl"), init=str(tiny), steps=1, group=2, tasks_per_step=1, tasks=1,
+                   max_new_tokens=8, threads=1, reward="refusal-aware")  # fmt: skip
+    (out,) = child.train([("RL", cfg)], lambda message: None)
+    meta = read_meta(out)
+    assert finished_run(out, cfg.to_dict()) and meta["kind"] == "rl" and meta["reward"] == "refusal-aware"
+    assert meta["peak_rss_bytes"] > 2**20  # measured in the child
+    assert "openagent train: rl: step 1/1, reward" in capsys.readouterr().err  # its progress, relayed
+
+
 def test_a_training_that_fails_in_its_child_raises(tiny_base, tmp_path, capsys):
     from training.config import SFTConfig
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -69,8 +70,12 @@ def test_demo_on_named_task_families_trains_and_evaluates_on_them_only(tiny_base
     assert not (tmp_path / "typo").exists()  # stopped before it trained
 
 
-def test_paft_is_compared_with_sft_continued_as_long_from_the_same_checkpoint(tiny_base, tmp_path, capsys):
+def test_paft_is_compared_with_sft_continued_as_long_from_the_same_checkpoint(tiny_base, tmp_path, capsys,
+                                                                             monkeypatch):  # fmt: skip
     from pytest_openagent.cli import main
+    from training import child
+
+    monkeypatch.setattr(child, "side_by_side", lambda runs, peak: (1, f"{runs} runs, a peak of {peak} bytes"))
 
     argv = [
         "demo", "--table", "--base", str(tiny_base), "--dir", str(tmp_path / "demo"), "--agents", "sft,paft",
@@ -78,12 +83,15 @@ def test_paft_is_compared_with_sft_continued_as_long_from_the_same_checkpoint(ti
         "--episodes", "4", "--n", "1", "--figure", str(tmp_path / "demo.png"),
     ]  # fmt: skip
     assert main(argv) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert re.search(r"paft and continued train side by side, 1 CPU thread each \(2 runs, a peak of \d+ bytes\)", err)
+    assert re.search(r"peak memory: \d+\.\d GiB \(this process or its largest child, in this run\)", err)
     paft, continued = "PAFT-1 (α=0.5, error_feedback, from SFT-1)", "SFT continued 1 (from SFT-1)"
     assert continued in out and f"{paft} minus {continued}, paired on the same cases" in out
     run = json.loads((tmp_path / "demo" / "sft-continued" / "openagent-train.json").read_text())["config"]
     paft_run = json.loads((tmp_path / "demo" / "paft" / "openagent-train.json").read_text())["config"]
     assert run["base"] == paft_run["base"] and run["steps"] == paft_run["steps"] and run["alpha"] == 0.0
+    assert run["threads"] == paft_run["threads"] == 1
 
 
 def test_paft_must_start_from_an_sft_row_and_name_known_families_and_full_adds_the_rl_rows():
