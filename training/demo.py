@@ -448,6 +448,8 @@ def train_agents(cfg: DemoConfig, runs: dict[str, SFTConfig], root: Path) -> dic
     timings: dict[str, float] = {}
 
     def fit(todo: list[tuple[str, SFTConfig]]) -> None:
+        for name, run_cfg in todo:
+            _say(f"{name}: training {run_cfg.steps} steps × {run_cfg.batch_size} episodes into {run_cfg.out}")
         t = time.perf_counter()
         child.train(todo, _say)
         timings[f"train_{'+'.join(name for name, _ in todo)}_s"] = round(time.perf_counter() - t, 1)
@@ -461,7 +463,6 @@ def train_agents(cfg: DemoConfig, runs: dict[str, SFTConfig], root: Path) -> dic
             continue
         # The demo owns its folder: a finished run of other options is replaced, checkpoints of them start over.
         run_cfg.resume, run_cfg.overwrite = not cfg.retrain, True
-        _say(f"{name}: training {run_cfg.steps} steps × {run_cfg.batch_size} episodes into {run_cfg.out}")
         todo.append((name, run_cfg))
     if todo and todo[0][0] == "sft":  # the others start from it
         fit(todo[:1])

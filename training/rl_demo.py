@@ -68,24 +68,38 @@ class RLDemoConfig(RLDemoSettings):
 
 
 def rl_agents(
-    sft_dir: str | Path, root: str | Path, settings: RLDemoSettings, retrain: bool = False, say: Any = None
+    sft_dir: str | Path,
+    root: str | Path,
+    settings: RLDemoSettings,
+    retrain: bool = False,
+    say: Any = None,
+    timings: dict[str, float] | None = None,
 ) -> dict[str, Path]:
     """``{"RL (completion)": dir, "RL (refusal-aware)": dir}`` trained from ``sft_dir`` under ``root``, each in a
     process of its own (``training.child``); a finished directory is reused unless ``retrain``; ``steps == 0`` trains
-    nothing and returns ``{}``. ``say`` (stderr by default) tells the children's silences."""
+    nothing and returns ``{}``. ``say`` (stderr by default) tells what is reused and the children's silences;
+    ``timings`` gets the seconds of each run trained."""
+    import time
+
     from training import child
     from training.runs import finished_run
 
     if settings.steps <= 0:
         return {}
+    say = say or _stderr
     agents = {}
     for reward in REWARDS:
-        out = Path(root) / f"rl-{reward}"
+        out, name = Path(root) / f"rl-{reward}", label(settings.steps, reward)
         cfg = settings.config(sft_dir, out, reward, save_every=1)
         if retrain or not finished_run(out, cfg.to_dict()):
             # The demo owns these folders: a finished run of other options is replaced, checkpoints of them start over.
             cfg.resume, cfg.overwrite = not retrain, True
-            child.train([(label(settings.steps, reward), cfg)], say or _stderr)
+            t = time.perf_counter()
+            child.train([(name, cfg)], say)
+            if timings is not None:
+                timings[f"train_{name}_s"] = round(time.perf_counter() - t, 1)
+        else:
+            say(f"{name}: reusing {out} (--retrain to start over)")
         agents[f"RL ({reward})"] = out
     return agents
 
@@ -106,18 +120,16 @@ def demo_specs(root: str | Path, steps: int) -> dict[str, str]:
 
 
 def demo_train(sft_dir: str | Path, root: str | Path, settings: RLDemoSettings, retrain: bool, say: Any) -> dict:
-    """Train the demo's RL agents from ``sft_dir`` (or say why not); returns their timings."""
-    import time
-
+    """Train the demo's RL agents from ``sft_dir`` (or say why not); the seconds each run trained took."""
     if settings.steps <= 0:
         say("rl: skipped (--rl-steps 0; --quick skips RL: a step of the real model takes minutes here)")
         return {}
     say(f"rl: GRPO {settings.steps} steps × {settings.tasks_per_step} tasks × G={settings.group} episodes over "
         f"{settings.tasks} train tasks ({settings.perturbed:.0%} perturbed, T={settings.temperature}) from {sft_dir}, "
         f"rewards {', '.join(REWARDS)}")  # fmt: skip
-    t = time.perf_counter()
-    rl_agents(sft_dir, root, settings, retrain, say)
-    return {"train_rl_s": round(time.perf_counter() - t, 1)}
+    timings: dict[str, float] = {}
+    rl_agents(sft_dir, root, settings, retrain, say, timings)
+    return timings
 
 
 def demo_note(rows: dict[str, dict[str, Any]], sft_label: str, root: str | Path, steps: int) -> str:
