@@ -18,6 +18,7 @@ import json
 import math
 import statistics
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -79,8 +80,6 @@ def rl_agents(
     process of its own (``training.child``); a finished directory is reused unless ``retrain``; ``steps == 0`` trains
     nothing and returns ``{}``. ``say`` (stderr by default) tells what is reused and the children's silences;
     ``timings`` gets the seconds of each run trained."""
-    import time
-
     from training import child
     from training.runs import finished_run
 
