@@ -128,10 +128,6 @@ def load_policy(cfg: RLConfig) -> tuple[Any, Any, Any]:
     """``(model, tokenizer, reference)``: the trainable policy from ``cfg.init``; the frozen initial
     policy for the KL term only for a full fine-tune with ``kl > 0`` (LoRA switches its adapters off)."""
     init = init_dir(cfg)
-    if not (init / "config.json").is_file():
-        from training.inference.model_dir import CheckpointError
-
-        raise CheckpointError(f"--init {cfg.init!r}: no config.json there; give an SFT output directory")
     model, tokenizer = load_model(cfg, init)
     reference = None
     if not cfg.lora and cfg.kl > 0:

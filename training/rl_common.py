@@ -49,8 +49,14 @@ def check_config(cfg: RLConfig) -> None:
 
 
 def init_dir(cfg: RLConfig) -> Path:
-    """The directory of the checkpoint ``cfg.init`` names (``hf:`` prefix and ``~`` allowed)."""
-    return Path(cfg.init.removeprefix("hf:")).expanduser()
+    """The directory of the checkpoint ``cfg.init`` names (``hf:`` prefix and ``~`` allowed); a
+    :class:`~training.inference.model_dir.CheckpointError` where it holds no model."""
+    init = Path(cfg.init.removeprefix("hf:")).expanduser()
+    if not (init / "config.json").is_file():
+        from training.inference.model_dir import CheckpointError
+
+        raise CheckpointError(f"--init {cfg.init!r}: no config.json there; give an SFT output directory")
+    return init
 
 
 def rl_perturbations(cfg: RLConfig) -> list[str]:

@@ -81,15 +81,19 @@ def rl_agents(
     nothing and returns ``{}``. ``say`` (stderr by default) tells what is reused and the children's silences;
     ``timings`` gets the seconds of each run trained."""
     from training import child
+    from training.rl_common import check_config, init_dir
     from training.runs import finished_run
 
     if settings.steps <= 0:
         return {}
     say = say or _stderr
+    configs = {r: settings.config(sft_dir, Path(root) / f"rl-{r}", r, save_every=1) for r in REWARDS}
+    for cfg in configs.values():  # misuse stops here, before a child starts
+        check_config(cfg)
+        init_dir(cfg)
     agents = {}
-    for reward in REWARDS:
-        out, name = Path(root) / f"rl-{reward}", label(settings.steps, reward)
-        cfg = settings.config(sft_dir, out, reward, save_every=1)
+    for reward, cfg in configs.items():
+        out, name = Path(cfg.out), label(settings.steps, reward)
         if retrain or not finished_run(out, cfg.to_dict()):
             # The demo owns these folders: a finished run of other options is replaced, checkpoints of them start over.
             cfg.resume, cfg.overwrite = not retrain, True

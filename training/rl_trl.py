@@ -171,10 +171,6 @@ def train_trl(cfg: RLConfig, reward: str | Callable[[Episode], float] | None = N
     begin(cfg)
     checkpoint, history = _resume_from(out, config, cfg)
     init = init_dir(cfg)
-    if not (init / "config.json").is_file():
-        from training.inference.model_dir import CheckpointError
-
-        raise CheckpointError(f"--init {cfg.init!r}: no config.json there; give an SFT output directory")
     model, tokenizer = load_model(cfg, init)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
