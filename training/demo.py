@@ -105,8 +105,8 @@ class DemoConfig:
         default=False,
         metadata={"help": "the paper's whole story as one table: SFT-50 and a converged SFT-100 on every family, "
                   "error-feedback PAFT-30 from SFT-100 against SFT continued as long, the two RL agents from SFT-50 "
-                  "without the supervised term (boundary blindness), 20 cases a tier; hours on 2 cores "
-                  "(docs/experiments.md), resumable"},
+                  "without the supervised term (boundary blindness), 20 cases a tier; about 2 h 35 min on a 2-core "
+                  "Xeon (docs/experiments.md), resumable"},
     )  # fmt: skip
     loop_steps: int = field(
         default=80,
