@@ -443,7 +443,7 @@ def train_agents(cfg: DemoConfig, runs: dict[str, SFTConfig], root: Path) -> dic
     memory goes back when it ends; the runs that start from the SFT run (PAFT, SFT continued) train side by side
     where the machine has the CPUs and the memory for both (``child.side_by_side``)."""
     from training import child
-    from training.runs import finished_run, read_meta
+    from training.runs import finished_run, peak_bytes
 
     timings: dict[str, float] = {}
 
@@ -467,7 +467,7 @@ def train_agents(cfg: DemoConfig, runs: dict[str, SFTConfig], root: Path) -> dic
     if todo and todo[0][0] == "sft":  # the others start from it
         fit(todo[:1])
         todo = todo[1:]
-    threads, why = child.side_by_side(len(todo), (read_meta(runs["sft"].out) or {}).get("peak_rss_bytes"))
+    threads, why = child.side_by_side(len(todo), peak_bytes(runs["sft"].out))
     names = " and ".join(name for name, _ in todo)
     if threads:
         for _, run_cfg in todo:

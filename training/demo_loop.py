@@ -38,6 +38,7 @@ from training.demo_clock import (
     YOUNG_SEARCH_EPISODE_STEPS,
     Clock,
 )
+from training.runs import peak_bytes
 
 CHECK_EVERY = 10
 """Steps between the SFT's dev-split checks; they start at half its steps (SFT at 40 of 80 solved 22 of the
@@ -225,7 +226,7 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
             say(f"{label}: {cfg.steps} steps × {cfg.batch_size} episodes from {sft_label}{data}")
             if not _reused(cfg, label, say, plan.retrain, after=rows_file):  # the rows came after SFT
                 todo.append((label, cfg))
-        threads, why = child.side_by_side(len(todo), _peak_bytes(sft))
+        threads, why = child.side_by_side(len(todo), peak_bytes(sft))
         names = " and ".join(label for label, _ in todo)
         if threads:
             for _, cfg in todo:
@@ -253,7 +254,7 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
 
             ended = child.relay_all(chains, line, lambda s: say(f"{names}: running, {s:.0f} s"))
             child.check_trained([(label, codes[0]) for (label, _), codes in zip(todo, ended, strict=True)])
-            clock.together(ARMS, sum(_peak_bytes(Path(cfg.out)) or 0 for _, cfg in todo))
+            clock.together(ARMS, sum(peak_bytes(cfg.out) or 0 for _, cfg in todo))
         else:
             if len(todo) > 1:
                 say(f"{names} train one after the other, not side by side: {why}")
@@ -310,13 +311,6 @@ def trained_steps(model: Path) -> int:
     if meta is None:
         raise RuntimeError(f"{model}: no finished training there")
     return int(meta["steps"])
-
-
-def _peak_bytes(model: Path) -> int | None:
-    """The peak memory of the process that finished the training in ``model``, if its metadata records it."""
-    from training.runs import read_meta
-
-    return (read_meta(model) or {}).get("peak_rss_bytes")
 
 
 def _rows(report: Path, rows: Path, seed: int, say: Any) -> dict[str, Any]:

@@ -110,6 +110,11 @@ def read_meta(out: str | Path) -> dict | None:
     return meta
 
 
+def peak_bytes(out: str | Path) -> int | None:
+    """The peak memory of the process that finished the training in ``out``, if its metadata records it."""
+    return (read_meta(out) or {}).get("peak_rss_bytes")
+
+
 def finished_run(out: str | Path, config: dict) -> bool:
     """Whether ``out`` holds a finished run (its exported model) of ``config``, run settings aside."""
     try:
