@@ -129,8 +129,9 @@ class Clock:
         capacity = max(wall, 1e-9) * (os.cpu_count() or 1)
         own = _cpu_seconds() - self.cpu_started
         load = os.getloadavg()
-        line = (f"machine: {cpu_name()}, {os.cpu_count()} CPUs; load average at the end {load[0]:.1f} / {load[1]:.1f} "
-                f"/ {load[2]:.1f} (1/5/15 min); this run used {100 * own / capacity:.0f}% of the CPUs")  # fmt: skip
+        used = 100 * own / capacity
+        line = (f"machine: {cpu_name()}{isa_limits()}, {os.cpu_count()} CPUs; load average at the end {load[0]:.1f} / "
+                f"{load[1]:.1f} / {load[2]:.1f} (1/5/15 min); this run used {used:.0f}% of the CPUs")  # fmt: skip
         busy = machine_busy_seconds()
         if busy is None or self.machine_started is None:
             lines.append(line + " (what other processes used is not known here)")
@@ -178,6 +179,18 @@ def cpu_name() -> str:
     import platform
 
     return platform.processor() or platform.machine()
+
+
+ISA_LIMITS = ("ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS", "ATEN_CPU_CAPABILITY")
+"""The variables that keep oneDNN, MKL and ATen's own kernels to an older instruction set than the CPU has
+(``benchmarks/bench_isa.py`` runs the probe so limited)."""
+
+
+def isa_limits() -> str:
+    """`` (instruction sets limited: NAME=VALUE, ...)`` for the :data:`ISA_LIMITS` set here, else ``""``: a run so
+    limited is not this CPU's figure."""
+    limits = [f"{name}={os.environ[name]}" for name in ISA_LIMITS if os.environ.get(name)]
+    return f" (instruction sets limited: {', '.join(limits)})" if limits else ""
 
 
 def probe_step_seconds(cfg: SFTConfig, say: Callable[[str], None]) -> tuple[float, str]:

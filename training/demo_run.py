@@ -9,9 +9,12 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from training.demo_clock import Clock
+
+if TYPE_CHECKING:
+    from training.demo_loop import LoopPlan
 
 
 class _Tee:
@@ -70,14 +73,9 @@ def run(cfg: Any) -> int:
 def run_loop_demo(cfg: Any, root: Path) -> int:
     """The loop in ``root``: plan, SFT, gate, rows, the two arms, the fresh gate, table, figure, conclusion; 0."""
     from training.demo import pct, train_settings
-    from training.demo_loop import LoopPlan, expected_seconds, gate_criteria, run_loop, sft_seconds
+    from training.demo_loop import expected_seconds, run_loop, sft_seconds
 
-    plan = LoopPlan(
-        families=tuple(cfg.task_families), sft_steps=cfg.loop_steps, more_steps=cfg.more_steps,
-        episodes=cfg.loop_episodes, batch_size=cfg.batch_size, n=cfg.gate_n, examples=cfg.examples,
-        gate=gate_criteria(cfg.clean_target), seed=cfg.seed, train_arms=not cfg.quick,
-        until=0.0 if cfg.quick else cfg.clean_target, retrain=cfg.retrain,
-    )  # fmt: skip
+    plan = loop_plan(cfg)
     clock = Clock(say)
     say(f"working in {root} (seed {cfg.seed}); a rerun continues where this one stops")
     say(f"the task families: {', '.join(plan.families)} (one or two calls each, one to refuse: short episodes, "
@@ -106,6 +104,18 @@ def run_loop_demo(cfg: Any, root: Path) -> int:
         write_json(cfg.json, {"config": dataclasses.asdict(cfg), **table})
         say(f"table written to {cfg.json}")
     return 0
+
+
+def loop_plan(cfg: Any) -> LoopPlan:
+    """The loop's :class:`~training.demo_loop.LoopPlan` from the demo's (checked) options."""
+    from training.demo_loop import LoopPlan, gate_criteria
+
+    return LoopPlan(
+        families=tuple(cfg.task_families), sft_steps=cfg.loop_steps, more_steps=cfg.more_steps,
+        episodes=cfg.loop_episodes, batch_size=cfg.batch_size, n=cfg.gate_n, examples=cfg.examples,
+        gate=gate_criteria(cfg.clean_target), seed=cfg.seed, train_arms=not cfg.quick,
+        until=0.0 if cfg.quick else cfg.clean_target, retrain=cfg.retrain,
+    )  # fmt: skip
 
 
 def _base(base: str) -> Path:

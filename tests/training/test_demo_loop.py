@@ -233,6 +233,21 @@ def test_the_run_says_it_shared_the_machine_only_when_other_processes_took_cpu(m
     assert ("the run shared the machine" in report) is shared
 
 
+def test_the_machine_line_says_when_the_instruction_sets_are_limited(monkeypatch):
+    """A run with oneDNN or MKL kept to an older instruction set (to time a CPU without AMX) says so beside the CPU's
+    name: its figures are not this CPU's."""
+    from training import demo_clock
+
+    for name in demo_clock.ISA_LIMITS:
+        monkeypatch.delenv(name, raising=False)
+    clock = demo_clock.Clock(say=lambda _: None)
+    assert "instruction sets limited" not in clock.report()
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")
+    limited = "(instruction sets limited: ONEDNN_MAX_CPU_ISA=AVX2, ATEN_CPU_CAPABILITY=avx2), "
+    assert f"machine: {demo_clock.cpu_name()} {limited}" in clock.report()
+
+
 def test_a_rerun_reuses_a_finished_training_and_replaces_a_stale_one(tiny_base, tmp_path):
     import os
 
