@@ -43,9 +43,14 @@ PROFILES: dict[str, dict[str, str]] = {
 
 def probe() -> dict:
     """In this process (limited by its environment): the demo's probe, and its plan for the default and --quick."""
+    from training.cli import prepare_process
+
+    prepare_process()  # the demo's process: OpenMP's wait policy and malloc's, before torch loads
+    from training import cpu, precision
+
+    cpu.configure()
     import torch
 
-    from training import precision
     from training.config import SFTConfig
     from training.demo import DemoConfig, checked, train_settings
     from training.demo_clock import probe_step_seconds
@@ -53,8 +58,10 @@ def probe() -> dict:
     from training.demo_run import loop_plan
     from training.sft import resolve_base
 
-    torch.set_num_threads(2)
-    figures: dict = {"capability": torch.backends.cpu.get_cpu_capability()}
+    figures: dict = {
+        "capability": torch.backends.cpu.get_cpu_capability(),
+        "cpu_computes_bf16": precision.cpu_computes_bf16(),
+    }
     for name, quick in (("default", False), ("quick", True)):
         cfg = checked(DemoConfig(quick=quick))
         plan = loop_plan(cfg)
@@ -65,8 +72,8 @@ def probe() -> dict:
         figures[name] = {"step_s": round(step_s, 2), "plan_min": round(sum(phases.values()) / 60, 1)}
     (*_, fp32, bf16), *_ = precision.measured()
     figures["fp32_tok_s"] = round(precision.PROBE_TOKENS / fp32)
-    figures["bf16_tok_s"] = round(precision.PROBE_TOKENS / bf16)
-    figures["chosen"] = "bf16" if bf16 < precision.MARGIN * fp32 else "fp32"
+    figures["bf16_tok_s"] = round(precision.PROBE_TOKENS / bf16)  # 0: not timed (the CPU computes no bf16)
+    figures["chosen"] = "bf16" if bf16 < precision.MARGIN * fp32 else "fp32"  # training.precision.choose's rule
     return figures
 
 

@@ -7,6 +7,8 @@ The measurement can land either side of the margin on a loaded machine, so a run
 
 from __future__ import annotations
 
+import math
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -18,9 +20,18 @@ MARGIN = 0.9  # bf16 must be at least this much faster: a near tie is noise, and
 _measured: dict[tuple, tuple[float, float]] = {}
 
 
+WITHOUT_AVX512 = ("SSE41", "AVX", "AVX2", "AVX2_VNNI")
+"""oneDNN's instruction sets without AVX-512: kept to one of them (``ONEDNN_MAX_CPU_ISA``), a CPU computes bf16 as
+one without AVX-512 does, by emulation, many times slower than fp32."""
+
+
 def cpu_computes_bf16() -> bool:
+    """Whether torch computes bf16 here in instructions of the CPU, and oneDNN is not kept below them."""
     import torch
 
+    limit = os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or ""
+    if limit.strip().upper() in WITHOUT_AVX512:
+        return False
     return torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()
 
 
@@ -44,10 +55,15 @@ def choose(model: Any, say: Callable[[str], None] | None = None) -> tuple[bool, 
 
 def timings(model: Any, say: Callable[[str], None] | None = None) -> tuple[float, float]:
     """``(fp32, bf16)`` seconds of a training pass of ``model`` (:func:`pass_seconds`), measured once per process
-    for each model shape (about ten seconds for a 135M model on 2 cores); ``say`` is told before it starts."""
+    for each model shape (about ten seconds for a 135M model on 2 cores); ``say`` is told before it starts. Where
+    the CPU does not compute bf16 (:func:`cpu_computes_bf16`) only fp32 is timed, and bf16 is infinite: emulated,
+    a pass takes minutes."""
     params = list(model.parameters())
     key = (type(model).__name__, sum(p.numel() for p in params), sum(p.numel() for p in params if p.requires_grad))
     if key not in _measured:
+        if not cpu_computes_bf16():
+            _measured[key] = (pass_seconds(model, bf16=False)[0], math.inf)
+            return _measured[key]
         if say is not None:
             say("timing a training pass in bf16 against fp32 to choose the precision (about ten seconds)...")
         _measured[key] = pass_seconds(model)
@@ -70,20 +86,23 @@ def train_in_bf16(model: Any) -> bool:
     return choose(model)[0]
 
 
-def pass_seconds(model: Any, tokens: int = PROBE_TOKENS, repeats: int = PROBE_REPEATS) -> tuple[float, float]:
+def pass_seconds(
+    model: Any, tokens: int = PROBE_TOKENS, repeats: int = PROBE_REPEATS, bf16: bool = True
+) -> tuple[float, float]:
     """``(fp32, bf16)``: the fastest of ``repeats`` forward and backward passes of ``model`` on ``tokens``
-    random tokens in each precision, taken in turns after one pass of each to warm up; gradients cleared."""
+    random tokens in each precision, taken in turns after one pass of each to warm up; gradients cleared.
+    ``bf16=False`` times fp32 alone (bf16 infinite)."""
     import torch
 
     vocab = model.get_input_embeddings().num_embeddings
     ids = torch.randint(0, vocab, (1, tokens), generator=torch.Generator().manual_seed(0))
     seconds: dict[bool, list[float]] = {False: [], True: []}
     for _ in range(1 + repeats):
-        for bf16 in (False, True):
+        for autocast in (False, True) if bf16 else (False,):
             start = time.perf_counter()
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
                 loss = model(input_ids=ids, labels=ids).loss
             loss.backward()
             model.zero_grad(set_to_none=True)
-            seconds[bf16].append(time.perf_counter() - start)
-    return min(seconds[False][1:]), min(seconds[True][1:])
+            seconds[autocast].append(time.perf_counter() - start)
+    return min(seconds[False][1:]), min(seconds[True][1:], default=math.inf)

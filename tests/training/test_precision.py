@@ -28,6 +28,19 @@ def test_a_cpu_without_bf16_instructions_trains_in_fp32_without_measuring(model,
     assert precision.train_in_bf16(model) is False
 
 
+@pytest.mark.parametrize("variable", ["ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"])
+def test_a_cpu_whose_onednn_is_kept_below_avx512_computes_no_bf16(monkeypatch, variable):
+    """Kept to AVX2 (to time a machine without AVX-512), oneDNN emulates bf16, as such a machine does: neither
+    training nor inference picks it, and its measurement (minutes at that rate) is not taken."""
+    for name in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"):
+        monkeypatch.delenv(name, raising=False)
+    native = precision.cpu_computes_bf16()
+    monkeypatch.setenv(variable, "avx2")
+    assert precision.cpu_computes_bf16() is False
+    monkeypatch.setenv(variable, "AVX512_CORE_BF16")
+    assert precision.cpu_computes_bf16() is native
+
+
 @pytest.mark.parametrize(("seconds", "bf16"), [((1.0, 0.5), True), ((1.0, 0.95), False), ((1.0, 1.6), False)])
 def test_bf16_is_chosen_only_where_measured_faster_by_the_margin(model, monkeypatch, seconds, bf16):
     calls = []
