@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
 import sys
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -77,54 +80,93 @@ def probe() -> dict:
     return figures
 
 
+def sft_rates(steps: int, precisions: list[str]) -> dict:
+    """Tokens per second of ``steps`` real SFT steps of the default demo's data, the first left out as warm-up: in
+    the precision the run chooses (``auto``) and in ``fp32``, each a run of its own."""
+    from bench_sft import steady_rate
+
+    from training.config import SFTConfig
+    from training.demo import DemoConfig, checked, train_settings
+    from training.demo_run import loop_plan
+    from training.runs import META_FILE
+    from training.sft import resolve_base, train
+
+    cfg = checked(DemoConfig())
+    plan = loop_plan(cfg)
+    settings = {**train_settings(cfg), "episodes": plan.episodes, "task_families": list(plan.families)}
+    rates = {}
+    for name in precisions:
+        with tempfile.TemporaryDirectory() as out:
+            run = SFTConfig(out=out, base=str(resolve_base(cfg.base)), steps=steps, save_every=0, progress=False,
+                            bf16=name == "auto", **settings)  # fmt: skip
+            train(run)
+            meta = json.loads((Path(out) / META_FILE).read_text())
+        history = meta["history"]
+        rate = steady_rate([h["seconds"] for h in history], [h["tokens"] for h in history])
+        rates[name] = {"tok_s": round(rate), "bf16": meta["segments"][0]["bf16"]}
+    return rates
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=4, help="real SFT steps a run (0: the probe alone)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(probe()))
+        figures = probe()
+        if args.steps:
+            figures["sft"] = sft_rates(args.steps, ["auto", "fp32"] if figures["chosen"] == "bf16" else ["auto"])
+        print(json.dumps(figures))
         return
 
     runs: dict[str, list[dict]] = {name: [] for name in PROFILES}
     for r in range(args.rounds):
         for name, limits in PROFILES.items():
             done = subprocess.run(
-                [sys.executable, __file__, "--child"], env={**os.environ, **limits},
+                [sys.executable, __file__, "--child", "--steps", str(args.steps)], env={**os.environ, **limits},
                 capture_output=True, text=True, check=True,
             )  # fmt: skip
             runs[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
             print(f"round {r + 1}: {name}: {runs[name][-1]}", flush=True)
 
-    def median(name: str, *path: str) -> float:
+    def median(name: str, *path: str) -> float | None:
         values = []
         for run in runs[name]:
             for key in path:
-                run = run[key]
+                run = run.get(key) if isinstance(run, dict) else None
             values.append(run)
-        return statistics.median(values)
+        return None if None in values else statistics.median(values)
 
-    def chosen_rate(run: dict) -> int:
+    def probe_rate(run: dict) -> float:
         return run[f"{run['chosen']}_tok_s"]
 
-    native = [chosen_rate(run) for run in runs["native"]]
+    def sft_rate(run: dict) -> float:
+        return run["sft"]["auto"]["tok_s"] if "sft" in run else math.nan
+
+    def vs_native(name: str, rate: Callable[[dict], float]) -> float:
+        return round(statistics.median(rate(a) / rate(n) for a, n in zip(runs[name], runs["native"], strict=True)), 2)
+
     summary = {}
-    print(f"\n{'profile':22} {'fp32 tok/s':>10} {'bf16 tok/s':>10} {'chosen':>7} {'× native':>9} "
-          f"{'default plan':>13} {'--quick plan':>13}")  # fmt: skip
+    print(f"\n{'profile':20} {'probe fp32':>10} {'probe bf16':>10} {'chosen':>6} {'× native':>8} {'SFT tok/s':>9} "
+          f"{'SFT fp32':>8} {'× native':>8} {'default plan':>12} {'quick plan':>10}")  # fmt: skip
     for name in PROFILES:
-        ratio = statistics.median(chosen_rate(run) / n for run, n in zip(runs[name], native, strict=True))
-        chosen = {run["chosen"] for run in runs[name]}
-        summary[name] = {
+        summary[name] = f = {
             "limits": PROFILES[name], "capability": runs[name][0]["capability"],
-            "fp32_tok_s": median(name, "fp32_tok_s"), "bf16_tok_s": median(name, "bf16_tok_s"),
-            "chosen": "/".join(sorted(chosen)), "rate_vs_native": round(ratio, 2),
+            "probe_fp32_tok_s": median(name, "fp32_tok_s"), "probe_bf16_tok_s": median(name, "bf16_tok_s"),
+            "chosen": "/".join(sorted({run["chosen"] for run in runs[name]})),
+            "probe_vs_native": vs_native(name, probe_rate), "sft_tok_s": median(name, "sft", "auto", "tok_s"),
+            "sft_fp32_tok_s": median(name, "sft", "fp32", "tok_s"), "sft_vs_native": vs_native(name, sft_rate),
             "default_plan_min": median(name, "default", "plan_min"),
             "quick_plan_min": median(name, "quick", "plan_min"),
         }  # fmt: skip
-        s = summary[name]
-        print(f"{name:22} {s['fp32_tok_s']:>10.0f} {s['bf16_tok_s']:>10.0f} {s['chosen']:>7} {ratio:>8.2f}× "
-              f"{s['default_plan_min']:>9.1f} min {s['quick_plan_min']:>9.1f} min")  # fmt: skip
-    print("(medians of the rounds; × native: the chosen precision's rate against native's in the same round)")
+        rates = {k: "-" if f[k] is None else f"{f[k]:.0f}" for k in f if k.endswith("tok_s")}
+        print(f"{name:20} {rates['probe_fp32_tok_s']:>10} {rates['probe_bf16_tok_s']:>10} {f['chosen']:>6} "
+              f"{f['probe_vs_native']:>7.2f}× {rates['sft_tok_s']:>9} {rates['sft_fp32_tok_s']:>8} "
+              f"{f['sft_vs_native']:>7.2f}× {f['default_plan_min']:>8.1f} min "
+              f"{f['quick_plan_min']:>6.1f} min")  # fmt: skip
+    print("(medians of the rounds; × native: against native's rate in the same round, in the precision each chose; "
+          "SFT fp32: the same steps in fp32 where bf16 was chosen)")  # fmt: skip
     write("isa", {"cpu": cpu_name(), "rounds": args.rounds, "profiles": summary,
                   "runs": runs})  # fmt: skip
 

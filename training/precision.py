@@ -25,12 +25,20 @@ WITHOUT_AVX512 = ("SSE41", "AVX", "AVX2", "AVX2_VNNI")
 one without AVX-512 does, by emulation, many times slower than fp32."""
 
 
+def onednn_limit() -> tuple[str, str]:
+    """``(variable, instruction set)`` oneDNN is kept to by ``ONEDNN_MAX_CPU_ISA`` (or its older name
+    ``DNNL_MAX_CPU_ISA``), the set upper case; ``("", "")`` where neither is set."""
+    for variable in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"):
+        if os.environ.get(variable, "").strip():
+            return variable, os.environ[variable].strip().upper()
+    return "", ""
+
+
 def cpu_computes_bf16() -> bool:
     """Whether torch computes bf16 here in instructions of the CPU, and oneDNN is not kept below them."""
     import torch
 
-    limit = os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or ""
-    if limit.strip().upper() in WITHOUT_AVX512:
+    if onednn_limit()[1] in WITHOUT_AVX512:
         return False
     return torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()
 
@@ -44,6 +52,9 @@ def choose(model: Any, say: Callable[[str], None] | None = None) -> tuple[bool, 
         supported = torch.cuda.is_bf16_supported()
         return supported, f"the GPU {'computes' if supported else 'does not compute'} in bf16"
     if not cpu_computes_bf16():
+        variable, limit = onednn_limit()
+        if limit in WITHOUT_AVX512:
+            return False, f"oneDNN is kept to {limit} here ({variable}), where bf16 is emulated"
         return False, "this CPU has no bf16 instructions"
     fp32, bf16 = timings(model, say)
     faster = bf16 < MARGIN * fp32

@@ -37,6 +37,10 @@ def test_a_cpu_whose_onednn_is_kept_below_avx512_computes_no_bf16(monkeypatch, v
     native = precision.cpu_computes_bf16()
     monkeypatch.setenv(variable, "avx2")
     assert precision.cpu_computes_bf16() is False
+    assert precision.choose(object()) == (
+        False,
+        f"oneDNN is kept to AVX2 here ({variable}), where bf16 is emulated",
+    )
     monkeypatch.setenv(variable, "AVX512_CORE_BF16")
     assert precision.cpu_computes_bf16() is native
 
