@@ -147,7 +147,8 @@ def _finish(cfg: Any, plan: Any, result: dict[str, Any], root: Path) -> dict[str
         clean = report.row("clean").clean
         found = f"what this run showed: {sft} solved {clean} of the clean twins"
         if tier is not None and report.row(tier) is not None:
-            found += f"; under {names.get(tier, tier)} shifts it lost {report.row(tier).delta} points on the same tasks"
+            found += (f"; under {names.get(tier, tier)} shifts its success moved {report.row(tier).delta} points "
+                      f"against the same tasks clean")  # fmt: skip
         show(f"{found} (95% intervals); the gate: {result['sft_gate'].verdict}.")
         say(f"{result['rows']['rows']} PAFT rows written to {root / 'paft-rows.jsonl'}; the default demo (without "
             f"--quick) trains on them and gates again")  # fmt: skip

@@ -169,7 +169,7 @@ def test_the_quick_loop_ends_with_the_table_and_a_sentence_with_intervals(tmp_pa
     _finish(DemoConfig(quick=True), plan, result, tmp_path)
     out = capsys.readouterr().out
     assert "SFT-15" in out and "bad calls" in out
-    assert "what this run showed: SFT-15 solved 100.0% [" in out and "under tier 1 shifts it lost" in out
+    assert "what this run showed: SFT-15 solved 100.0% [" in out and "under tier 1 shifts its success moved -" in out
 
 
 def test_the_plan_names_the_sft_by_its_cap_and_counts_its_checks():
