@@ -56,7 +56,7 @@ def probe() -> dict:
 
     from training.config import SFTConfig
     from training.demo import DemoConfig, checked, train_settings
-    from training.demo_clock import probe_step_seconds
+    from training.demo_clock import probe_pace
     from training.demo_loop import expected_seconds
     from training.demo_run import loop_plan
     from training.sft import resolve_base
@@ -70,9 +70,9 @@ def probe() -> dict:
         plan = loop_plan(cfg)
         settings = {**train_settings(cfg), "episodes": plan.episodes, "task_families": list(plan.families)}
         base = str(resolve_base(cfg.base))
-        step_s, _ = probe_step_seconds(SFTConfig(out="", base=base, **settings), lambda _: None)
-        phases = expected_seconds(plan, step_s)
-        figures[name] = {"step_s": round(step_s, 2), "plan_min": round(sum(phases.values()) / 60, 1)}
+        pace, _ = probe_pace(SFTConfig(out="", base=base, **settings), lambda _: None)
+        phases = expected_seconds(plan, pace)
+        figures[name] = {"step_s": round(pace.train_step_s, 2), "plan_min": round(sum(phases.values()) / 60, 1)}
     (*_, fp32, bf16), *_ = precision.measured()
     figures["fp32_tok_s"] = round(precision.PROBE_TOKENS / fp32)
     figures["bf16_tok_s"] = round(precision.PROBE_TOKENS / bf16)  # 0: not timed (the CPU computes no bf16)
@@ -97,8 +97,8 @@ def sft_rates(steps: int, precisions: list[str]) -> dict:
     rates = {}
     for name in precisions:
         with tempfile.TemporaryDirectory() as out:
-            run = SFTConfig(out=out, base=str(resolve_base(cfg.base)), steps=steps, save_every=0, progress=False,
-                            bf16=name == "auto", **settings)  # fmt: skip
+            run = SFTConfig(**{**settings, "out": out, "base": str(resolve_base(cfg.base)), "steps": steps,
+                               "save_every": 0, "progress": False, "bf16": name == "auto"})  # fmt: skip
             train(run)
             meta = json.loads((Path(out) / META_FILE).read_text())
         history = meta["history"]

@@ -27,9 +27,10 @@ EPISODE_STEPS = 0.12
 """Seconds of an evaluated episode (batched) per second of a training step of 8 short-family episodes: a gate
 session's fixed measurement of SFT-50 (48 episodes) took about 85 s where a step took 14.8 (the default demo of
 session 40)."""
-SEARCH_EPISODE_STEPS = 0.075
-"""Seconds of a property test's budgeted episode (one at a time) per second of such a step: cheap for the
-episodes the cache holds and for the budget a search leaves unspent (26 s for 24 in the same run)."""
+SEARCH_EPISODE_STEPS = 0.2
+"""Seconds of a property test's budgeted episode (one at a time, with Hypothesis' shrinking and the clean twin it
+checks first) per second of such a step: 0.16 (bf16) and 0.23 (fp32) in session 46's default demos on an EPYC,
+about 0.19 on a Xeon with AMX (the 0.075 of session 40 planned these gate sessions 25-30% short)."""
 YOUNG_EPISODE_STEPS = 0.23
 """:data:`EPISODE_STEPS` for a checkpoint trained without a clean target (``--quick``'s SFT-15): half its episodes
 fail and run to the step limit. Its fixed measurement took 71 s for 16 episodes where a step took 19 s (session 41's
@@ -39,17 +40,28 @@ YOUNG_SEARCH_EPISODE_STEPS = 0.8
 at the step limit one at a time, about 90 s in the same run."""
 STEP_TOKENS = 6000
 """Tokens a training step of 8 short-family episodes computes (the shared prefix once, the rows packed)."""
-PROBE_TO_STEP = 0.5
+PROBE_TO_STEP = {"bf16": 0.5, "fp32": 0.37}
 """A training step's seconds per token against the probe's (``training.precision``: a pass of the LoRA model on 512
-random tokens, every position a label, no prefix shared): 0.51 in the default demo of session 40 (the probe 207
-tokens/s, the SFT's steps 14.8 s on average); the bare passes of a step, timed in turn with the probe in one
-process, gave 0.31-0.32: the demo's step also carries its optimizer, checkpoints and the machine's drift over 13
-minutes (docs/experiments.md)."""
+random tokens, every position a label, no prefix shared), by the precision training uses. bf16: 0.51 in the default
+demo of session 40, 0.48-0.55 in session 46's on a Xeon with AMX and an EPYC with AVX512-BF16; fp32: 0.37 on both
+CPUs kept to AVX2, where fp32's matrix products gain more from a step's 6,000 packed tokens than from the probe's
+512 (docs/experiments.md). Evaluation follows the probe in both precisions (:class:`Pace`)."""
 
 SHARED = 0.15
 """The share of the machine's CPU time other processes may take before the run says it shared the machine."""
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Pace:
+    """The cost model's units on this CPU, from the probe: a training step of 8 short-family episodes, and the unit
+    evaluation is counted in (:data:`EPISODE_STEPS` and the like), that step at bf16's ratio to the probe: a gate
+    session took 567-569 probe-seconds per token in bf16 and in fp32 alike (session 46), where training steps
+    did not."""
+
+    train_step_s: float
+    eval_step_s: float
 
 
 @dataclass
@@ -193,10 +205,10 @@ def isa_limits() -> str:
     return f" (instruction sets limited: {', '.join(limits)})" if limits else ""
 
 
-def probe_step_seconds(cfg: SFTConfig, say: Callable[[str], None]) -> tuple[float, str]:
-    """Seconds of a training step of 8 short-family episodes here, from the training passes that choose the
-    precision (``training.precision``), timed on the model as the SFT of ``cfg`` will train it (its LoRA
-    adapters): the training processes are given the measurement for their own choice. What was measured."""
+def probe_pace(cfg: SFTConfig, say: Callable[[str], None]) -> tuple[Pace, str]:
+    """The :class:`Pace` here, from the training passes that choose the precision (``training.precision``), timed on
+    the model as the SFT of ``cfg`` will train it (its LoRA adapters): the training processes are given the
+    measurement for their own choice. What was measured."""
     from training import precision
     from training.loop import load_model
 
@@ -207,6 +219,6 @@ def probe_step_seconds(cfg: SFTConfig, say: Callable[[str], None]) -> tuple[floa
     rate = precision.PROBE_TOKENS / seconds
     del model
     cpu.release_freed_memory()  # the demo's process trains nothing more: its children get the memory
-    step = PROBE_TO_STEP * STEP_TOKENS / rate
-    precision_name = "bf16" if use_bf16 else "fp32"
-    return step, f"a training pass of the base with its adapters ran {rate:.0f} tokens/s in {precision_name}"
+    name = "bf16" if use_bf16 else "fp32"
+    pace = Pace(PROBE_TO_STEP[name] * STEP_TOKENS / rate, PROBE_TO_STEP["bf16"] * STEP_TOKENS / rate)
+    return pace, f"a training pass of the base with its adapters ran {rate:.0f} tokens/s in {name}"

@@ -37,6 +37,7 @@ from training.demo_clock import (
     YOUNG_EPISODE_STEPS,
     YOUNG_SEARCH_EPISODE_STEPS,
     Clock,
+    Pace,
 )
 from training.runs import peak_bytes
 
@@ -46,7 +47,8 @@ gate's 24 clean twins, at 50 all 24: docs/experiments.md)."""
 SESSION_S = 15.0
 """Seconds a gate session on a checkpoint spends besides its episodes (pytest, the plugin, the model loaded)."""
 CHECK_STEPS = 2.2
-"""A check's cost in training steps (20 short dev episodes, greedy: 33 s against 14.8 s a step, session 40)."""
+"""A check's cost in :class:`~training.demo_clock.Pace`'s evaluation unit (20 short dev episodes, greedy: 33 s
+against 14.8 s a step in bf16, session 40)."""
 ARM_STEPS = 0.75
 """An arm's step against an SFT step, each training in a process of its own: PAFT 0.85 (its failures' rows carry
 other tool specs, so they share less of their prefix), SFT-continued 0.5 (session 41's default demo; the SFT's own
@@ -98,31 +100,31 @@ def gate_criteria(threshold: float) -> tuple[str, ...]:
     return (f"clean.success>={threshold}", "perception.delta>=-20", "interaction.delta>=-20")
 
 
-def expected_seconds(plan: LoopPlan, step_s: float) -> dict[str, float]:
-    """Each phase's expected seconds from a training step's measured cost (``training.demo_clock``)."""
+def expected_seconds(plan: LoopPlan, pace: Pace) -> dict[str, float]:
+    """Each phase's expected seconds at the probe's measured ``pace`` (``training.demo_clock``)."""
     episodes = 2 * len(demo_gate.GATE_TIERS) * plan.n  # cases and their clean twins
     search = len(demo_gate.GATE_TIERS) * demo_gate.episodes_per_test(plan.examples)
     young = not plan.until  # no clean target: many of its episodes fail, and run to the step limit
-    episode_s = (YOUNG_EPISODE_STEPS if young else EPISODE_STEPS) * step_s
-    session = episodes * episode_s + search * (YOUNG_SEARCH_EPISODE_STEPS if young else SEARCH_EPISODE_STEPS) * step_s
+    episode_s = (YOUNG_EPISODE_STEPS if young else EPISODE_STEPS) * pace.eval_step_s
+    search_s = (YOUNG_SEARCH_EPISODE_STEPS if young else SEARCH_EPISODE_STEPS) * pace.eval_step_s
     phases = {
-        plan.sft_phase: sft_seconds(plan, step_s),
-        "gate on SFT (pytest)": session + SESSION_S,
+        plan.sft_phase: sft_seconds(plan, pace),
+        "gate on SFT (pytest)": episodes * episode_s + search * search_s + SESSION_S,
         "from-report": 10.0,
     }
     if plan.train_arms:
-        phases[ARMS] = 2 * (plan.more_steps * ARM_STEPS * step_s + 20)  # one after the other
+        phases[ARMS] = 2 * (plan.more_steps * ARM_STEPS * pace.train_step_s + 20)  # one after the other
         checkpoints = 3 * (episodes * episode_s + SESSION_S)  # PAFT, SFT-continued, SFT
         phases[FRESH] = checkpoints + 10  # and the oracle's and the static baseline's sessions
     return phases
 
 
-def sft_seconds(plan: LoopPlan, step_s: float, stop: int | None = None) -> float:
+def sft_seconds(plan: LoopPlan, pace: Pace, stop: int | None = None) -> float:
     """The SFT's expected seconds if it stops after step ``stop`` (a check that reached the target), else after
     all its steps; its checks included (none after the last step: the run ends there)."""
     steps = plan.sft_steps if stop is None else stop
     checks = len(range(plan.check_from, min(steps + 1, plan.sft_steps), CHECK_EVERY)) if plan.until else 0
-    return (steps + checks * CHECK_STEPS) * step_s + 20
+    return steps * pace.train_step_s + checks * CHECK_STEPS * pace.eval_step_s + 20
 
 
 def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, Any], clock: Clock, say: Any,

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from training.demo_clock import Clock
+from training.demo_clock import Clock, Pace
 
 if TYPE_CHECKING:
     from training.demo_loop import LoopPlan
@@ -82,11 +82,11 @@ def run_loop_demo(cfg: Any, root: Path) -> int:
         f"so SFT converges on them with fewer tokens than on every family, and quick to evaluate)")  # fmt: skip
     base = clock.run("base model", lambda: _base(cfg.base))
     settings = {**train_settings(cfg), "episodes": plan.episodes, "task_families": list(plan.families)}
-    step_s, measured = clock.run("probe", lambda: _probe(base, settings))
-    clock.plan(expected_seconds(plan, step_s))
-    clock.show_plan(f"{measured}: a training step of 8 episodes about {step_s:.0f} s")
+    pace, measured = clock.run("probe", lambda: _probe(base, settings))
+    clock.plan(expected_seconds(plan, pace))
+    clock.show_plan(f"{measured}: a training step of 8 episodes about {pace.train_step_s:.0f} s")
     if plan.until and plan.check_from < plan.sft_steps:
-        saved = sft_seconds(plan, step_s) - sft_seconds(plan, step_s, plan.check_from)
+        saved = sft_seconds(plan, pace) - sft_seconds(plan, pace, plan.check_from)
         say(f"  the plan counts all {plan.sft_steps} SFT steps; stopped by its first check (step {plan.check_from}), "
             f"the SFT takes about {saved / 60:.0f} min less")  # fmt: skip
 
@@ -124,11 +124,11 @@ def _base(base: str) -> Path:
     return resolve_base(base)
 
 
-def _probe(base: Path, settings: dict[str, Any]) -> tuple[float, str]:
+def _probe(base: Path, settings: dict[str, Any]) -> tuple[Pace, str]:
     from training.config import SFTConfig
-    from training.demo_clock import probe_step_seconds
+    from training.demo_clock import probe_pace
 
-    return probe_step_seconds(SFTConfig(out="", base=str(base), **settings), say)
+    return probe_pace(SFTConfig(out="", base=str(base), **settings), say)
 
 
 def _finish(cfg: Any, plan: Any, result: dict[str, Any], root: Path) -> dict[str, Any]:

@@ -173,16 +173,32 @@ def test_the_quick_loop_ends_with_the_table_and_a_sentence_with_intervals(tmp_pa
 
 
 def test_the_plan_names_the_sft_by_its_cap_and_counts_its_checks():
+    from training.demo_clock import Pace
     from training.demo_loop import CHECK_STEPS, LoopPlan, expected_seconds, gate_criteria, sft_seconds
 
     plan = LoopPlan(FAMILIES, 80, 16, 320, 8, 12, 4, gate_criteria(0.8), 0, train_arms=True, until=0.8)
-    checked = expected_seconds(plan, step_s=10.0)
+    pace = Pace(train_step_s=10.0, eval_step_s=10.0)
+    checked = expected_seconds(plan, pace)
     assert plan.check_from == 40  # checks at 40, 50, 60 and 70:
     assert checked["SFT (at most 80 steps)"] == pytest.approx((80 + 4 * CHECK_STEPS) * 10 + 20)
-    assert sft_seconds(plan, 10.0, stop=40) == pytest.approx((40 + CHECK_STEPS) * 10 + 20)  # stopped by its first
-    assert sft_seconds(plan, 10.0, stop=50) == pytest.approx((50 + 2 * CHECK_STEPS) * 10 + 20)
-    unchecked = expected_seconds(LoopPlan(FAMILIES, 15, 16, 120, 8, 4, 1, plan.gate, 0, train_arms=False), 10.0)
+    assert sft_seconds(plan, pace, stop=40) == pytest.approx((40 + CHECK_STEPS) * 10 + 20)  # stopped by its first
+    assert sft_seconds(plan, pace, stop=50) == pytest.approx((50 + 2 * CHECK_STEPS) * 10 + 20)
+    unchecked = expected_seconds(LoopPlan(FAMILIES, 15, 16, 120, 8, 4, 1, plan.gate, 0, train_arms=False), pace)
     assert unchecked["SFT-15"] == 15 * 10 + 20
+
+
+def test_the_plan_counts_training_in_training_steps_and_evaluation_in_the_probes_unit():
+    """In fp32 a training step is cheaper against the probe than in bf16, evaluation is not: a plan whose training
+    step is 7.4 s and whose evaluation unit is 10 s trains faster and gates as slowly as one at 10 s for both."""
+    from training.demo_clock import Pace
+    from training.demo_loop import ARMS, CHECK_STEPS, FRESH, LoopPlan, expected_seconds, gate_criteria, sft_seconds
+
+    plan = LoopPlan(FAMILIES, 80, 16, 320, 8, 12, 4, gate_criteria(0.8), 0, train_arms=True, until=0.8)
+    bf16, fp32 = expected_seconds(plan, Pace(10.0, 10.0)), expected_seconds(plan, Pace(7.4, 10.0))
+    for phase in ("gate on SFT (pytest)", FRESH):
+        assert fp32[phase] == bf16[phase]
+    assert fp32[ARMS] < bf16[ARMS]
+    assert sft_seconds(plan, Pace(7.4, 10.0), stop=40) == pytest.approx(40 * 7.4 + CHECK_STEPS * 10 + 20)
 
 
 def test_the_plan_gives_a_checkpoint_without_a_clean_target_a_longer_gate():
@@ -192,16 +208,17 @@ def test_the_plan_gives_a_checkpoint_without_a_clean_target_a_longer_gate():
         SEARCH_EPISODE_STEPS,
         YOUNG_EPISODE_STEPS,
         YOUNG_SEARCH_EPISODE_STEPS,
+        Pace,
     )
     from training.demo_loop import SESSION_S, LoopPlan, expected_seconds, gate_criteria
 
     young = LoopPlan(FAMILIES, 15, 16, 120, 8, 4, 1, gate_criteria(0.8), 0, train_arms=False)
     trained = LoopPlan(FAMILIES, 15, 16, 120, 8, 4, 1, gate_criteria(0.8), 0, train_arms=False, until=0.8)
     gate = "gate on SFT (pytest)"
-    assert expected_seconds(young, 10.0)[gate] == pytest.approx(
+    assert expected_seconds(young, Pace(10.0, 10.0))[gate] == pytest.approx(
         (16 * YOUNG_EPISODE_STEPS + 6 * YOUNG_SEARCH_EPISODE_STEPS) * 10 + SESSION_S
     )
-    assert expected_seconds(trained, 10.0)[gate] == pytest.approx(
+    assert expected_seconds(trained, Pace(10.0, 10.0))[gate] == pytest.approx(
         (16 * EPISODE_STEPS + 6 * SEARCH_EPISODE_STEPS) * 10 + SESSION_S
     )
 
