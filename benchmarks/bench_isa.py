@@ -55,10 +55,10 @@ def probe() -> dict:
     import torch
 
     from training.config import SFTConfig
-    from training.demo import DemoConfig, checked, train_settings
+    from training.demo import DemoConfig, checked
     from training.demo_clock import probe_pace
     from training.demo_loop import expected_seconds
-    from training.demo_run import loop_plan
+    from training.demo_run import loop_plan, loop_settings
     from training.sft import resolve_base
 
     figures: dict = {
@@ -68,7 +68,7 @@ def probe() -> dict:
     for name, quick in (("default", False), ("quick", True)):
         cfg = checked(DemoConfig(quick=quick))
         plan = loop_plan(cfg)
-        settings = {**train_settings(cfg), "episodes": plan.episodes, "task_families": list(plan.families)}
+        settings = loop_settings(cfg, plan)
         base = str(resolve_base(cfg.base))
         pace, _ = probe_pace(SFTConfig(out="", base=base, **settings), lambda _: None)
         phases = expected_seconds(plan, pace)
@@ -86,14 +86,14 @@ def sft_rates(steps: int, precisions: list[str]) -> dict:
     from bench_sft import steady_rate
 
     from training.config import SFTConfig
-    from training.demo import DemoConfig, checked, train_settings
-    from training.demo_run import loop_plan
+    from training.demo import DemoConfig, checked
+    from training.demo_run import loop_plan, loop_settings
     from training.runs import META_FILE
     from training.sft import resolve_base, train
 
     cfg = checked(DemoConfig())
     plan = loop_plan(cfg)
-    settings = {**train_settings(cfg), "episodes": plan.episodes, "task_families": list(plan.families)}
+    settings = loop_settings(cfg, plan)
     rates = {}
     for name in precisions:
         with tempfile.TemporaryDirectory() as out:

@@ -72,7 +72,7 @@ def run(cfg: Any) -> int:
 
 def run_loop_demo(cfg: Any, root: Path) -> int:
     """The loop in ``root``: plan, SFT, gate, rows, the two arms, the fresh gate, table, figure, conclusion; 0."""
-    from training.demo import pct, train_settings
+    from training.demo import pct
     from training.demo_loop import expected_seconds, run_loop, sft_seconds
 
     plan = loop_plan(cfg)
@@ -81,7 +81,7 @@ def run_loop_demo(cfg: Any, root: Path) -> int:
     say(f"the task families: {', '.join(plan.families)} (one or two calls each, one to refuse: short episodes, "
         f"so SFT converges on them with fewer tokens than on every family, and quick to evaluate)")  # fmt: skip
     base = clock.run("base model", lambda: _base(cfg.base))
-    settings = {**train_settings(cfg), "episodes": plan.episodes, "task_families": list(plan.families)}
+    settings = loop_settings(cfg, plan)
     pace, measured = clock.run("probe", lambda: _probe(base, settings))
     clock.plan(expected_seconds(plan, pace))
     clock.show_plan(f"{measured}: a training step of 8 episodes about {pace.train_step_s:.0f} s")
@@ -116,6 +116,13 @@ def loop_plan(cfg: Any) -> LoopPlan:
         gate=gate_criteria(cfg.clean_target), seed=cfg.seed, train_arms=not cfg.quick,
         until=0.0 if cfg.quick else cfg.clean_target, retrain=cfg.retrain,
     )  # fmt: skip
+
+
+def loop_settings(cfg: Any, plan: LoopPlan) -> dict[str, Any]:
+    """The options the loop's SFT trains with (``training.config.SFTConfig``'s), from the demo's and its plan."""
+    from training.demo import train_settings
+
+    return {**train_settings(cfg), "episodes": plan.episodes, "task_families": list(plan.families)}
 
 
 def _base(base: str) -> Path:
