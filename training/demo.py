@@ -28,8 +28,13 @@ from training.figure import SCOPES
 from training.paired import paired
 from training.progress import Progress
 
-QUICK_FAMILIES = ("phone", "hours", "weather", "best_rated", "unknown_place")
-"""The POI task families of one or two calls (one of them to refuse), which ``--quick`` trains and tests on."""
+LOOP_FAMILIES = ("phone", "hours", "weather", "best_rated", "unknown_place")
+"""The POI task families of one or two calls (one of them to refuse), which the loop and ``--table --quick`` train
+and test on."""
+QUICK_FAMILIES = ("weather", "best_rated", "unknown_place")
+"""The one-call families among them (one to refuse), which the loop's ``--quick`` trains and tests on: SFT solves
+them in a dozen steps, and an agent that solves its tasks plays short episodes, so its gate is quick too
+(docs/experiments.md, "Session 47")."""
 
 
 @dataclass
@@ -61,8 +66,9 @@ class DemoConfig:
     episodes: int = field(default=800, metadata={"help": "distinct training tasks (train split)"})
     task_families: list[str] = field(
         default_factory=list,
-        metadata={"help": "train and evaluate on tasks of these task families only (default: all; --quick: "
-                  f"{','.join(QUICK_FAMILIES)})", "items": "task family names"},
+        metadata={"help": "train and evaluate on tasks of these task families only (default: the loop "
+                  f"{','.join(LOOP_FAMILIES)}, its --quick {','.join(QUICK_FAMILIES)}; --table: all, --table --quick "
+                  "the loop's)", "items": "task family names"},
     )  # fmt: skip
     lr: float = field(default=1e-3, metadata={"help": "peak learning rate (LoRA)"})
     lora_layers: int = field(default=0, metadata={"help": "LoRA on the last N decoder layers only (0: all)"})
@@ -92,8 +98,9 @@ class DemoConfig:
     quick: bool = field(
         default=False,
         metadata={
-            "help": "about 5 minutes: the loop's first half (SFT-15 on 120 episodes, the gate with 4 cases a tier, "
-            "its shrunk failure and PAFT rows; no training on them); with --table: SFT-15 and the reference rows"
+            "help": "about 5 minutes: the loop's first half on the one-call families (SFT-12 on 96 episodes, the "
+            "gate with 4 cases a tier, its shrunk failure and PAFT rows; no training on them); with --table: SFT-15 "
+            "and the reference rows"
         },
     )
     table: bool = field(
@@ -135,18 +142,18 @@ class DemoConfig:
                 rl_perturbed=0.75, rl_sft_coef=0.0, task_families=[],
             )  # fmt: skip
         if not self.table:
-            families = self.task_families or list(QUICK_FAMILIES)
             if self.quick:
+                families = self.task_families or list(QUICK_FAMILIES)
                 return dataclasses.replace(
-                    self, loop_steps=15, loop_episodes=120, gate_n=4, examples=1, task_families=families
+                    self, loop_steps=12, loop_episodes=96, gate_n=4, examples=2, task_families=families
                 )
-            return dataclasses.replace(self, task_families=families)
+            return dataclasses.replace(self, task_families=self.task_families or list(LOOP_FAMILIES))
         if not self.quick:
             return self
         # The untrained base's row is slow (it writes to its token limit every turn) and known (0%); one SFT
         # export shows the learning, the perturbed tiers the breaking.
         agents = [a for a in self.agents if a not in ("base", "paft", "rl")]
-        families = self.task_families or list(QUICK_FAMILIES)
+        families = self.task_families or list(LOOP_FAMILIES)
         return dataclasses.replace(
             self, sft_steps=[15], paft_steps=0, episodes=120, n=4, rl_steps=0, agents=agents, task_families=families
         )

@@ -4,10 +4,10 @@ measured probe), the minutes each took, peak memory, and where the time went whe
 The cost model: a training step costs the tokens it computes divided by the training pass's tokens per
 second, measured here on the base with its adapters in the precision training will use; an evaluated episode costs
 :data:`EPISODE_STEPS` training steps' worth of that rate (generation re-reads the conversation each turn), an
-episode of a property test (run alone, batch 1) :data:`SEARCH_EPISODE_STEPS`; more for a checkpoint trained without
-a clean target, whose failing episodes run to the step limit (:data:`YOUNG_EPISODE_STEPS`). The ratios were
-measured on a 2-core Xeon (docs/experiments.md); a machine whose generation and training differ in another ratio
-is off by that much, which the end of the run shows beside the plan.
+episode of a property test (run alone, batch 1) :data:`SEARCH_EPISODE_STEPS`. The ratios were measured on 2-core
+Xeons and EPYCs (docs/experiments.md) with checkpoints that solve most of their clean tasks: one that does not runs
+its failing episodes to the step limit, and its gate takes longer than planned. A machine whose generation and
+training differ in another ratio is off by that much, which the end of the run shows beside the plan.
 """
 
 from __future__ import annotations
@@ -31,13 +31,6 @@ SEARCH_EPISODE_STEPS = 0.2
 """Seconds of a property test's budgeted episode (one at a time, with Hypothesis' shrinking and the clean twin it
 checks first) per second of such a step: 0.16 (bf16) and 0.23 (fp32) in session 46's default demos on an EPYC,
 about 0.19 on a Xeon with AMX (the 0.075 of session 40 planned these gate sessions 25-30% short)."""
-YOUNG_EPISODE_STEPS = 0.23
-""":data:`EPISODE_STEPS` for a checkpoint trained without a clean target (``--quick``'s SFT-15): half its episodes
-fail and run to the step limit. Its fixed measurement took 71 s for 16 episodes where a step took 19 s (session 41's
-``--quick``)."""
-YOUNG_SEARCH_EPISODE_STEPS = 0.8
-""":data:`SEARCH_EPISODE_STEPS` for such a checkpoint: its property tests spent their whole budget, 6 new episodes
-at the step limit one at a time, about 90 s in the same run."""
 STEP_TOKENS = 6000
 """Tokens a training step of 8 short-family episodes computes (the shared prefix once, the rows packed)."""
 PROBE_TO_STEP = {"bf16": 0.5, "fp32": 0.37}

@@ -31,14 +31,7 @@ from typing import Any
 
 from training import child, demo_gate
 from training.config import SFTConfig
-from training.demo_clock import (
-    EPISODE_STEPS,
-    SEARCH_EPISODE_STEPS,
-    YOUNG_EPISODE_STEPS,
-    YOUNG_SEARCH_EPISODE_STEPS,
-    Clock,
-    Pace,
-)
+from training.demo_clock import EPISODE_STEPS, SEARCH_EPISODE_STEPS, Clock, Pace
 from training.runs import peak_bytes
 
 CHECK_EVERY = 10
@@ -104,9 +97,7 @@ def expected_seconds(plan: LoopPlan, pace: Pace) -> dict[str, float]:
     """Each phase's expected seconds at the probe's measured ``pace`` (``training.demo_clock``)."""
     episodes = 2 * len(demo_gate.GATE_TIERS) * plan.n  # cases and their clean twins
     search = len(demo_gate.GATE_TIERS) * demo_gate.episodes_per_test(plan.examples)
-    young = not plan.until  # no clean target: many of its episodes fail, and run to the step limit
-    episode_s = (YOUNG_EPISODE_STEPS if young else EPISODE_STEPS) * pace.eval_step_s
-    search_s = (YOUNG_SEARCH_EPISODE_STEPS if young else SEARCH_EPISODE_STEPS) * pace.eval_step_s
+    episode_s, search_s = EPISODE_STEPS * pace.eval_step_s, SEARCH_EPISODE_STEPS * pace.eval_step_s
     phases = {
         plan.sft_phase: sft_seconds(plan, pace),
         "gate on SFT (pytest)": episodes * episode_s + search * search_s + SESSION_S,

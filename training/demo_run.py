@@ -78,8 +78,7 @@ def run_loop_demo(cfg: Any, root: Path) -> int:
     plan = loop_plan(cfg)
     clock = Clock(say)
     say(f"working in {root} (seed {cfg.seed}); a rerun continues where this one stops")
-    say(f"the task families: {', '.join(plan.families)} (one or two calls each, one to refuse: short episodes, "
-        f"so SFT converges on them with fewer tokens than on every family, and quick to evaluate)")  # fmt: skip
+    say(f"the task families: {', '.join(plan.families)} ({_family_traits(plan.families)})")
     base = clock.run("base model", lambda: _base(cfg.base))
     settings = loop_settings(cfg, plan)
     pace, measured = clock.run("probe", lambda: _probe(base, settings))
@@ -104,6 +103,19 @@ def run_loop_demo(cfg: Any, root: Path) -> int:
         write_json(cfg.json, {"config": dataclasses.asdict(cfg), **table})
         say(f"table written to {cfg.json}")
     return 0
+
+
+def _family_traits(families: tuple[str, ...]) -> str:
+    """Why the loop trains on ``families``: what their tasks are like, in words."""
+    from sandbox import tasks
+
+    drawn = tasks("poi", "train", 200, 0, list(families))
+    calls = sorted({t.n_calls for t in drawn})
+    refusing = len({t.family for t in drawn if not t.solvable})
+    count = " or ".join(map(str, calls)) if len(calls) < 3 else f"{calls[0]} to {calls[-1]}"
+    refuse = {0: "", 1: ", one to refuse"}.get(refusing, f", {refusing} to refuse")
+    why = ": short episodes, so SFT converges on them with fewer tokens than on every family, and quick to evaluate"
+    return f"{count} call{'s' * (calls[-1] > 1)} each{refuse}{why * (calls[-1] <= 2)}"
 
 
 def loop_plan(cfg: Any) -> LoopPlan:

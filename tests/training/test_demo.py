@@ -113,17 +113,18 @@ def test_paft_must_start_from_an_sft_row_and_name_known_families_and_full_adds_t
 
 
 def test_quick_scales_everything_down_and_leaves_out_the_slow_rows():
-    from training.demo import QUICK_FAMILIES, DemoConfig
+    from training.demo import LOOP_FAMILIES, QUICK_FAMILIES, DemoConfig
 
     quick = DemoConfig(quick=True, table=True).scaled()
     assert (quick.sft_steps, quick.paft_steps, quick.n, quick.rl_steps, quick.episodes) == ([15], 0, 4, 0, 120)
-    assert quick.task_families == list(QUICK_FAMILIES)
+    assert quick.task_families == list(LOOP_FAMILIES)
     assert DemoConfig(quick=True, table=True, task_families=["phone"]).scaled().task_families == ["phone"]
     assert {"base", "paft", "rl"}.isdisjoint(quick.agents) and "sft" in quick.agents
     assert DemoConfig(table=True).scaled() == DemoConfig(table=True)
-    loop = DemoConfig(quick=True).scaled()  # the loop's first half: a shorter SFT, a smaller gate
-    assert (loop.loop_steps, loop.loop_episodes, loop.gate_n, loop.examples) == (15, 120, 4, 1)
-    assert DemoConfig().scaled().task_families == list(QUICK_FAMILIES)
+    loop = DemoConfig(quick=True).scaled()  # the loop's first half on one-call families: a shorter SFT, a smaller gate
+    assert (loop.loop_steps, loop.loop_episodes, loop.gate_n, loop.examples) == (12, 96, 4, 2)
+    assert loop.task_families == list(QUICK_FAMILIES) and set(QUICK_FAMILIES) < set(LOOP_FAMILIES)
+    assert DemoConfig().scaled().task_families == list(LOOP_FAMILIES)
     paper = DemoConfig(paper=True).scaled()
     assert paper.table and paper.full and paper.sft_steps == [50, 100] and paper.paft_from == 100
     assert paper.continued and paper.rl_sft_coef == 0.0  # PAFT against its compute; GRPO alone, as the paper's RL

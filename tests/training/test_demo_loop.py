@@ -201,28 +201,6 @@ def test_the_plan_counts_training_in_training_steps_and_evaluation_in_the_probes
     assert sft_seconds(plan, Pace(7.4, 10.0), stop=40) == pytest.approx(40 * 7.4 + CHECK_STEPS * 10 + 20)
 
 
-def test_the_plan_gives_a_checkpoint_without_a_clean_target_a_longer_gate():
-    """Its failing episodes run to the step limit: 16 measured, 6 searched (2 tests × 3 new episodes)."""
-    from training.demo_clock import (
-        EPISODE_STEPS,
-        SEARCH_EPISODE_STEPS,
-        YOUNG_EPISODE_STEPS,
-        YOUNG_SEARCH_EPISODE_STEPS,
-        Pace,
-    )
-    from training.demo_loop import SESSION_S, LoopPlan, expected_seconds, gate_criteria
-
-    young = LoopPlan(FAMILIES, 15, 16, 120, 8, 4, 1, gate_criteria(0.8), 0, train_arms=False)
-    trained = LoopPlan(FAMILIES, 15, 16, 120, 8, 4, 1, gate_criteria(0.8), 0, train_arms=False, until=0.8)
-    gate = "gate on SFT (pytest)"
-    assert expected_seconds(young, Pace(10.0, 10.0))[gate] == pytest.approx(
-        (16 * YOUNG_EPISODE_STEPS + 6 * YOUNG_SEARCH_EPISODE_STEPS) * 10 + SESSION_S
-    )
-    assert expected_seconds(trained, Pace(10.0, 10.0))[gate] == pytest.approx(
-        (16 * EPISODE_STEPS + 6 * SEARCH_EPISODE_STEPS) * 10 + SESSION_S
-    )
-
-
 def test_the_plan_moves_work_between_phases_and_keeps_its_total():
     from training.demo_clock import Clock
 
@@ -325,3 +303,14 @@ def test_the_loop_gates_every_agent_on_the_fresh_sample_and_a_rerun_runs_nothing
     assert all(report.is_file() for report in reports.values())
     assert "the sessions on PAFT, SFT-continued run " in third.err
     assert "not known" not in third.err  # the memory a session needs, read from the reports of the earlier run
+
+
+def test_the_demo_says_what_its_families_tasks_are_like():
+    from sandbox.domains import get_domain
+    from training.demo import LOOP_FAMILIES, QUICK_FAMILIES
+    from training.demo_run import _family_traits
+
+    assert _family_traits(QUICK_FAMILIES).startswith("1 call each, one to refuse: short episodes")
+    assert _family_traits(LOOP_FAMILIES).startswith("1 or 2 calls each, one to refuse: short episodes")
+    every = _family_traits(tuple(f.name for f in get_domain("poi").families))
+    assert "short episodes" not in every and "to refuse" in every
