@@ -37,7 +37,7 @@ import pytest_openagent as openagent
 from sandbox import tasks
 
 FAMILIES = {families!r}
-TASKS = [t.id for t in tasks("poi", "test", 40, 0, FAMILIES)]
+TASKS = [t.id for t in tasks("poi", "test", {count}, 0, FAMILIES)]
 EXAMPLES = {examples}
 EPISODES = {episodes}
 {tests}'''
@@ -61,6 +61,10 @@ n = {n}
 """
 
 
+SEARCHED_TASKS = 40
+"""The test-split tasks the property tests draw from (all of them where the families have fewer)."""
+
+
 def episodes_per_test(examples: int) -> int:
     """The new episodes each property test of the suite may run: two for each example (a case and its clean twin)
     and one more each for shrinking the failure it finds."""
@@ -71,8 +75,11 @@ def write_suite(folder: Path, families: Sequence[str], gate: Sequence[str], n: i
     """Write the suite and its gate into ``folder`` (atomically); the test file."""
     folder.mkdir(parents=True, exist_ok=True)
     tests = "".join(TEST.format(tier=tier) for tier in GATE_TIERS)
+    from sandbox.evaluation.draw import task_pool
+
+    count = min(SEARCHED_TASKS, len(task_pool(("poi",), "test", list(families))))
     suite = SUITE.format(
-        folder=folder, example="../sft", families=list(families), examples=examples,
+        folder=folder, example="../sft", families=list(families), count=count, examples=examples,
         episodes=episodes_per_test(examples), tests=tests,
     )  # fmt: skip
     write_text(folder / "test_agent_robustness.py", suite)

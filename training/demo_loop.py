@@ -54,6 +54,9 @@ SESSIONS_SIDE_BY_SIDE = 0.85
 other with the threads each chooses (generation gains more from a second thread than training does): 224 s against
 265 (``benchmarks/bench_fresh_gate.py``, session 42)."""
 
+BROKEN_SESSION = {2: "interrupted, as when a test module fails to import", 3: "an internal error", 4: "a usage error"}
+"""pytest's exit codes for a session whose tests did not all run (a failing gate exits 1, a session of the fixed
+measurement alone 5, no tests collected)."""
 
 ARMS, FRESH = "PAFT and SFT-continued", "gate on a fresh sample"
 """The names of the arms' phase and the fresh sample's."""
@@ -130,7 +133,7 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
                         check_every=CHECK_EVERY, check_from=plan.check_from, **train_settings)  # fmt: skip
     until = (f", stopped earlier once it solves {sft_cfg.check_tasks} dev-split tasks at {plan.until:.0%} (the lower "
              f"bound of the 95% interval), checked every {CHECK_EVERY} steps from step {plan.check_from}")  # fmt: skip
-    say(f"SFT: at most {sft_cfg.steps} steps × {sft_cfg.batch_size} episodes of the families "
+    say(f"SFT: {'at most ' * bool(plan.until)}{sft_cfg.steps} steps × {sft_cfg.batch_size} episodes of the families "
         f"{', '.join(sft_cfg.task_families)}{until if plan.until else ''}")  # fmt: skip
     sft = clock.run(plan.sft_phase, lambda: _fit(sft_cfg, plan.sft_phase, say, plan.retrain))
     sft_steps = trained_steps(sft)
@@ -172,6 +175,9 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
                 say(f"the sessions on {names} run one after the other: {why}")
             ended = [demo_gate.run_sessions(root / "gate", [s], seed, cache, say, show, search)[0] for s in todo]
         for (label, _, _), code in zip(todo, ended, strict=True):
+            if code in BROKEN_SESSION:
+                raise RuntimeError(f"the pytest session on {label} exited {code}: {BROKEN_SESSION[code]} (its output "
+                                   f"is above)")  # fmt: skip
             if not path[label].is_file():
                 raise RuntimeError(f"the pytest session on {label} exited {code} and wrote no report")
         out = []

@@ -107,9 +107,9 @@ def run_loop_demo(cfg: Any, root: Path) -> int:
 
 def _family_traits(families: tuple[str, ...]) -> str:
     """Why the loop trains on ``families``: what their tasks are like, in words."""
-    from sandbox import tasks
+    from sandbox.evaluation.draw import task_pool
 
-    drawn = tasks("poi", "train", 200, 0, list(families))
+    drawn = task_pool(("poi",), "train", list(families))
     calls = sorted({t.n_calls for t in drawn})
     refusing = len({t.family for t in drawn if not t.solvable})
     count = " or ".join(map(str, calls)) if len(calls) < 3 else f"{calls[0]} to {calls[-1]}"

@@ -310,7 +310,21 @@ def test_the_demo_says_what_its_families_tasks_are_like():
     from training.demo import LOOP_FAMILIES, QUICK_FAMILIES
     from training.demo_run import _family_traits
 
-    assert _family_traits(QUICK_FAMILIES).startswith("1 call each, one to refuse: short episodes")
+    assert _family_traits(QUICK_FAMILIES).startswith("1 call each: short episodes")
     assert _family_traits(LOOP_FAMILIES).startswith("1 or 2 calls each, one to refuse: short episodes")
     every = _family_traits(tuple(f.name for f in get_domain("poi").families))
     assert "short episodes" not in every and "to refuse" in every
+
+
+def test_the_suite_searches_every_task_of_families_with_fewer_than_it_draws(tmp_path):
+    import runpy
+
+    from sandbox.evaluation.draw import task_pool
+    from training import demo_gate
+    from training.demo import QUICK_FAMILIES
+    from training.demo_loop import gate_criteria
+
+    pool = task_pool(("poi",), "test", list(QUICK_FAMILIES))
+    assert len(pool) < demo_gate.SEARCHED_TASKS  # else this tests nothing
+    suite = demo_gate.write_suite(tmp_path, QUICK_FAMILIES, gate_criteria(0.8), n=4, examples=2)
+    assert sorted(runpy.run_path(str(suite))["TASKS"]) == sorted(t.id for t in pool)
