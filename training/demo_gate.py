@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from sandbox.evaluation.draw import task_pool
 from training import child
 from training.runs import write_text
 
@@ -75,8 +76,6 @@ def write_suite(folder: Path, families: Sequence[str], gate: Sequence[str], n: i
     """Write the suite and its gate into ``folder`` (atomically); the test file."""
     folder.mkdir(parents=True, exist_ok=True)
     tests = "".join(TEST.format(tier=tier) for tier in GATE_TIERS)
-    from sandbox.evaluation.draw import task_pool
-
     count = min(SEARCHED_TASKS, len(task_pool(("poi",), "test", list(families))))
     suite = SUITE.format(
         folder=folder, example="../sft", families=list(families), count=count, examples=examples,

@@ -328,3 +328,15 @@ def test_the_suite_searches_every_task_of_families_with_fewer_than_it_draws(tmp_
     assert len(pool) < demo_gate.SEARCHED_TASKS  # else this tests nothing
     suite = demo_gate.write_suite(tmp_path, QUICK_FAMILIES, gate_criteria(0.8), n=4, examples=2)
     assert sorted(runpy.run_path(str(suite))["TASKS"]) == sorted(t.id for t in pool)
+
+
+def test_a_gate_session_pytest_could_not_run_stops_the_loop(tiny_base, tmp_path, monkeypatch):
+    """A suite that fails to import runs no property test: the loop must not go on as if they had passed."""
+    from pytest_openagent.cli import main
+    from training import demo_gate
+
+    monkeypatch.setattr(demo_gate, "run_sessions", lambda folder, sessions, *args, **kwargs: [2] * len(sessions))
+    argv = ["demo", "--base", str(tiny_base), "--dir", str(tmp_path), "--loop-steps", "1", "--loop-episodes", "2",
+            "--gate-n", "1", "--examples", "1", "--batch-size", "2"]  # fmt: skip
+    with pytest.raises(RuntimeError, match=r"the pytest session on SFT-1 exited 2: interrupted, as when a test module"):
+        main(argv)
