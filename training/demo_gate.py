@@ -141,6 +141,18 @@ def session(
     return child.Command(label, ["-m", *command], folder, {"OMP_NUM_THREADS": str(threads)} if threads else None)
 
 
+BROKEN_SESSION = {2: "interrupted, as when a test module fails to import", 3: "an internal error", 4: "a usage error"}
+"""pytest's exit codes for a session whose tests did not all run (a failing gate exits 1, a session of the fixed
+measurement alone 5, no tests collected)."""
+
+
+def check_ran(label: str, code: int) -> None:
+    """Raise if the gate session on ``label`` exited with one of :data:`BROKEN_SESSION`'s codes: its report, if it
+    wrote one, does not hold what the suite asks."""
+    if code in BROKEN_SESSION:
+        raise RuntimeError(f"the pytest session on {label} exited {code}: {BROKEN_SESSION[code]} (its output is above)")
+
+
 def verdicts(report: Any, gate: Sequence[str]) -> Any:
     """The gate's result on ``report`` (``sandbox.evaluation.gate.check``): a verdict per criterion."""
     from sandbox.evaluation.gate import check

@@ -54,10 +54,6 @@ SESSIONS_SIDE_BY_SIDE = 0.85
 other with the threads each chooses (generation gains more from a second thread than training does): 224 s against
 265 (``benchmarks/bench_fresh_gate.py``, session 42)."""
 
-BROKEN_SESSION = {2: "interrupted, as when a test module fails to import", 3: "an internal error", 4: "a usage error"}
-"""pytest's exit codes for a session whose tests did not all run (a failing gate exits 1, a session of the fixed
-measurement alone 5, no tests collected)."""
-
 ARMS, FRESH = "PAFT and SFT-continued", "gate on a fresh sample"
 """The names of the arms' phase and the fresh sample's."""
 
@@ -175,9 +171,7 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
                 say(f"the sessions on {names} run one after the other: {why}")
             ended = [demo_gate.run_sessions(root / "gate", [s], seed, cache, say, show, search)[0] for s in todo]
         for (label, _, _), code in zip(todo, ended, strict=True):
-            if code in BROKEN_SESSION:
-                raise RuntimeError(f"the pytest session on {label} exited {code}: {BROKEN_SESSION[code]} (its output "
-                                   f"is above)")  # fmt: skip
+            demo_gate.check_ran(label, code)
             if not path[label].is_file():
                 raise RuntimeError(f"the pytest session on {label} exited {code} and wrote no report")
         out = []
@@ -253,6 +247,8 @@ def run_loop(plan: LoopPlan, root: Path, base: str, train_settings: dict[str, An
 
             ended = child.relay_all(chains, line, lambda s: say(f"{names}: running, {s:.0f} s"))
             child.check_trained([(label, codes[0]) for (label, _), codes in zip(todo, ended, strict=True)])
+            if then:
+                demo_gate.check_ran(sft_label, ended[-1][1])
             clock.together(ARMS, sum(peak_bytes(cfg.out) or 0 for _, cfg in todo))
         else:
             if len(todo) > 1:
